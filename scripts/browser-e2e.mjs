@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+// Browser end-to-end test of the Porthole web chat page.
+//
+// Usage: node scripts/browser-e2e.mjs <base-url> <bot-log-file> <out-dir>
+// Normally started by scripts/browser-e2e.sh, which installs playwright-core
+// into scripts/.e2e/ and starts the bot.
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const [baseUrlArg, logFile, outDirArg] = process.argv.slice(2);
+if (!baseUrlArg || !logFile || !outDirArg) {
+  console.error('usage: node scripts/browser-e2e.mjs <base-url> <bot-log-file> <out-dir>');
+  process.exit(2);
+}
+const baseUrl = baseUrlArg.replace(/\/+$/, '');
+const outDir = resolve(outDirArg);
+mkdirSync(outDir, { recursive: true });
+
+const CHROMIUM = '/usr/bin/chromium';
+const e2eRequire = createRequire(join(here, '.e2e', 'package.json'));
+let chromium;
+try {
+  ({ chromium } = e2eRequire('playwright-core'));
+} catch (err) {
+  console.error(`FAIL: cannot load playwright-core from ${join(here, '.e2e')} (run scripts/browser-e2e.sh): ${err.message}`);
+  process.exit(1);
+}
+
+const stripAnsi = (s) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+const results = [];
+function pass(name, detail = '') {
+  results.push({ name, ok: true });
+  console.log(`PASS ${name}${detail ? ` — ${detail}` : ''}`);
+}
+function fail(name, detail) {
+  results.push({ name, ok: false });
+  console.log(`FAIL ${name} — ${stripAnsi(String(detail))}`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function readLog() {
+  try {
+    return stripAnsi(readFileSync(logFile, 'utf8'));
+  } catch {
+    return '';
+  }
+}
+
+function tail(text, n) {
+  return text.split('\n').slice(-n).join('\n');
+}
+
+const pageConsole = [];
+const pageErrors = [];
+let browser;
+let page;
+let exitCode = 0;
+
+async function step(name, fn) {
+  try {
+    const detail = await fn();
+    pass(name, typeof detail === 'string' ? detail : '');
+    return true;
+  } catch (err) {
+    fail(name, err && err.message ? err.message.split('\n')[0] : String(err));
+    throw Object.assign(new Error(`step "${name}" failed`), { cause: err, reported: true });
+  }
+}
+
+try {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  page.on('console', (msg) => pageConsole.push(`[${msg.type()}] ${msg.text()}`));
+  page.on('pageerror', (err) => pageErrors.push(err.stack || err.message || String(err)));
+
+  await step('page loads', async () => {
+    const res = await page.goto(`${baseUrl}/?debug=1`, { waitUntil: 'load', timeout: 15000 });
+    if (!res) throw new Error('no response for the page');
+    if (!res.ok()) throw new Error(`GET / returned HTTP ${res.status()}`);
+    await page.waitForSelector('#message-input', { timeout: 5000 });
+    await page.waitForSelector('#send-button', { timeout: 5000 });
+    // The stylesheet must have applied (sidebar is a flex column).
+    const styled = await page.evaluate(
+      () => getComputedStyle(document.getElementById('sidebar')).display === 'flex'
+    );
+    if (!styled) throw new Error('style.css does not seem to be applied');
+    return `HTTP ${res.status()}`;
+  });
+
+  await step('websocket connects', async () => {
+    await page.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+  });
+
+  await step('header shows the LLM provider', async () => {
+    await page.waitForFunction(
+      () => {
+        const t = document.getElementById('llm-provider').textContent.trim();
+        return t && t !== '\u2026';
+      },
+      null,
+      { timeout: 10000 }
+    );
+    const provider = (await page.textContent('#llm-provider')).trim();
+    const model = ((await page.textContent('#llm-model')) || '').trim();
+    if (provider === 'unknown') throw new Error('GET /api/info failed (provider shown as "unknown")');
+    return `${provider}${model ? ` / ${model}` : ''}`;
+  });
+
+  await step('"/help" gets a finished reply listing /run', async () => {
+    await page.click('#message-input');
+    await page.keyboard.type('/help');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.message.user', { timeout: 5000 });
+    const userText = await page.textContent('.message.user');
+    if (!userText.includes('/help')) throw new Error(`user bubble shows ${JSON.stringify(userText)}`);
+    const bubble = await page.waitForSelector(
+      '.message.assistant[data-state="done"], .message.assistant[data-state="error"]',
+      { timeout: 30000 }
+    );
+    const stateAttr = await bubble.getAttribute('data-state');
+    const text = (await bubble.innerText()).trim();
+    if (stateAttr !== 'done') throw new Error(`reply ended in state "${stateAttr}": ${text.slice(0, 300)}`);
+    if (!text.includes('/run')) throw new Error(`reply does not mention /run: ${JSON.stringify(text.slice(0, 300))}`);
+    return `${text.length} chars`;
+  });
+
+  await step('conversation list refreshes after the reply', async () => {
+    await page.waitForSelector('#conversation-list .conversation-item', { timeout: 10000 });
+    const n = await page.locator('#conversation-list .conversation-item').count();
+    return `${n} conversation(s)`;
+  });
+
+  const probe = `probe-${randomBytes(6).toString('hex')}`;
+  await step('browser console line is forwarded to the server log', async () => {
+    await page.evaluate((p) => console.warn(p), probe);
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline) {
+      const line = readLog()
+        .split('\n')
+        .find((l) => l.includes(probe));
+      if (line) return line.trim().slice(0, 200);
+      await sleep(200);
+    }
+    throw new Error(`"${probe}" did not appear in ${logFile} within 10 s`);
+  });
+
+  await step('screenshot 1280x800', async () => {
+    const file = join(outDir, 'chat-1280.png');
+    await page.screenshot({ path: file });
+    return file;
+  });
+
+  await step('screenshot 390x844 (phone)', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await sleep(300);
+    const sidebarHidden = await page.evaluate(() => {
+      const r = document.getElementById('sidebar').getBoundingClientRect();
+      return r.right <= 0;
+    });
+    if (!sidebarHidden) throw new Error('sidebar is not collapsed at phone width');
+    if (!(await page.isVisible('#sidebar-toggle'))) throw new Error('#sidebar-toggle is not visible at phone width');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    if (overflow) throw new Error('page scrolls horizontally at phone width');
+    const file = join(outDir, 'chat-phone.png');
+    await page.screenshot({ path: file });
+    // Bonus: the opened conversation drawer.
+    await page.click('#sidebar-toggle');
+    await sleep(400);
+    await page.screenshot({ path: join(outDir, 'chat-phone-menu.png') });
+    await page.click('#sidebar-close');
+    return file;
+  });
+
+  if (pageErrors.length) {
+    fail('no uncaught page errors', pageErrors[0].split('\n')[0]);
+  } else {
+    pass('no uncaught page errors');
+  }
+} catch (err) {
+  if (!err.reported) fail('setup', err && err.message ? err.message : String(err));
+  const cause = err.cause || err;
+  if (cause && cause.message && cause.message.includes('\n')) {
+    const extra = stripAnsi(cause.message).split('\n').slice(1, 8).filter((l) => l.trim());
+    if (extra.length) console.log(`  details:\n  ${extra.join('\n  ')}`);
+  }
+  if (page) {
+    try {
+      await page.screenshot({ path: join(outDir, 'failure.png') });
+      console.log(`  screenshot: ${join(outDir, 'failure.png')}`);
+    } catch {
+      /* ignore */
+    }
+  }
+}
+
+try {
+  if (browser) await browser.close();
+} catch {
+  /* ignore */
+}
+
+const failed = results.filter((r) => !r.ok);
+const passed = results.length - failed.length;
+if (failed.length) {
+  exitCode = 1;
+  if (pageConsole.length) {
+    console.log('--- browser console (last 30 lines) ---');
+    console.log(pageConsole.slice(-30).join('\n'));
+  }
+  if (pageErrors.length) {
+    console.log('--- uncaught page errors ---');
+    console.log(pageErrors.join('\n'));
+  }
+  console.log(`--- bot log (last 40 lines of ${logFile}) ---`);
+  console.log(tail(readLog(), 40));
+  console.log(`browser e2e FAILED: ${failed.map((r) => r.name).join('; ')}`);
+} else {
+  console.log(`browser e2e OK, screenshots in ${outDir}`);
+}
+console.log(`${passed} passed, ${failed.length} failed`);
+process.exit(exitCode);

@@ -1,0 +1,199 @@
+//! The Anthropic Messages API (`POST {LLM_BASE_URL}/v1/messages`), streamed.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{
+    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, send_error, sse, status_error,
+};
+use crate::bot::store::{Role, ToolCall};
+use crate::config::LlmConfig;
+
+const API_VERSION: &str = "2023-06-01";
+const MAX_TOKENS: u32 = 4096;
+
+pub struct AnthropicProvider {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    model: String,
+    timeout_secs: u64,
+}
+
+impl AnthropicProvider {
+    pub fn new(config: &LlmConfig) -> Self {
+        AnthropicProvider {
+            client: reqwest::Client::builder()
+                .timeout(config.timeout)
+                .build()
+                .unwrap_or_default(),
+            url: format!("{}/v1/messages", config.base_url),
+            api_key: config.api_key.clone(),
+            model: config.model.clone(),
+            timeout_secs: config.timeout.as_secs(),
+        }
+    }
+
+    fn body(&self, request: &ChatRequest<'_>) -> Value {
+        // Anthropic wants tool results as user messages made of `tool_result` blocks,
+        // and consecutive ones merged into one message.
+        let mut messages: Vec<Value> = Vec::new();
+        for m in request.messages {
+            let (role, blocks) = match m.role {
+                Role::Tool => (
+                    "user",
+                    vec![json!({
+                        "type": "tool_result",
+                        "tool_use_id": m.tool_call_id,
+                        "content": m.content,
+                    })],
+                ),
+                Role::Assistant => {
+                    let mut blocks = Vec::new();
+                    if !m.content.is_empty() {
+                        blocks.push(json!({"type": "text", "text": m.content}));
+                    }
+                    for c in &m.tool_calls {
+                        blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
+                    }
+                    ("assistant", blocks)
+                }
+                Role::User | Role::System => {
+                    ("user", vec![json!({"type": "text", "text": m.content})])
+                }
+            };
+            if blocks.is_empty() {
+                continue;
+            }
+            match messages.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(existing) = last["content"].as_array_mut() {
+                        existing.extend(blocks);
+                    }
+                }
+                _ => messages.push(json!({"role": role, "content": blocks})),
+            }
+        }
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": MAX_TOKENS,
+            "system": request.system,
+            "messages": messages,
+            "stream": true,
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .collect();
+        }
+        body
+    }
+}
+
+#[async_trait]
+impl LlmProvider for AnthropicProvider {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest<'_>,
+        on_token: TokenSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut http = self
+            .client
+            .post(&self.url)
+            .header("anthropic-version", API_VERSION)
+            .json(&self.body(request));
+        if let Some(key) = &self.api_key {
+            http = http.header("x-api-key", key);
+        }
+        let response = http
+            .send()
+            .await
+            .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(status_error(status.as_u16(), &body));
+        }
+
+        let mut content = String::new();
+        // Tool-use blocks by index: (id, name, partial JSON input).
+        let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
+        sse::for_each_event(response, self.timeout_secs, |_event, data| {
+            let event: Value = serde_json::from_str(data)
+                .map_err(|e| LlmError::Malformed(format!("bad stream event ({e})")))?;
+            match event["type"].as_str().unwrap_or_default() {
+                "content_block_start" if event["content_block"]["type"] == "tool_use" => {
+                    let index = event["index"].as_u64().unwrap_or(0);
+                    let block = &event["content_block"];
+                    tools.insert(
+                        index,
+                        (
+                            block["id"].as_str().unwrap_or_default().to_string(),
+                            block["name"].as_str().unwrap_or_default().to_string(),
+                            String::new(),
+                        ),
+                    );
+                }
+                "content_block_delta" => {
+                    let delta = &event["delta"];
+                    if let Some(text) = delta["text"].as_str() {
+                        on_token(text);
+                        content.push_str(text);
+                    } else if let Some(json) = delta["partial_json"].as_str() {
+                        let index = event["index"].as_u64().unwrap_or(0);
+                        if let Some(tool) = tools.get_mut(&index) {
+                            tool.2.push_str(json);
+                        }
+                    }
+                }
+                "message_stop" => return Ok(false),
+                "error" => {
+                    return Err(LlmError::Http {
+                        status: 200,
+                        message: event["error"]["message"]
+                            .as_str()
+                            .unwrap_or("unknown streaming error")
+                            .to_string(),
+                    });
+                }
+                _ => {}
+            }
+            Ok(true)
+        })
+        .await?;
+
+        let tool_calls = tools
+            .into_values()
+            .map(|(id, name, input)| {
+                let arguments = if input.trim().is_empty() {
+                    json!({})
+                } else {
+                    serde_json::from_str(&input).map_err(|e| {
+                        LlmError::Malformed(format!("tool input for `{name}` is not JSON ({e})"))
+                    })?
+                };
+                Ok(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                })
+            })
+            .collect::<Result<Vec<_>, LlmError>>()?;
+        Ok(ChatResponse {
+            content,
+            tool_calls,
+        })
+    }
+}

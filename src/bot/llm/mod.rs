@@ -1,0 +1,134 @@
+//! LLM providers behind one trait: OpenAI-compatible chat completions, the Anthropic
+//! Messages API, and an offline provider for when no model is configured.
+//!
+//! Providers stream: text arrives through the `on_token` callback as it is generated,
+//! and the full turn (text plus any tool calls) is returned at the end. Every failure is
+//! an [`LlmError`] with a message a person can act on; the agent stores it in the
+//! conversation rather than crashing.
+
+mod anthropic;
+mod offline;
+mod openai;
+mod sse;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::bot::store::{Role, ToolCall};
+use crate::bot::tools::ToolDef;
+use crate::config::{LlmConfig, LlmProviderKind};
+
+pub use anthropic::AnthropicProvider;
+pub use offline::OfflineProvider;
+pub use openai::OpenAiProvider;
+
+/// One message of the context sent to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+    /// For assistant messages: the tools it asked to call.
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool messages: which call this answers, and the tool's name.
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+}
+
+pub struct ChatRequest<'a> {
+    pub system: &'a str,
+    pub messages: &'a [ChatMessage],
+    pub tools: &'a [ToolDef],
+}
+
+/// A model's turn: text and/or tool calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("the model did not answer within {0} s (raise LLM_TIMEOUT_SECS if it is slow)")]
+    Timeout(u64),
+    #[error("the provider rejected the API key (HTTP {0}); check LLM_API_KEY")]
+    Unauthorized(u16),
+    #[error("the provider is rate limiting requests (HTTP 429); wait and try again")]
+    RateLimited,
+    #[error("the provider answered HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("cannot reach the provider at {url}: {reason} (check LLM_BASE_URL and that the server runs)")]
+    Connect { url: String, reason: String },
+    #[error("the provider sent a response we cannot read: {0}")]
+    Malformed(String),
+}
+
+pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+#[async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// `offline`, `openai` or `anthropic`.
+    fn provider(&self) -> &str;
+    fn model(&self) -> &str;
+    async fn chat(
+        &self,
+        request: &ChatRequest<'_>,
+        on_token: TokenSink<'_>,
+    ) -> Result<ChatResponse, LlmError>;
+}
+
+/// Builds the provider the configuration asks for.
+pub fn from_config(config: &LlmConfig) -> Arc<dyn LlmProvider> {
+    match config.provider {
+        LlmProviderKind::Offline => Arc::new(OfflineProvider),
+        LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(config)),
+        LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(config)),
+    }
+}
+
+/// Maps an HTTP error status and body to an [`LlmError`], keeping the provider's own
+/// message (shortened) when it has one.
+fn status_error(status: u16, body: &str) -> LlmError {
+    match status {
+        401 | 403 => LlmError::Unauthorized(status),
+        429 => LlmError::RateLimited,
+        _ => {
+            let message = serde_json::from_str::<Value>(body)
+                .ok()
+                .and_then(|v| {
+                    v["error"]["message"]
+                        .as_str()
+                        .or(v["error"].as_str())
+                        .or(v["message"].as_str())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| body.chars().take(300).collect());
+            LlmError::Http { status, message }
+        }
+    }
+}
+
+fn send_error(url: &str, error: reqwest::Error, timeout_secs: u64) -> LlmError {
+    if error.is_timeout() {
+        LlmError::Timeout(timeout_secs)
+    } else {
+        LlmError::Connect {
+            url: url.to_string(),
+            reason: error.without_url().to_string(),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! OpenAI-compatible chat completions (`POST {LLM_BASE_URL}/chat/completions`), streamed.
+//! Works with OpenAI, Ollama, llama.cpp's server and vLLM, which all speak this format.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{
+    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, send_error, sse, status_error,
+};
+use crate::bot::store::{Role, ToolCall};
+use crate::config::LlmConfig;
+
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    model: String,
+    timeout_secs: u64,
+}
+
+impl OpenAiProvider {
+    pub fn new(config: &LlmConfig) -> Self {
+        OpenAiProvider {
+            client: reqwest::Client::builder()
+                .timeout(config.timeout)
+                .build()
+                .unwrap_or_default(),
+            url: format!("{}/chat/completions", config.base_url),
+            api_key: config.api_key.clone(),
+            model: config.model.clone(),
+            timeout_secs: config.timeout.as_secs(),
+        }
+    }
+
+    fn body(&self, request: &ChatRequest<'_>) -> Value {
+        let mut messages = vec![json!({"role": "system", "content": request.system})];
+        for m in request.messages {
+            messages.push(match m.role {
+                Role::Tool => json!({
+                    "role": "tool",
+                    "tool_call_id": m.tool_call_id,
+                    "content": m.content,
+                }),
+                Role::Assistant if !m.tool_calls.is_empty() => json!({
+                    "role": "assistant",
+                    "content": if m.content.is_empty() { Value::Null } else { json!(m.content) },
+                    "tool_calls": m.tool_calls.iter().map(|c| json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                    })).collect::<Vec<_>>(),
+                }),
+                role => json!({"role": role.as_str(), "content": m.content}),
+            });
+        }
+        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.input_schema,
+                        }
+                    })
+                })
+                .collect();
+        }
+        body
+    }
+}
+
+/// A tool call being assembled from streamed fragments.
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[async_trait]
+impl LlmProvider for OpenAiProvider {
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest<'_>,
+        on_token: TokenSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut http = self.client.post(&self.url).json(&self.body(request));
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
+        }
+        let response = http
+            .send()
+            .await
+            .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(status_error(status.as_u16(), &body));
+        }
+
+        let mut content = String::new();
+        let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
+        sse::for_each_event(response, self.timeout_secs, |_event, data| {
+            if data == "[DONE]" {
+                return Ok(false);
+            }
+            let chunk: Value = serde_json::from_str(data)
+                .map_err(|e| LlmError::Malformed(format!("bad stream chunk ({e})")))?;
+            if let Some(message) = chunk["error"]["message"].as_str() {
+                return Err(LlmError::Http {
+                    status: 200,
+                    message: message.to_string(),
+                });
+            }
+            let delta = &chunk["choices"][0]["delta"];
+            if let Some(text) = delta["content"].as_str()
+                && !text.is_empty()
+            {
+                on_token(text);
+                content.push_str(text);
+            }
+            if let Some(fragments) = delta["tool_calls"].as_array() {
+                for fragment in fragments {
+                    let index = fragment["index"].as_u64().unwrap_or(0);
+                    let call = calls.entry(index).or_default();
+                    if let Some(id) = fragment["id"].as_str() {
+                        call.id = id.to_string();
+                    }
+                    if let Some(name) = fragment["function"]["name"].as_str() {
+                        call.name.push_str(name);
+                    }
+                    if let Some(args) = fragment["function"]["arguments"].as_str() {
+                        call.arguments.push_str(args);
+                    }
+                }
+            }
+            Ok(true)
+        })
+        .await?;
+
+        let tool_calls = calls
+            .into_values()
+            .map(|c| {
+                let arguments = if c.arguments.trim().is_empty() {
+                    json!({})
+                } else {
+                    serde_json::from_str(&c.arguments).map_err(|e| {
+                        LlmError::Malformed(format!(
+                            "tool call `{}` has arguments that are not JSON ({e})",
+                            c.name
+                        ))
+                    })?
+                };
+                Ok(ToolCall {
+                    id: if c.id.is_empty() {
+                        format!("call_{}", uuid::Uuid::new_v4().simple())
+                    } else {
+                        c.id
+                    },
+                    name: c.name,
+                    arguments,
+                })
+            })
+            .collect::<Result<Vec<_>, LlmError>>()?;
+        Ok(ChatResponse {
+            content,
+            tool_calls,
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The running bot: its services and how they are built. Knows nothing of `/mcp`.
+//!
+//! [`Bot::build`] creates, in order: the store, the LLM provider, the tool runner with
+//! native and user tools, the agent registry, supervisor and workers, the task service
+//! and the skill list. Everything else (web, scheduler, the MCP endpoint) reads these.
+
+pub mod agents;
+pub mod llm;
+pub mod skills;
+pub mod store;
+pub mod tasks;
+pub mod tools;
+pub mod web;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use agents::{AgentRegistry, Supervisor, Workers};
+use llm::LlmProvider;
+use skills::Skill;
+use store::Store;
+use tasks::Tasks;
+use tools::ToolRunner;
+
+/// One console line forwarded by the web page.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct WebLogLine {
+    pub level: String,
+    pub message: String,
+    /// The browser's timestamp, as sent.
+    pub timestamp: Option<String>,
+}
+
+/// Receives browser console lines. The default sink writes them to the server log;
+/// the MCP layer installs one that also keeps them for `web_log`.
+pub trait WebLogSink: Send + Sync {
+    fn record(&self, line: WebLogLine);
+}
+
+/// Target of the tracing events that carry browser console lines.
+pub const WEB_CONSOLE_TARGET: &str = "web_console";
+
+/// Writes browser console lines to the server log (target `web_console`).
+pub struct TracingWebLogSink;
+
+impl WebLogSink for TracingWebLogSink {
+    fn record(&self, line: WebLogLine) {
+        let message = line.message.as_str();
+        match line.level.as_str() {
+            "error" => tracing::error!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),
+            "warn" => tracing::warn!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),
+            _ => tracing::info!(target: WEB_CONSOLE_TARGET, level = %line.level, "browser console: {message}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BotError {
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("cannot register tools: {0}")]
+    Tools(String),
+}
+
+/// Every service of the running bot.
+pub struct Bot {
+    pub config: Config,
+    pub started: Instant,
+    pub store: Store,
+    pub llm: Arc<dyn LlmProvider>,
+    pub tools: Arc<ToolRunner>,
+    pub agents: Arc<AgentRegistry>,
+    pub supervisor: Arc<Supervisor>,
+    pub tasks: Arc<Tasks>,
+    pub skills: Vec<Skill>,
+    pub web: web::WebState,
+}
+
+impl Bot {
+    /// Builds every service from the configuration. Fails only on what the bot cannot
+    /// run without (the database); broken user tools or skills are logged and skipped.
+    pub fn build(config: Config, web_log_sink: Arc<dyn WebLogSink>) -> Result<Arc<Bot>, BotError> {
+        let started = Instant::now();
+        let store = Store::open(&config.database_path)?;
+        tracing::info!(path = %config.database_path, schema = store::schema_version(), "database ready");
+
+        let llm = llm::from_config(&config.llm);
+        tracing::info!(provider = llm.provider(), model = llm.model(), "LLM provider");
+
+        let tools = Arc::new(ToolRunner::new(config.tool_timeout));
+        let agents = Arc::new(AgentRegistry::default());
+        let supervisor_id = Supervisor::new_id();
+        let workers = Arc::new(Workers::new(
+            llm.clone(),
+            agents.clone(),
+            config.agent_max_steps,
+            supervisor_id.clone(),
+        ));
+        if let Err(e) = std::fs::create_dir_all(&config.workspace_dir) {
+            tracing::warn!(dir = %config.workspace_dir.display(), error = %e, "cannot create the workspace folder; file tools will report it");
+        }
+        tools::native::register_all(
+            &tools,
+            store.clone(),
+            config.workspace_dir.clone(),
+            tools::native::StatusSources {
+                started,
+                llm_provider: llm.provider().to_string(),
+                llm_model: llm.model().to_string(),
+                workers,
+                mcp_servers: Arc::new(|| serde_json::json!([])),
+            },
+        )
+        .map_err(BotError::Tools)?;
+        let user =
+            tools::user::load_user_tools(&tools, &config.user_tools_dir, config.tool_timeout);
+        tracing::info!(
+            native = tools.all().len() - user.loaded.len(),
+            user = user.loaded.len(),
+            skipped = user.skipped.len(),
+            "tools loaded"
+        );
+
+        let supervisor = Arc::new(Supervisor::new(
+            supervisor_id,
+            store.clone(),
+            llm.clone(),
+            tools.clone(),
+            agents.clone(),
+            config.agent_max_steps,
+        ));
+        let tasks = Arc::new(Tasks::new(store.clone(), supervisor.clone(), tools.clone()));
+        let skill_report = skills::load_skills(&config.skills_dir);
+        tracing::info!(
+            loaded = skill_report.skills.len(),
+            skipped = skill_report.skipped.len(),
+            "skills loaded"
+        );
+
+        Ok(Arc::new(Bot {
+            started,
+            store,
+            llm,
+            tools,
+            agents,
+            supervisor,
+            tasks,
+            skills: skill_report.skills,
+            web: web::WebState::new(web_log_sink, config.web_console_forwarding),
+            config,
+        }))
+    }
+}

@@ -1,0 +1,234 @@
+//! Scheduled tasks: stored in the database with a cron schedule and an action (a prompt
+//! for the supervisor, or a direct tool call), run by a scheduler loop when due, or at
+//! once with [`Tasks::run_now`].
+//!
+//! Schedules are cron expressions with 5 fields (`min hour day month weekday`) or 6–7
+//! with seconds first; times are UTC. A task never runs twice at once: starting a run
+//! flips its status to `running` only if it was not already.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::bot::agents::Supervisor;
+use crate::bot::store::{Store, StoreError, Task};
+use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolRunner};
+
+/// What a task does when it runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum TaskAction {
+    /// Sends `prompt` to the supervisor as a user message in its own conversation.
+    Prompt { prompt: String },
+    /// Calls a tool directly.
+    Tool {
+        tool: String,
+        #[serde(default)]
+        arguments: Value,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(
+        "invalid cron schedule `{schedule}`: {reason}; use 5 fields `min hour day month weekday` (e.g. `*/5 * * * *`) or 6 with seconds first"
+    )]
+    InvalidSchedule { schedule: String, reason: String },
+    #[error(
+        "invalid action: {0}; use {{\"prompt\": \"…\"}} or {{\"tool\": \"name\", \"arguments\": {{…}}}}"
+    )]
+    InvalidAction(String),
+    #[error("no task with id {0}")]
+    NotFound(i64),
+    #[error("task {0} is already running")]
+    AlreadyRunning(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Parses a cron expression, accepting the common 5-field form.
+pub fn parse_schedule(schedule: &str) -> Result<cron::Schedule, TaskError> {
+    let fields = schedule.split_whitespace().count();
+    let full = if fields == 5 {
+        format!("0 {schedule}")
+    } else {
+        schedule.to_string()
+    };
+    cron::Schedule::from_str(&full).map_err(|e| TaskError::InvalidSchedule {
+        schedule: schedule.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn next_run(schedule: &str) -> Option<String> {
+    parse_schedule(schedule)
+        .ok()?
+        .upcoming(Utc)
+        .next()
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRun {
+    pub task_id: i64,
+    pub status: String,
+    pub result: String,
+}
+
+pub struct Tasks {
+    store: Store,
+    supervisor: Arc<Supervisor>,
+    runner: Arc<ToolRunner>,
+}
+
+impl Tasks {
+    pub fn new(store: Store, supervisor: Arc<Supervisor>, runner: Arc<ToolRunner>) -> Self {
+        Tasks {
+            store,
+            supervisor,
+            runner,
+        }
+    }
+
+    /// Creates a task after checking its schedule and action.
+    pub async fn create(
+        &self,
+        name: &str,
+        description: &str,
+        schedule: &str,
+        action: Value,
+    ) -> Result<Task, TaskError> {
+        parse_schedule(schedule)?;
+        serde_json::from_value::<TaskAction>(action.clone())
+            .map_err(|e| TaskError::InvalidAction(e.to_string()))?;
+        Ok(self
+            .store
+            .create_task(name, description, schedule, action, next_run(schedule))
+            .await?)
+    }
+
+    pub async fn list(&self) -> Result<Vec<Task>, TaskError> {
+        Ok(self.store.list_tasks().await?)
+    }
+
+    /// Runs a task now, whatever its schedule, and records the result.
+    pub async fn run_now(&self, id: i64) -> Result<TaskRun, TaskError> {
+        let task = self
+            .store
+            .get_task(id)
+            .await?
+            .ok_or(TaskError::NotFound(id))?;
+        if !self.store.mark_task_running(id).await? {
+            return Err(TaskError::AlreadyRunning(id));
+        }
+        tracing::info!(task = %task.name, id, "running task");
+        let (status, result) = match self.execute(&task).await {
+            Ok(text) => ("ok", text),
+            Err(text) => ("error", text),
+        };
+        self.store
+            .finish_task_run(id, status, &result, next_run(&task.schedule))
+            .await?;
+        tracing::info!(task = %task.name, id, status, "task finished");
+        Ok(TaskRun {
+            task_id: id,
+            status: status.to_string(),
+            result,
+        })
+    }
+
+    async fn execute(&self, task: &Task) -> Result<String, String> {
+        let action: TaskAction = serde_json::from_value(task.action.clone())
+            .map_err(|e| format!("the stored action is invalid: {e}"))?;
+        let mut ctx = ExecContext::new(&[ADMIN_ROLE]);
+        ctx.correlation_id = format!("task-{}-{}", task.id, ctx.correlation_id);
+        match action {
+            TaskAction::Prompt { prompt } => {
+                let reply = self
+                    .supervisor
+                    .send(None, &prompt, &ctx, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                match reply.error {
+                    Some(e) => Err(e),
+                    None => Ok(reply.response),
+                }
+            }
+            TaskAction::Tool { tool, arguments } => self
+                .runner
+                .call(&tool, arguments, &ctx)
+                .await
+                .map(|v| v.to_string())
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Runs due tasks until `shutdown` turns true. Checks twice a second, so a task runs
+    /// within half a second of its time.
+    pub async fn run_scheduler(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        if let Ok(n) = self.store.reset_stale_running_tasks().await
+            && n > 0
+        {
+            tracing::warn!(
+                count = n,
+                "tasks were left running by an earlier stop; marked interrupted"
+            );
+        }
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = shutdown.changed() => break,
+            }
+            if *shutdown.borrow() {
+                break;
+            }
+            let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+            let Ok(tasks) = self.store.list_tasks().await else {
+                continue;
+            };
+            for task in tasks {
+                let due = task.enabled
+                    && task.status != "running"
+                    && task.next_run.as_deref().is_some_and(|t| t <= now.as_str());
+                if due {
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = me.run_now(task.id).await {
+                            tracing::warn!(task = task.id, error = %e, "scheduled run failed");
+                        }
+                    });
+                }
+            }
+        }
+        tracing::info!("scheduler stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_accept_five_or_six_fields_and_reject_nonsense() {
+        assert!(parse_schedule("*/5 * * * *").is_ok());
+        assert!(parse_schedule("30 */5 * * * *").is_ok());
+        let err = parse_schedule("every tuesday").unwrap_err().to_string();
+        assert!(err.contains("every tuesday") && err.contains("5 fields"), "{err}");
+    }
+
+    #[test]
+    fn actions_parse_both_forms() {
+        let prompt: TaskAction = serde_json::from_value(serde_json::json!({"prompt": "hi"})).unwrap();
+        assert_eq!(prompt, TaskAction::Prompt { prompt: "hi".into() });
+        let tool: TaskAction =
+            serde_json::from_value(serde_json::json!({"tool": "current_time"})).unwrap();
+        assert!(matches!(tool, TaskAction::Tool { .. }));
+        assert!(serde_json::from_value::<TaskAction>(serde_json::json!({"nope": 1})).is_err());
+    }
+}

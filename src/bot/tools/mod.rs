@@ -1,0 +1,616 @@
+//! The tool runner: one registry for every tool the bot can call — native tools
+//! compiled in, user tools from `USER_TOOLS_DIR`, and tools of connected MCP servers.
+//!
+//! Every call goes through [`ToolRunner::call`], which checks the tool exists, is
+//! enabled and allowed for the caller's roles, validates the arguments against the
+//! tool's JSON Schema, runs the handler under a timeout (catching panics), and records
+//! usage stats. Internal tools are never offered to the LLM ([`ToolRunner::llm_tools`])
+//! but stay callable by admins. Changes to the tool list are broadcast so that other
+//! layers (the `/mcp` endpoint) can tell their clients.
+
+pub mod native;
+pub mod user;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// Where a tool comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSource {
+    Native,
+    User,
+    Mcp,
+}
+
+impl ToolSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolSource::Native => "native",
+            ToolSource::User => "user",
+            ToolSource::Mcp => "mcp",
+        }
+    }
+}
+
+/// The description of a tool, as listed to callers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub source: ToolSource,
+    pub description: String,
+    pub input_schema: Value,
+    /// The caller needs at least one of these roles; empty means anyone.
+    pub required_roles: Vec<String>,
+    /// Hidden from the LLM; callable by admins only.
+    pub internal: bool,
+}
+
+/// Who is calling and why; passed to every tool.
+#[derive(Debug, Clone)]
+pub struct ExecContext {
+    pub roles: Vec<String>,
+    pub correlation_id: String,
+    pub conversation_id: Option<String>,
+}
+
+pub const ADMIN_ROLE: &str = "admin";
+
+impl ExecContext {
+    pub fn new(roles: &[&str]) -> Self {
+        ExecContext {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            correlation_id: uuid::Uuid::new_v4().to_string(),
+            conversation_id: None,
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.roles.iter().any(|r| r == ADMIN_ROLE)
+    }
+
+    fn may_use(&self, def: &ToolDef) -> bool {
+        self.is_admin()
+            || def.required_roles.is_empty()
+            || def.required_roles.iter().any(|r| self.roles.contains(r))
+    }
+}
+
+/// What a tool handler receives besides its arguments.
+pub struct ToolCall<'a> {
+    pub args: Value,
+    pub ctx: &'a ExecContext,
+    /// The runner itself, so tools such as `list_available_tools` or `delegate` can
+    /// reach other tools without a reference cycle.
+    pub runner: &'a ToolRunner,
+}
+
+#[async_trait]
+pub trait ToolHandler: Send + Sync {
+    /// Runs the tool. An `Err` is a message for the caller saying what went wrong.
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String>;
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum ToolError {
+    #[error("unknown tool `{name}`{}", suggestion_text(.suggestions))]
+    Unknown {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    #[error("tool `{0}` is disabled")]
+    Disabled(String),
+    #[error("tool `{name}` needs one of the roles {required:?}")]
+    Forbidden { name: String, required: Vec<String> },
+    #[error("tool `{0}` is internal: only an admin (for example through /mcp run_tool) may call it")]
+    Internal(String),
+    #[error("invalid arguments for `{name}`: {message}")]
+    InvalidArguments { name: String, message: String },
+    #[error("tool `{name}` timed out after {seconds} s")]
+    Timeout { name: String, seconds: u64 },
+    #[error("tool `{name}` failed: {message}")]
+    Failed { name: String, message: String },
+    #[error("tool `{0}` crashed (panicked); see the server log")]
+    Panicked(String),
+}
+
+fn suggestion_text(suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", suggestions.join(", "))
+    }
+}
+
+/// Usage figures for one tool.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolStats {
+    pub invocations: u64,
+    pub errors: u64,
+    pub mean_ms: f64,
+    pub p95_ms: f64,
+    pub last_error: Option<String>,
+}
+
+/// Latencies kept per tool for the p95; older ones are overwritten.
+const LATENCY_WINDOW: usize = 256;
+
+#[derive(Default)]
+struct StatsRecorder {
+    invocations: u64,
+    errors: u64,
+    total_ms: f64,
+    recent_ms: Vec<f64>,
+    next_slot: usize,
+    last_error: Option<String>,
+}
+
+impl StatsRecorder {
+    fn record(&mut self, elapsed: Duration, error: Option<String>) {
+        let ms = elapsed.as_secs_f64() * 1000.0;
+        self.invocations += 1;
+        self.total_ms += ms;
+        if self.recent_ms.len() < LATENCY_WINDOW {
+            self.recent_ms.push(ms);
+        } else {
+            self.recent_ms[self.next_slot] = ms;
+        }
+        self.next_slot = (self.next_slot + 1) % LATENCY_WINDOW;
+        if let Some(e) = error {
+            self.errors += 1;
+            self.last_error = Some(e);
+        }
+    }
+
+    fn snapshot(&self) -> ToolStats {
+        let mut sorted = self.recent_ms.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let p95 = if sorted.is_empty() {
+            0.0
+        } else {
+            sorted[((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1]
+        };
+        ToolStats {
+            invocations: self.invocations,
+            errors: self.errors,
+            mean_ms: if self.invocations == 0 {
+                0.0
+            } else {
+                self.total_ms / self.invocations as f64
+            },
+            p95_ms: p95,
+            last_error: self.last_error.clone(),
+        }
+    }
+}
+
+struct ToolEntry {
+    def: ToolDef,
+    enabled: AtomicBool,
+    validator: jsonschema::Validator,
+    handler: Arc<dyn ToolHandler>,
+    stats: Mutex<StatsRecorder>,
+}
+
+/// A listed tool: its definition, state and stats.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    #[serde(flatten)]
+    pub def: ToolDef,
+    pub enabled: bool,
+    pub stats: ToolStats,
+}
+
+/// Sent whenever the set of tools or their enabled state changes.
+#[derive(Debug, Clone)]
+pub struct ToolsChanged;
+
+pub struct ToolRunner {
+    tools: RwLock<BTreeMap<String, Arc<ToolEntry>>>,
+    timeout: Duration,
+    changes: broadcast::Sender<ToolsChanged>,
+}
+
+impl ToolRunner {
+    pub fn new(timeout: Duration) -> Self {
+        ToolRunner {
+            tools: RwLock::new(BTreeMap::new()),
+            timeout,
+            changes: broadcast::channel(16).0,
+        }
+    }
+
+    /// Adds (or replaces) a tool. Fails if its input schema is not a valid JSON Schema.
+    pub fn register(&self, def: ToolDef, handler: Arc<dyn ToolHandler>) -> Result<(), String> {
+        let validator = jsonschema::validator_for(&def.input_schema)
+            .map_err(|e| format!("tool `{}` has an invalid input schema: {e}", def.name))?;
+        let entry = Arc::new(ToolEntry {
+            def,
+            enabled: AtomicBool::new(true),
+            validator,
+            handler,
+            stats: Mutex::new(StatsRecorder::default()),
+        });
+        self.write().insert(entry.def.name.clone(), entry);
+        self.notify();
+        Ok(())
+    }
+
+    /// Removes every tool whose name starts with `prefix`; returns how many went.
+    pub fn unregister_prefix(&self, prefix: &str) -> usize {
+        let mut tools = self.write();
+        let before = tools.len();
+        tools.retain(|name, _| !name.starts_with(prefix));
+        let removed = before - tools.len();
+        drop(tools);
+        if removed > 0 {
+            self.notify();
+        }
+        removed
+    }
+
+    /// Enables or disables a tool; returns false if no such tool exists.
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> bool {
+        let found = self.read().get(name).cloned();
+        match found {
+            Some(entry) => {
+                if entry.enabled.swap(enabled, Ordering::SeqCst) != enabled {
+                    self.notify();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<ToolsChanged> {
+        self.changes.subscribe()
+    }
+
+    fn notify(&self) {
+        // No receivers is fine: nobody is listening for changes yet.
+        let _ = self.changes.send(ToolsChanged);
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<ToolEntry>>> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<ToolEntry>>> {
+        self.tools.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every tool, enabled or not, in name order.
+    pub fn all(&self) -> Vec<ToolInfo> {
+        self.read().values().map(|e| info(e)).collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<ToolInfo> {
+        self.read().get(name).map(|e| info(e))
+    }
+
+    /// The tools a caller with `ctx`'s roles may use (enabled ones, internal included
+    /// for admins only).
+    pub fn available_to(&self, ctx: &ExecContext) -> Vec<ToolInfo> {
+        self.read()
+            .values()
+            .filter(|e| e.enabled.load(Ordering::Relaxed))
+            .filter(|e| ctx.may_use(&e.def) && (!e.def.internal || ctx.is_admin()))
+            .map(|e| info(e))
+            .collect()
+    }
+
+    /// The tools offered to the LLM: enabled, allowed for the roles, never internal.
+    pub fn llm_tools(&self, ctx: &ExecContext) -> Vec<ToolDef> {
+        self.read()
+            .values()
+            .filter(|e| e.enabled.load(Ordering::Relaxed) && !e.def.internal)
+            .filter(|e| ctx.may_use(&e.def))
+            .map(|e| e.def.clone())
+            .collect()
+    }
+
+    /// Up to three known names close to `name`, for "did you mean" messages.
+    pub fn similar_names(&self, name: &str) -> Vec<String> {
+        let wanted = name.to_ascii_lowercase();
+        let mut scored: Vec<(usize, String)> = self
+            .read()
+            .keys()
+            .map(|candidate| {
+                let lower = candidate.to_ascii_lowercase();
+                let distance = if lower.contains(&wanted) || wanted.contains(&lower) {
+                    0
+                } else {
+                    edit_distance(&wanted, &lower)
+                };
+                (distance, candidate.clone())
+            })
+            .filter(|(d, _)| *d <= 3.max(wanted.len() / 3))
+            .collect();
+        scored.sort();
+        scored.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+
+    /// Calls a tool with every check applied and stats recorded.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &ExecContext,
+    ) -> Result<Value, ToolError> {
+        let entry = self.read().get(name).cloned();
+        let Some(entry) = entry else {
+            return Err(ToolError::Unknown {
+                name: name.to_string(),
+                suggestions: self.similar_names(name),
+            });
+        };
+        if !entry.enabled.load(Ordering::Relaxed) {
+            return Err(ToolError::Disabled(name.to_string()));
+        }
+        if !ctx.may_use(&entry.def) {
+            return Err(ToolError::Forbidden {
+                name: name.to_string(),
+                required: entry.def.required_roles.clone(),
+            });
+        }
+        if entry.def.internal && !ctx.is_admin() {
+            return Err(ToolError::Internal(name.to_string()));
+        }
+        // A missing argument object means "no arguments".
+        let args = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args
+        };
+        if let Some(message) = schema_errors(&entry.validator, &args) {
+            return Err(ToolError::InvalidArguments {
+                name: name.to_string(),
+                message,
+            });
+        }
+
+        let started = Instant::now();
+        let call = ToolCall {
+            args,
+            ctx,
+            runner: self,
+        };
+        let outcome = tokio::time::timeout(
+            self.timeout,
+            std::panic::AssertUnwindSafe(entry.handler.call(call)).catch_unwind(),
+        )
+        .await;
+        let result = match outcome {
+            Err(_) => Err(ToolError::Timeout {
+                name: name.to_string(),
+                seconds: self.timeout.as_secs(),
+            }),
+            Ok(Err(_panic)) => {
+                tracing::error!(tool = name, "tool handler panicked");
+                Err(ToolError::Panicked(name.to_string()))
+            }
+            Ok(Ok(Err(message))) => Err(ToolError::Failed {
+                name: name.to_string(),
+                message,
+            }),
+            Ok(Ok(Ok(value))) => Ok(value),
+        };
+        let error_text = result.as_ref().err().map(|e| e.to_string());
+        entry
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(started.elapsed(), error_text);
+        result
+    }
+}
+
+fn info(entry: &ToolEntry) -> ToolInfo {
+    ToolInfo {
+        def: entry.def.clone(),
+        enabled: entry.enabled.load(Ordering::Relaxed),
+        stats: entry
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .snapshot(),
+    }
+}
+
+/// All schema violations of `args` as one readable sentence, or `None` when valid.
+pub fn schema_errors(validator: &jsonschema::Validator, args: &Value) -> Option<String> {
+    let messages: Vec<String> = validator
+        .iter_errors(args)
+        .take(5)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("at `{path}`: {e}")
+            }
+        })
+        .collect();
+    (!messages.is_empty()).then(|| messages.join("; "))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                previous
+            } else {
+                1 + previous.min(row[j]).min(row[j + 1])
+            };
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
+/// A handler made from an async closure; keeps simple native tools short.
+pub struct FnTool<F>(pub F);
+
+#[async_trait]
+impl<F, Fut> ToolHandler for FnTool<F>
+where
+    F: Fn(Value) -> Fut + Send + Sync,
+    Fut: std::future::Future<Output = Result<Value, String>> + Send,
+{
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        (self.0)(call.args).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn def(name: &str, schema: Value) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            source: ToolSource::Native,
+            description: "test".into(),
+            input_schema: schema,
+            required_roles: vec![],
+            internal: false,
+        }
+    }
+
+    fn echo() -> Arc<dyn ToolHandler> {
+        Arc::new(FnTool(|args: Value| async move { Ok(args) }))
+    }
+
+    #[tokio::test]
+    async fn schema_violations_name_the_field() {
+        let runner = ToolRunner::new(Duration::from_secs(5));
+        let schema = json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]});
+        runner.register(def("echo", schema), echo()).unwrap();
+        let user = ExecContext::new(&["user"]);
+        let err = runner
+            .call("echo", json!({"n": "five"}), &user)
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("/n"), "{text}");
+        let err = runner.call("echo", json!({}), &user).await.unwrap_err();
+        assert!(err.to_string().contains("\"n\" is a required property"), "{err}");
+        assert_eq!(
+            runner.call("echo", json!({"n": 5}), &user).await.unwrap(),
+            json!({"n": 5})
+        );
+        let stats = runner.get("echo").unwrap().stats;
+        assert_eq!(stats.invocations, 1, "rejected calls never ran the tool");
+    }
+
+    #[tokio::test]
+    async fn slow_tool_times_out_and_is_counted_as_error() {
+        let runner = ToolRunner::new(Duration::from_millis(50));
+        let slow = Arc::new(FnTool(|_args: Value| async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok(Value::Null)
+        }));
+        runner.register(def("slow", json!({"type":"object"})), slow).unwrap();
+        let err = runner
+            .call("slow", json!({}), &ExecContext::new(&[]))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Timeout { .. }));
+        let stats = runner.get("slow").unwrap().stats;
+        assert_eq!((stats.invocations, stats.errors), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn panicking_tool_becomes_an_error() {
+        let runner = ToolRunner::new(Duration::from_secs(5));
+        let boom = Arc::new(FnTool(|_args: Value| async move {
+            if true {
+                panic!("boom");
+            }
+            Ok(Value::Null)
+        }));
+        runner.register(def("boom", json!({"type":"object"})), boom).unwrap();
+        let err = runner
+            .call("boom", json!({}), &ExecContext::new(&[]))
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::Panicked("boom".into()));
+    }
+
+    #[tokio::test]
+    async fn roles_and_internal_flags_filter_lists_and_calls() {
+        let runner = ToolRunner::new(Duration::from_secs(5));
+        let mut ops = def("ops_only", json!({"type":"object"}));
+        ops.required_roles = vec!["ops".into()];
+        let mut hidden = def("hidden", json!({"type":"object"}));
+        hidden.internal = true;
+        runner.register(ops, echo()).unwrap();
+        runner.register(hidden, echo()).unwrap();
+        runner.register(def("open", json!({"type":"object"})), echo()).unwrap();
+
+        let user = ExecContext::new(&["user"]);
+        let names = |defs: Vec<ToolDef>| defs.into_iter().map(|d| d.name).collect::<Vec<_>>();
+        assert_eq!(names(runner.llm_tools(&user)), vec!["open"]);
+        assert_eq!(
+            names(runner.llm_tools(&ExecContext::new(&["ops"]))),
+            vec!["open", "ops_only"]
+        );
+        let admin = ExecContext::new(&[ADMIN_ROLE]);
+        assert_eq!(names(runner.llm_tools(&admin)), vec!["open", "ops_only"]);
+        assert_eq!(runner.available_to(&admin).len(), 3);
+
+        assert!(matches!(
+            runner.call("ops_only", json!({}), &user).await,
+            Err(ToolError::Forbidden { .. })
+        ));
+        assert!(matches!(
+            runner.call("hidden", json!({}), &user).await,
+            Err(ToolError::Internal(_))
+        ));
+        assert!(runner.call("hidden", json!({}), &admin).await.is_ok());
+
+        runner.set_enabled("open", false);
+        assert!(names(runner.llm_tools(&user)).is_empty());
+        assert_eq!(
+            runner.call("open", json!({}), &user).await,
+            Err(ToolError::Disabled("open".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_suggests_close_names() {
+        let runner = ToolRunner::new(Duration::from_secs(5));
+        runner.register(def("calculator", json!({"type":"object"})), echo()).unwrap();
+        let err = runner
+            .call("calculater", json!({}), &ExecContext::new(&[]))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("did you mean calculator"), "{err}");
+    }
+
+    #[test]
+    fn p95_reflects_the_slow_tail() {
+        let mut stats = StatsRecorder::default();
+        for ms in 1..=100 {
+            stats.record(Duration::from_millis(ms), None);
+        }
+        let snap = stats.snapshot();
+        assert_eq!(snap.p95_ms.round(), 95.0);
+        assert!((snap.mean_ms - 50.5).abs() < 0.5);
+    }
+}

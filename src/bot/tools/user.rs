@@ -1,0 +1,217 @@
+//! User tools: one JSON manifest per tool in `USER_TOOLS_DIR`, run as a subprocess.
+//!
+//! A manifest (`weather.json`):
+//! ```json
+//! { "name": "weather", "description": "…", "input_schema": {"type": "object"},
+//!   "command": ["python3", "weather.py"], "timeout_secs": 10 }
+//! ```
+//! The command runs in the manifest's folder with the arguments as JSON on stdin; its
+//! stdout is the result (parsed as JSON when it is JSON, text otherwise). A non-zero
+//! exit is a tool error carrying the end of stderr. A broken manifest is reported and
+//! skipped; it never stops the bot.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::{ToolCall, ToolDef, ToolHandler, ToolRunner, ToolSource};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    name: String,
+    description: String,
+    #[serde(default = "empty_object_schema")]
+    input_schema: Value,
+    command: Vec<String>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+    #[serde(default)]
+    required_roles: Vec<String>,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// What loading the folder found.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub loaded: Vec<String>,
+    /// (file, reason) for every manifest that was skipped.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Loads every `*.json` manifest in `dir` into the runner. A missing folder means no tools.
+pub fn load_user_tools(runner: &ToolRunner, dir: &Path, default_timeout: Duration) -> LoadReport {
+    let mut report = LoadReport::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return report;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for file in files {
+        match load_one(runner, &file, default_timeout) {
+            Ok(name) => report.loaded.push(name),
+            Err(reason) => {
+                tracing::warn!(file = %file.display(), %reason, "skipping user tool");
+                report.skipped.push((file, reason));
+            }
+        }
+    }
+    report
+}
+
+fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| format!("invalid manifest: {e}"))?;
+    if manifest.name.is_empty()
+        || !manifest
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "name `{}` must be non-empty and use only letters, digits, `_` or `-`",
+            manifest.name
+        ));
+    }
+    if manifest.command.is_empty() {
+        return Err("`command` must name a program, e.g. [\"python3\", \"tool.py\"]".into());
+    }
+    if runner.get(&manifest.name).is_some() {
+        return Err(format!("a tool named `{}` already exists", manifest.name));
+    }
+    let handler = SubprocessTool {
+        command: manifest.command,
+        working_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        timeout: manifest
+            .timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(default_timeout),
+    };
+    let name = manifest.name.clone();
+    runner.register(
+        ToolDef {
+            name: manifest.name,
+            source: ToolSource::User,
+            description: manifest.description,
+            input_schema: manifest.input_schema,
+            required_roles: manifest.required_roles,
+            internal: false,
+        },
+        Arc::new(handler),
+    )?;
+    Ok(name)
+}
+
+struct SubprocessTool {
+    command: Vec<String>,
+    working_dir: PathBuf,
+    timeout: Duration,
+}
+
+/// How much of a subprocess's stdout we keep; more is cut and flagged.
+const OUTPUT_LIMIT: usize = 1024 * 1024;
+
+#[async_trait]
+impl ToolHandler for SubprocessTool {
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let mut child = tokio::process::Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .current_dir(&self.working_dir)
+            .env("PORTHOLE_CORRELATION_ID", &call.ctx.correlation_id)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Dropping the future on timeout kills the process instead of leaking it.
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", self.command[0]))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let input = call.args.to_string();
+            // A tool that does not read stdin closes it early; that is not an error.
+            let _ = stdin.write_all(input.as_bytes()).await;
+        }
+        let output = tokio::time::timeout(self.timeout, child.wait_with_output())
+            .await
+            .map_err(|_| format!("timed out after {} s and was stopped", self.timeout.as_secs()))?
+            .map_err(|e| format!("failed while running: {e}"))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let tail: String = stderr
+                .chars()
+                .rev()
+                .take(500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return Err(format!("exited with {}: {}", output.status, tail.trim()));
+        }
+        let stdout = &output.stdout[..output.stdout.len().min(OUTPUT_LIMIT)];
+        let text = String::from_utf8_lossy(stdout);
+        Ok(serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.into_owned())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bot::tools::ExecContext;
+    use serde_json::json;
+
+    fn write(dir: &Path, name: &str, body: &str) {
+        std::fs::write(dir.join(name), body).unwrap();
+    }
+
+    #[tokio::test]
+    async fn runs_subprocess_with_stdin_and_skips_broken_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "upper.json",
+            r#"{"name":"upper","description":"uppercases text",
+                "input_schema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},
+                "command":["sh","-c","tr a-z A-Z"]}"#,
+        );
+        write(
+            dir.path(),
+            "slow.json",
+            r#"{"name":"slow","description":"sleeps","command":["sleep","30"],"timeout_secs":1}"#,
+        );
+        write(
+            dir.path(),
+            "fails.json",
+            r#"{"name":"fails","description":"exits 3","command":["sh","-c","echo bad thing >&2; exit 3"]}"#,
+        );
+        write(dir.path(), "broken.json", "{ not json");
+        write(dir.path(), "noname.json", r#"{"name":"","description":"x","command":["true"]}"#);
+
+        let runner = ToolRunner::new(Duration::from_secs(30));
+        let report = load_user_tools(&runner, dir.path(), Duration::from_secs(10));
+        assert_eq!(report.loaded, vec!["fails", "slow", "upper"]);
+        assert_eq!(report.skipped.len(), 2);
+
+        let ctx = ExecContext::new(&[]);
+        let out = runner.call("upper", json!({"text": "abc"}), &ctx).await.unwrap();
+        // stdin carried the JSON arguments; stdout is JSON again after uppercasing.
+        assert_eq!(out, json!({"TEXT": "ABC"}));
+        assert_eq!(runner.get("upper").unwrap().def.source, ToolSource::User);
+
+        let err = runner.call("slow", json!({}), &ctx).await.unwrap_err();
+        assert!(err.to_string().contains("timed out after 1 s"), "{err}");
+        let err = runner.call("fails", json!({}), &ctx).await.unwrap_err();
+        assert!(err.to_string().contains("bad thing"), "{err}");
+    }
+}

@@ -1,0 +1,275 @@
+//! `/api/*`: the REST API of the web page. JSON in and out; every error is
+//! `{"error": "…"}` with the right status and a message that says what to fix.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_http::cors::CorsLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+
+use crate::bot::Bot;
+use crate::bot::agents::AgentError;
+use crate::bot::store::{MessageQuery, StoreError};
+use crate::bot::tasks::TaskError;
+use crate::bot::tools::ExecContext;
+
+/// Largest request body `/api` accepts.
+pub const API_BODY_LIMIT: usize = 1024 * 1024;
+
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"error": self.message}))).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = match rejection {
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            JsonRejection::BytesRejection(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let message = match status {
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                "send the body as JSON with `Content-Type: application/json`".to_string()
+            }
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                format!("the request body is over the {API_BODY_LIMIT}-byte limit")
+            }
+            _ => format!("invalid JSON body: {}", rejection.body_text()),
+        };
+        ApiError::new(status, message)
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("invalid query string: {}", rejection.body_text()),
+        )
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, m),
+            other => {
+                tracing::error!(error = %other, "store error in /api");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "database error; see the server log")
+            }
+        }
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::UnknownConversation(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            AgentError::EmptyMessage => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            AgentError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<TaskError> for ApiError {
+    fn from(e: TaskError) -> Self {
+        match e {
+            TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            TaskError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            TaskError::Store(s) => s.into(),
+            other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
+        }
+    }
+}
+
+/// `Json<T>` whose rejections use our error shape.
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+struct ApiJson<T>(T);
+
+type ApiResult = Result<Json<Value>, ApiError>;
+
+pub fn router(bot: Arc<Bot>) -> Router {
+    Router::new()
+        .route("/info", get(info))
+        .route("/conversations", get(list_conversations).post(create_conversation))
+        .route("/conversations/{id}/messages", get(list_messages))
+        .route("/messages", post(send_message))
+        .route("/tools", get(list_tools))
+        .route("/agents", get(list_agents))
+        .route("/tasks", get(list_tasks).post(create_task))
+        .route("/tasks/{id}/run", post(run_task))
+        .route("/skills", get(list_skills))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "no such API route; see docs/api.md")
+        })
+        .layer(RequestBodyLimitLayer::new(API_BODY_LIMIT))
+        .layer(CorsLayer::permissive())
+        .with_state(bot)
+}
+
+async fn info(State(bot): State<Arc<Bot>>) -> Json<Value> {
+    Json(json!({
+        "name": "porthole",
+        "version": env!("CARGO_PKG_VERSION"),
+        "llm": {"provider": bot.llm.provider(), "model": bot.llm.model()},
+        "web_console_forwarding": bot.web.console_forwarding,
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitQuery {
+    limit: Option<usize>,
+}
+
+async fn list_conversations(
+    State(bot): State<Arc<Bot>>,
+    query: Result<Query<LimitQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let limit = query.limit.unwrap_or(50).clamp(1, 500);
+    let conversations = bot.store.list_conversations(limit).await?;
+    Ok(Json(json!({"conversations": conversations})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewConversation {
+    title: Option<String>,
+}
+
+async fn create_conversation(
+    State(bot): State<Arc<Bot>>,
+    body: Result<ApiJson<NewConversation>, ApiError>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let ApiJson(body) = body?;
+    let title = body.title.unwrap_or_else(|| "New conversation".into());
+    if title.chars().count() > 200 {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "`title` must be at most 200 characters"));
+    }
+    let conversation = bot.store.create_conversation(&title).await?;
+    Ok((StatusCode::CREATED, Json(json!(conversation))))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessagesQuery {
+    limit: Option<usize>,
+    before: Option<i64>,
+    after: Option<i64>,
+}
+
+async fn list_messages(
+    State(bot): State<Arc<Bot>>,
+    Path(id): Path<String>,
+    query: Result<Query<MessagesQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    if bot.store.get_conversation(&id).await?.is_none() {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, format!("conversation {id} does not exist")));
+    }
+    let page = bot
+        .store
+        .list_messages(
+            &id,
+            MessageQuery {
+                limit: query.limit.unwrap_or(100).clamp(1, 1000),
+                before: query.before,
+                after: query.after,
+            },
+        )
+        .await?;
+    Ok(Json(json!(page)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendMessage {
+    content: String,
+    conversation_id: Option<String>,
+}
+
+async fn send_message(
+    State(bot): State<Arc<Bot>>,
+    body: Result<ApiJson<SendMessage>, ApiError>,
+) -> ApiResult {
+    let ApiJson(body) = body?;
+    let ctx = ExecContext::new(&["user"]);
+    let reply = bot
+        .supervisor
+        .send(body.conversation_id.as_deref(), &body.content, &ctx, None)
+        .await?;
+    Ok(Json(json!(reply)))
+}
+
+async fn list_tools(State(bot): State<Arc<Bot>>) -> Json<Value> {
+    Json(json!({"tools": bot.tools.all()}))
+}
+
+async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
+    Json(json!({"agents": bot.agents.list(), "supervisor": bot.supervisor.state()}))
+}
+
+async fn list_tasks(State(bot): State<Arc<Bot>>) -> ApiResult {
+    Ok(Json(json!({"tasks": bot.tasks.list().await?})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTask {
+    name: String,
+    #[serde(default)]
+    description: String,
+    schedule: String,
+    action: Value,
+}
+
+async fn create_task(
+    State(bot): State<Arc<Bot>>,
+    body: Result<ApiJson<NewTask>, ApiError>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let ApiJson(body) = body?;
+    if body.name.trim().is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "`name` must not be empty"));
+    }
+    let task = bot
+        .tasks
+        .create(&body.name, &body.description, &body.schedule, body.action)
+        .await?;
+    Ok((StatusCode::CREATED, Json(json!(task))))
+}
+
+async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiResult {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, format!("task id `{id}` is not a number")))?;
+    Ok(Json(json!(bot.tasks.run_now(id).await?)))
+}
+
+async fn list_skills(State(bot): State<Arc<Bot>>) -> Json<Value> {
+    Json(json!({"skills": bot.skills}))
+}

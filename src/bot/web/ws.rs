@@ -1,0 +1,210 @@
+//! `/ws`: chat with streamed tokens and tool events, and the browser console feed.
+//!
+//! Frames are JSON text. A malformed frame gets an `error` frame back and is logged; the
+//! socket stays open. Chats run in their own tasks so the socket keeps reading (console
+//! lines, pings) while a reply streams; closing the socket cancels them.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::bot::agents::AgentEvent;
+use crate::bot::tools::ExecContext;
+use crate::bot::{Bot, WebLogLine};
+
+/// Largest frame accepted from a browser.
+const MAX_FRAME_BYTES: usize = 256 * 1024;
+/// Console levels the page may forward.
+const LEVELS: [&str; 4] = ["log", "info", "warn", "error"];
+
+pub fn router(bot: Arc<Bot>) -> Router {
+    Router::new().route("/ws", get(upgrade)).with_state(bot)
+}
+
+async fn upgrade(State(bot): State<Arc<Bot>>, ws: WebSocketUpgrade) -> Response {
+    ws.max_message_size(MAX_FRAME_BYTES)
+        .on_upgrade(move |socket| serve(bot, socket))
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ClientFrame {
+    Chat {
+        content: String,
+        conversation_id: Option<String>,
+        request_id: Option<String>,
+    },
+    WebLog {
+        level: String,
+        message: String,
+        timestamp: Option<String>,
+    },
+    Ping,
+}
+
+/// Counts a connected client for as long as it lives.
+struct ClientGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
+    let counter = bot.web.clients.clone();
+    counter.fetch_add(1, Ordering::Relaxed);
+    let _guard = ClientGuard(counter);
+    let client_id = uuid::Uuid::new_v4().to_string();
+    tracing::debug!(%client_id, "websocket client connected");
+
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let _ = out_tx.send(json!({"type": "hello", "client_id": client_id}));
+    let mut chats = JoinSet::new();
+
+    loop {
+        tokio::select! {
+            outgoing = out_rx.recv() => {
+                let Some(frame) = outgoing else { break };
+                if socket.send(Message::Text(frame.to_string().into())).await.is_err() {
+                    break;
+                }
+            }
+            incoming = socket.recv() => {
+                let text = match incoming {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Binary(_))) => {
+                        reject(&out_tx, "binary frames are not supported; send JSON text");
+                        continue;
+                    }
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        tracing::debug!(%client_id, error = %e, "websocket read failed");
+                        break;
+                    }
+                };
+                handle_frame(&bot, &text, &out_tx, &mut chats);
+            }
+            Some(_) = chats.join_next(), if !chats.is_empty() => {}
+        }
+    }
+    // Dropping the set aborts chats still running for this client.
+    chats.abort_all();
+    tracing::debug!(%client_id, "websocket client disconnected");
+}
+
+fn reject(out: &mpsc::UnboundedSender<Value>, message: &str) {
+    tracing::warn!(reason = message, "malformed websocket frame");
+    let _ = out.send(json!({"type": "error", "message": message}));
+}
+
+fn handle_frame(
+    bot: &Arc<Bot>,
+    text: &str,
+    out: &mpsc::UnboundedSender<Value>,
+    chats: &mut JoinSet<()>,
+) {
+    let frame: ClientFrame = match serde_json::from_str(text) {
+        Ok(f) => f,
+        Err(e) => {
+            let message = format!(
+                "malformed frame ({e}); expected {{\"type\":\"chat\"|\"web_log\"|\"ping\", …}}"
+            );
+            reject(out, &message);
+            return;
+        }
+    };
+    match frame {
+        ClientFrame::Ping => {
+            let _ = out.send(json!({"type": "pong"}));
+        }
+        ClientFrame::WebLog {
+            level,
+            message,
+            timestamp,
+        } => {
+            if !LEVELS.contains(&level.as_str()) {
+                reject(out, &format!("web_log level `{level}` must be one of log, info, warn, error"));
+                return;
+            }
+            bot.web.log_sink.record(WebLogLine {
+                level,
+                message,
+                timestamp,
+            });
+        }
+        ClientFrame::Chat {
+            content,
+            conversation_id,
+            request_id,
+        } => {
+            let bot = bot.clone();
+            let out = out.clone();
+            chats.spawn(async move { chat(bot, content, conversation_id, request_id, out).await });
+        }
+    }
+}
+
+async fn chat(
+    bot: Arc<Bot>,
+    content: String,
+    conversation_id: Option<String>,
+    request_id: Option<String>,
+    out: mpsc::UnboundedSender<Value>,
+) {
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let forward = {
+        let out = out.clone();
+        let request_id = request_id.clone();
+        async move {
+            let mut conversation: Option<String> = None;
+            while let Some(event) = events_rx.recv().await {
+                let frame = match event {
+                    AgentEvent::Conversation(id) => {
+                        conversation = Some(id.clone());
+                        json!({"type": "conversation", "conversation_id": id})
+                    }
+                    AgentEvent::Token(text) => json!({"type": "token", "text": text}),
+                    AgentEvent::ToolCall { name, arguments } => {
+                        json!({"type": "tool_call", "name": name, "arguments": arguments})
+                    }
+                    AgentEvent::ToolResult {
+                        name,
+                        content,
+                        is_error,
+                    } => json!({"type": "tool_result", "name": name, "content": content, "is_error": is_error}),
+                    AgentEvent::Step(_) => continue,
+                };
+                let mut frame = frame;
+                frame["request_id"] = json!(request_id);
+                frame["conversation_id"] = json!(conversation);
+                let _ = out.send(frame);
+            }
+        }
+    };
+    let ctx = ExecContext::new(&["user"]);
+    let send = bot
+        .supervisor
+        .send(conversation_id.as_deref(), &content, &ctx, Some(events_tx));
+    let (reply, ()) = tokio::join!(send, forward);
+    let frame = match reply {
+        Ok(reply) => json!({
+            "type": "done",
+            "request_id": request_id,
+            "conversation_id": reply.conversation_id,
+            "response": reply.response,
+        }),
+        Err(e) => json!({"type": "error", "request_id": request_id, "message": e.to_string()}),
+    };
+    let _ = out.send(frame);
+}

@@ -1,0 +1,325 @@
+//! Runtime configuration: environment variables (and `.env`) → one typed [`Config`].
+//!
+//! Every variable has a default, listed in `.env.example` and the README. A bad value
+//! stops start-up with an error that names the variable and says what is allowed, so a
+//! typo never silently falls back to a default.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A configuration value that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{variable}={value:?} is not valid: {allowed}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+/// Which LLM backend answers chat messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlmProviderKind {
+    /// No model: replies honestly that none is configured; slash commands still work.
+    Offline,
+    /// Any OpenAI-compatible chat completions API (OpenAI, Ollama, llama.cpp, vLLM).
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl LlmProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Offline => "offline",
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub provider: LlmProviderKind,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub timeout: Duration,
+}
+
+/// Settings of the `/mcp` endpoint. Read by `main`/`app`, never by the `bot` layer.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    pub enabled: bool,
+    pub secret: Option<String>,
+    pub auth_disabled: bool,
+    pub log_buffer_size: usize,
+    pub max_body_bytes: usize,
+    pub max_sessions: usize,
+    pub session_idle: Duration,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub send_message_timeout: Duration,
+    pub db_query_readonly: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub host: IpAddr,
+    pub port: u16,
+    pub database_path: String,
+    pub llm: LlmConfig,
+    pub agent_max_steps: usize,
+    pub tool_timeout: Duration,
+    pub workspace_dir: PathBuf,
+    pub user_tools_dir: PathBuf,
+    pub skills_dir: PathBuf,
+    pub mcp_servers_config: PathBuf,
+    pub scheduler_enabled: bool,
+    pub web_console_forwarding: bool,
+    pub log_filter: String,
+    pub log_file: Option<PathBuf>,
+    pub mcp: McpServerConfig,
+}
+
+/// Reads variables from a lookup function so tests can pass a plain map.
+struct Vars<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Vars<'_> {
+    fn raw(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn string(&self, name: &str, default: &str) -> String {
+        self.raw(name).unwrap_or_else(|| default.to_string())
+    }
+
+    fn bool(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err(ConfigError {
+                    variable: name,
+                    value: v,
+                    allowed: "use true or false".into(),
+                }),
+            },
+        }
+    }
+
+    fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy>(
+        &self,
+        name: &'static str,
+        default: T,
+        min: T,
+        max: T,
+    ) -> Result<T, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => match v.parse::<T>() {
+                Ok(n) if n >= min && n <= max => Ok(n),
+                _ => Err(ConfigError {
+                    variable: name,
+                    value: v,
+                    allowed: format!("a whole number from {min} to {max}"),
+                }),
+            },
+        }
+    }
+
+    fn list(&self, name: &str) -> Vec<String> {
+        self.raw(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Config {
+    /// Loads `.env` from the working directory (variables already set in the real
+    /// environment win), then reads the environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        // A missing .env is normal; a malformed one is reported by the caller's log.
+        let _ = dotenvy::dotenv();
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// Builds a config from an explicit map (tests, embedding).
+    pub fn from_map(map: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        Self::from_lookup(&|name| map.get(name).cloned())
+    }
+
+    fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let vars = Vars { lookup };
+        let host_text = vars.string("HOST", "127.0.0.1");
+        let host = host_text.parse::<IpAddr>().map_err(|_| ConfigError {
+            variable: "HOST",
+            value: host_text.clone(),
+            allowed: "an IP address such as 127.0.0.1 or ::1".into(),
+        })?;
+
+        let provider = match vars.raw("LLM_PROVIDER") {
+            None if vars.raw("LLM_BASE_URL").is_some() || vars.raw("LLM_API_KEY").is_some() => {
+                LlmProviderKind::OpenAi
+            }
+            None => LlmProviderKind::Offline,
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "offline" => LlmProviderKind::Offline,
+                "openai" => LlmProviderKind::OpenAi,
+                "anthropic" => LlmProviderKind::Anthropic,
+                _ => {
+                    return Err(ConfigError {
+                        variable: "LLM_PROVIDER",
+                        value: v,
+                        allowed: "one of offline, openai, anthropic".into(),
+                    });
+                }
+            },
+        };
+        let (default_url, default_model) = match provider {
+            LlmProviderKind::Offline => ("", "none"),
+            LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
+            LlmProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
+        };
+        let base_url = vars.string("LLM_BASE_URL", default_url);
+        if provider != LlmProviderKind::Offline
+            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+        {
+            return Err(ConfigError {
+                variable: "LLM_BASE_URL",
+                value: base_url,
+                allowed: "an http:// or https:// URL".into(),
+            });
+        }
+        let llm = LlmConfig {
+            provider,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key: vars.raw("LLM_API_KEY"),
+            model: vars.string("LLM_MODEL", default_model),
+            timeout: Duration::from_secs(vars.number("LLM_TIMEOUT_SECS", 120u64, 1, 3600)?),
+        };
+
+        let secret = vars.raw("MCP_SERVER_SECRET");
+        if let Some(s) = &secret
+            && s.len() < 16
+        {
+            return Err(ConfigError {
+                variable: "MCP_SERVER_SECRET",
+                value: "(hidden)".into(),
+                allowed: "at least 16 characters; generate one with `porthole token` or `openssl rand -hex 32`".into(),
+            });
+        }
+        let mcp = McpServerConfig {
+            enabled: vars.bool("MCP_SERVER_ENABLED", false)?,
+            secret,
+            auth_disabled: vars.bool("MCP_SERVER_AUTH_DISABLED", false)?,
+            log_buffer_size: vars.number("MCP_LOG_BUFFER_SIZE", 1000usize, 10, 1_000_000)?,
+            max_body_bytes: vars.number(
+                "MCP_MAX_BODY_BYTES",
+                4 * 1024 * 1024usize,
+                1024,
+                256 * 1024 * 1024,
+            )?,
+            max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
+            session_idle: Duration::from_secs(vars.number(
+                "MCP_SESSION_IDLE_SECS",
+                3600u64,
+                1,
+                7 * 24 * 3600,
+            )?),
+            allowed_origins: vars.list("MCP_ALLOWED_ORIGINS"),
+            allowed_hosts: vars.list("MCP_ALLOWED_HOSTS"),
+            send_message_timeout: Duration::from_secs(vars.number(
+                "MCP_SEND_MESSAGE_TIMEOUT_SECS",
+                300u64,
+                1,
+                3600,
+            )?),
+            db_query_readonly: vars.bool("DB_QUERY_READONLY", false)?,
+        };
+
+        Ok(Config {
+            host,
+            port: vars.number("PORT", 3000u16, 0, u16::MAX)?,
+            database_path: vars.string("DATABASE_PATH", "data/porthole.db"),
+            llm,
+            agent_max_steps: vars.number("AGENT_MAX_STEPS", 8usize, 1, 100)?,
+            tool_timeout: Duration::from_secs(vars.number("TOOL_TIMEOUT_SECS", 30u64, 1, 3600)?),
+            workspace_dir: vars.string("WORKSPACE_DIR", "workspace").into(),
+            user_tools_dir: vars.string("USER_TOOLS_DIR", "user-tools").into(),
+            skills_dir: vars.string("SKILLS_DIR", "skills").into(),
+            mcp_servers_config: vars.string("MCP_SERVERS_CONFIG", "mcp.json").into(),
+            scheduler_enabled: vars.bool("SCHEDULER_ENABLED", true)?,
+            web_console_forwarding: vars.bool("WEB_CONSOLE_FORWARDING", false)?,
+            log_filter: vars.string("RUST_LOG", "info"),
+            log_file: vars.raw("LOG_FILE").map(PathBuf::from),
+            mcp,
+        })
+    }
+
+    /// Every secret value this process knows, for redaction by value.
+    pub fn secret_values(&self) -> Vec<String> {
+        [self.llm.api_key.clone(), self.mcp.secret.clone()]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_map(&map)
+    }
+
+    #[test]
+    fn defaults_are_offline_on_loopback() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.host.to_string(), "127.0.0.1");
+        assert_eq!(c.port, 3000);
+        assert_eq!(c.llm.provider, LlmProviderKind::Offline);
+        assert!(!c.mcp.enabled);
+        assert_eq!(c.mcp.log_buffer_size, 1000);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = config(&[("PORT", "eighty")]).unwrap_err();
+        assert_eq!(err.variable, "PORT");
+        assert!(err.to_string().contains("0 to 65535"), "{err}");
+        let err = config(&[("MCP_SERVER_ENABLED", "maybe")]).unwrap_err();
+        assert!(err.to_string().contains("true or false"), "{err}");
+        let err = config(&[("LLM_PROVIDER", "gpt")]).unwrap_err();
+        assert!(err.to_string().contains("offline, openai, anthropic"));
+    }
+
+    #[test]
+    fn short_secret_is_rejected_without_echoing_it() {
+        let err = config(&[("MCP_SERVER_SECRET", "hunter2")]).unwrap_err();
+        assert!(!err.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn base_url_implies_openai_compatible() {
+        let c = config(&[("LLM_BASE_URL", "http://127.0.0.1:11434/v1/")]).unwrap();
+        assert_eq!(c.llm.provider, LlmProviderKind::OpenAi);
+        assert_eq!(c.llm.base_url, "http://127.0.0.1:11434/v1");
+    }
+}

@@ -1,0 +1,13 @@
+//! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
+//!
+//! Layers (arrows point one way):
+//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, skills, web.
+//!   Knows nothing of MCP.
+//! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and log capture.
+//!   Knows nothing of the bot.
+//! - [`diagnostics`]: the MCP tools, thin adapters from `mcp` onto `bot` services.
+//! - [`app`]: wires them together and serves.
+
+pub mod app;
+pub mod bot;
+pub mod config;
