@@ -61,9 +61,10 @@ pub async fn start(config: Config) -> anyhow::Result<RunningApp> {
     tracing::info!("listening on http://{addr}");
 
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let scheduler = bot.config.scheduler_enabled.then(|| {
-        tokio::spawn(bot.tasks.clone().run_scheduler(shutdown_rx.clone()))
-    });
+    let scheduler = bot
+        .config
+        .scheduler_enabled
+        .then(|| tokio::spawn(bot.tasks.clone().run_scheduler(shutdown_rx.clone())));
     let mut server_shutdown = shutdown_rx;
     // Without TCP_NODELAY, small SSE frames stall on Nagle plus delayed ACK.
     let listener = listener.tap_io(|tcp| {
@@ -71,10 +72,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningApp> {
     });
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
     let server = tokio::spawn(async move {
-        let serve = axum::serve(listener, service)
-            .with_graceful_shutdown(async move {
-                let _ = server_shutdown.wait_for(|stop| *stop).await;
-            });
+        let serve = axum::serve(listener, service).with_graceful_shutdown(async move {
+            let _ = server_shutdown.wait_for(|stop| *stop).await;
+        });
         if let Err(e) = serve.await {
             tracing::error!(error = %e, "server stopped with an error");
         }

@@ -11,3 +11,4 @@
 pub mod app;
 pub mod bot;
 pub mod config;
+pub mod mcp;

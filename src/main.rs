@@ -15,7 +15,10 @@ async fn main() -> std::process::ExitCode {
         }
     };
     let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|e| {
-        eprintln!("porthole: RUST_LOG={:?} is invalid ({e}); using `info`", config.log_filter);
+        eprintln!(
+            "porthole: RUST_LOG={:?} is invalid ({e}); using `info`",
+            config.log_filter
+        );
         EnvFilter::new("info")
     });
     tracing_subscriber::registry()

@@ -86,8 +86,15 @@ impl AgentRegistry {
 pub enum AgentEvent {
     Conversation(String),
     Token(String),
-    ToolCall { name: String, arguments: Value },
-    ToolResult { name: String, content: String, is_error: bool },
+    ToolCall {
+        name: String,
+        arguments: Value,
+    },
+    ToolResult {
+        name: String,
+        content: String,
+        is_error: bool,
+    },
     Step(usize),
 }
 
@@ -478,7 +485,10 @@ impl Supervisor {
     }
 
     pub fn new_id() -> String {
-        format!("supervisor-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+        format!(
+            "supervisor-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        )
     }
 
     pub fn llm(&self) -> &dyn LlmProvider {
@@ -589,9 +599,11 @@ impl<'a> InProgress<'a> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(conversation_id.to_string(), now_rfc3339());
-        supervisor
-            .registry
-            .set_status(&supervisor.id, "working", Some(conversation_id.to_string()));
+        supervisor.registry.set_status(
+            &supervisor.id,
+            "working",
+            Some(conversation_id.to_string()),
+        );
         InProgress {
             supervisor,
             conversation_id: conversation_id.to_string(),

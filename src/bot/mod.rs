@@ -52,7 +52,9 @@ impl WebLogSink for TracingWebLogSink {
         match line.level.as_str() {
             "error" => tracing::error!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),
             "warn" => tracing::warn!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),
-            _ => tracing::info!(target: WEB_CONSOLE_TARGET, level = %line.level, "browser console: {message}"),
+            _ => {
+                tracing::info!(target: WEB_CONSOLE_TARGET, level = %line.level, "browser console: {message}")
+            }
         }
     }
 }
@@ -88,7 +90,11 @@ impl Bot {
         tracing::info!(path = %config.database_path, schema = store::schema_version(), "database ready");
 
         let llm = llm::from_config(&config.llm);
-        tracing::info!(provider = llm.provider(), model = llm.model(), "LLM provider");
+        tracing::info!(
+            provider = llm.provider(),
+            model = llm.model(),
+            "LLM provider"
+        );
 
         let tools = Arc::new(ToolRunner::new(config.tool_timeout));
         let agents = Arc::new(AgentRegistry::default());

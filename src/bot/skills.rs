@@ -105,7 +105,10 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(folder)).unwrap();
             std::fs::write(dir.path().join(folder).join("SKILL.md"), text).unwrap();
         };
-        write("a", "---\nname: alpha\ndescription: \"first skill\"\n---\nbody");
+        write(
+            "a",
+            "---\nname: alpha\ndescription: \"first skill\"\n---\nbody",
+        );
         write("b", "no front matter");
         write("c", "---\nname: gamma\n---\n");
         let report = load_skills(dir.path());

@@ -464,8 +464,11 @@ impl Store {
         action: Value,
         next_run: Option<String>,
     ) -> Result<Task, StoreError> {
-        let (name, description, schedule) =
-            (name.to_string(), description.to_string(), schedule.to_string());
+        let (name, description, schedule) = (
+            name.to_string(),
+            description.to_string(),
+            schedule.to_string(),
+        );
         self.call(move |c| {
             c.execute(
                 "INSERT INTO tasks (name, description, schedule, action, next_run, created_at)
@@ -496,9 +499,10 @@ impl Store {
 
     pub async fn get_task(&self, id: i64) -> Result<Option<Task>, StoreError> {
         self.call(move |c| {
-            Ok(c
-                .query_row(&format!("{TASK_SELECT} WHERE id = ?1"), [id], task_from_row)
-                .optional()?)
+            Ok(
+                c.query_row(&format!("{TASK_SELECT} WHERE id = ?1"), [id], task_from_row)
+                    .optional()?,
+            )
         })
         .await
     }
@@ -563,7 +567,10 @@ impl Store {
     pub async fn recall(&self, query: &str) -> Result<Vec<(String, String)>, StoreError> {
         let pattern = format!(
             "%{}%",
-            query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            query
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
         );
         self.call(move |c| {
             let mut stmt = c.prepare(
@@ -639,7 +646,8 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 /// Runs every migration newer than the database's `user_version`, each in its own
 /// transaction, so a failure leaves the database at the last good version.
 fn migrate(conn: &mut Connection) -> rusqlite::Result<usize> {
-    let current: usize = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
+    let current: usize =
+        conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
     let mut applied = 0;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
         let tx = conn.transaction()?;

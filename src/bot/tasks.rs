@@ -219,13 +219,22 @@ mod tests {
         assert!(parse_schedule("*/5 * * * *").is_ok());
         assert!(parse_schedule("30 */5 * * * *").is_ok());
         let err = parse_schedule("every tuesday").unwrap_err().to_string();
-        assert!(err.contains("every tuesday") && err.contains("5 fields"), "{err}");
+        assert!(
+            err.contains("every tuesday") && err.contains("5 fields"),
+            "{err}"
+        );
     }
 
     #[test]
     fn actions_parse_both_forms() {
-        let prompt: TaskAction = serde_json::from_value(serde_json::json!({"prompt": "hi"})).unwrap();
-        assert_eq!(prompt, TaskAction::Prompt { prompt: "hi".into() });
+        let prompt: TaskAction =
+            serde_json::from_value(serde_json::json!({"prompt": "hi"})).unwrap();
+        assert_eq!(
+            prompt,
+            TaskAction::Prompt {
+                prompt: "hi".into()
+            }
+        );
         let tool: TaskAction =
             serde_json::from_value(serde_json::json!({"tool": "current_time"})).unwrap();
         assert!(matches!(tool, TaskAction::Tool { .. }));

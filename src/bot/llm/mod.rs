@@ -71,7 +71,9 @@ pub enum LlmError {
     RateLimited,
     #[error("the provider answered HTTP {status}: {message}")]
     Http { status: u16, message: String },
-    #[error("cannot reach the provider at {url}: {reason} (check LLM_BASE_URL and that the server runs)")]
+    #[error(
+        "cannot reach the provider at {url}: {reason} (check LLM_BASE_URL and that the server runs)"
+    )]
     Connect { url: String, reason: String },
     #[error("the provider sent a response we cannot read: {0}")]
     Malformed(String),

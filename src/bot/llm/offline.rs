@@ -88,7 +88,11 @@ fn respond(request: &ChatRequest<'_>) -> ChatResponse {
         } else {
             match serde_json::from_str::<Value>(json) {
                 Ok(v @ Value::Object(_)) => v,
-                Ok(_) => return text("The arguments after the tool name must be a JSON object, e.g. {\"key\": \"value\"}."),
+                Ok(_) => {
+                    return text(
+                        "The arguments after the tool name must be a JSON object, e.g. {\"key\": \"value\"}.",
+                    );
+                }
                 Err(e) => return text(format!("The arguments are not valid JSON: {e}")),
             }
         };
@@ -125,8 +129,16 @@ mod tests {
         let r = ask("/run calculator {\"expression\": \"1+1\"}");
         assert_eq!(r.tool_calls[0].name, "calculator");
         assert_eq!(r.tool_calls[0].arguments["expression"], "1+1");
-        assert!(ask("/run calculator {oops").content.contains("not valid JSON"));
-        assert!(ask("hello").content.contains("no language model is configured"));
+        assert!(
+            ask("/run calculator {oops")
+                .content
+                .contains("not valid JSON")
+        );
+        assert!(
+            ask("hello")
+                .content
+                .contains("no language model is configured")
+        );
         assert!(ask("/help").content.contains("/run NAME"));
     }
 }

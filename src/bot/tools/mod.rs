@@ -110,7 +110,9 @@ pub enum ToolError {
     Disabled(String),
     #[error("tool `{name}` needs one of the roles {required:?}")]
     Forbidden { name: String, required: Vec<String> },
-    #[error("tool `{0}` is internal: only an admin (for example through /mcp run_tool) may call it")]
+    #[error(
+        "tool `{0}` is internal: only an admin (for example through /mcp run_tool) may call it"
+    )]
     Internal(String),
     #[error("invalid arguments for `{name}`: {message}")]
     InvalidArguments { name: String, message: String },
@@ -499,7 +501,8 @@ mod tests {
     #[tokio::test]
     async fn schema_violations_name_the_field() {
         let runner = ToolRunner::new(Duration::from_secs(5));
-        let schema = json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]});
+        let schema =
+            json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]});
         runner.register(def("echo", schema), echo()).unwrap();
         let user = ExecContext::new(&["user"]);
         let err = runner
@@ -509,7 +512,10 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("/n"), "{text}");
         let err = runner.call("echo", json!({}), &user).await.unwrap_err();
-        assert!(err.to_string().contains("\"n\" is a required property"), "{err}");
+        assert!(
+            err.to_string().contains("\"n\" is a required property"),
+            "{err}"
+        );
         assert_eq!(
             runner.call("echo", json!({"n": 5}), &user).await.unwrap(),
             json!({"n": 5})
@@ -525,7 +531,9 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(10)).await;
             Ok(Value::Null)
         }));
-        runner.register(def("slow", json!({"type":"object"})), slow).unwrap();
+        runner
+            .register(def("slow", json!({"type":"object"})), slow)
+            .unwrap();
         let err = runner
             .call("slow", json!({}), &ExecContext::new(&[]))
             .await
@@ -544,7 +552,9 @@ mod tests {
             }
             Ok(Value::Null)
         }));
-        runner.register(def("boom", json!({"type":"object"})), boom).unwrap();
+        runner
+            .register(def("boom", json!({"type":"object"})), boom)
+            .unwrap();
         let err = runner
             .call("boom", json!({}), &ExecContext::new(&[]))
             .await
@@ -561,7 +571,9 @@ mod tests {
         hidden.internal = true;
         runner.register(ops, echo()).unwrap();
         runner.register(hidden, echo()).unwrap();
-        runner.register(def("open", json!({"type":"object"})), echo()).unwrap();
+        runner
+            .register(def("open", json!({"type":"object"})), echo())
+            .unwrap();
 
         let user = ExecContext::new(&["user"]);
         let names = |defs: Vec<ToolDef>| defs.into_iter().map(|d| d.name).collect::<Vec<_>>();
@@ -595,7 +607,9 @@ mod tests {
     #[tokio::test]
     async fn unknown_tool_suggests_close_names() {
         let runner = ToolRunner::new(Duration::from_secs(5));
-        runner.register(def("calculator", json!({"type":"object"})), echo()).unwrap();
+        runner
+            .register(def("calculator", json!({"type":"object"})), echo())
+            .unwrap();
         let err = runner
             .call("calculater", json!({}), &ExecContext::new(&[]))
             .await

@@ -89,7 +89,10 @@ pub fn register_all(
             async move {
                 let key = args["key"].as_str().unwrap_or_default();
                 let value = args["value"].as_str().unwrap_or_default();
-                store.remember(key, value).await.map_err(|e| e.to_string())?;
+                store
+                    .remember(key, value)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({"stored": key}))
             }
         })),

@@ -145,7 +145,12 @@ impl ToolHandler for SubprocessTool {
         }
         let output = tokio::time::timeout(self.timeout, child.wait_with_output())
             .await
-            .map_err(|_| format!("timed out after {} s and was stopped", self.timeout.as_secs()))?
+            .map_err(|_| {
+                format!(
+                    "timed out after {} s and was stopped",
+                    self.timeout.as_secs()
+                )
+            })?
             .map_err(|e| format!("failed while running: {e}"))?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
@@ -196,7 +201,11 @@ mod tests {
             r#"{"name":"fails","description":"exits 3","command":["sh","-c","echo bad thing >&2; exit 3"]}"#,
         );
         write(dir.path(), "broken.json", "{ not json");
-        write(dir.path(), "noname.json", r#"{"name":"","description":"x","command":["true"]}"#);
+        write(
+            dir.path(),
+            "noname.json",
+            r#"{"name":"","description":"x","command":["true"]}"#,
+        );
 
         let runner = ToolRunner::new(Duration::from_secs(30));
         let report = load_user_tools(&runner, dir.path(), Duration::from_secs(10));
@@ -204,7 +213,10 @@ mod tests {
         assert_eq!(report.skipped.len(), 2);
 
         let ctx = ExecContext::new(&[]);
-        let out = runner.call("upper", json!({"text": "abc"}), &ctx).await.unwrap();
+        let out = runner
+            .call("upper", json!({"text": "abc"}), &ctx)
+            .await
+            .unwrap();
         // stdin carried the JSON arguments; stdout is JSON again after uppercasing.
         assert_eq!(out, json!({"TEXT": "ABC"}));
         assert_eq!(runner.get("upper").unwrap().def.source, ToolSource::User);

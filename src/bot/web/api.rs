@@ -78,7 +78,10 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, m),
             other => {
                 tracing::error!(error = %other, "store error in /api");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "database error; see the server log")
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "database error; see the server log",
+                )
             }
         }
     }
@@ -87,7 +90,9 @@ impl From<StoreError> for ApiError {
 impl From<AgentError> for ApiError {
     fn from(e: AgentError) -> Self {
         match e {
-            AgentError::UnknownConversation(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            AgentError::UnknownConversation(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, e.to_string())
+            }
             AgentError::EmptyMessage => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
             AgentError::Store(s) => s.into(),
         }
@@ -115,7 +120,10 @@ type ApiResult = Result<Json<Value>, ApiError>;
 pub fn router(bot: Arc<Bot>) -> Router {
     Router::new()
         .route("/info", get(info))
-        .route("/conversations", get(list_conversations).post(create_conversation))
+        .route(
+            "/conversations",
+            get(list_conversations).post(create_conversation),
+        )
         .route("/conversations/{id}/messages", get(list_messages))
         .route("/messages", post(send_message))
         .route("/tools", get(list_tools))
@@ -169,7 +177,10 @@ async fn create_conversation(
     let ApiJson(body) = body?;
     let title = body.title.unwrap_or_else(|| "New conversation".into());
     if title.chars().count() > 200 {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "`title` must be at most 200 characters"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "`title` must be at most 200 characters",
+        ));
     }
     let conversation = bot.store.create_conversation(&title).await?;
     Ok((StatusCode::CREATED, Json(json!(conversation))))
@@ -190,7 +201,10 @@ async fn list_messages(
 ) -> ApiResult {
     let Query(query) = query?;
     if bot.store.get_conversation(&id).await?.is_none() {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, format!("conversation {id} does not exist")));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("conversation {id} does not exist"),
+        ));
     }
     let page = bot
         .store
@@ -254,7 +268,10 @@ async fn create_task(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let ApiJson(body) = body?;
     if body.name.trim().is_empty() {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "`name` must not be empty"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "`name` must not be empty",
+        ));
     }
     let task = bot
         .tasks
@@ -264,9 +281,12 @@ async fn create_task(
 }
 
 async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiResult {
-    let id: i64 = id
-        .parse()
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, format!("task id `{id}` is not a number")))?;
+    let id: i64 = id.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("task id `{id}` is not a number"),
+        )
+    })?;
     Ok(Json(json!(bot.tasks.run_now(id).await?)))
 }
 

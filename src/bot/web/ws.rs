@@ -134,7 +134,10 @@ fn handle_frame(
             timestamp,
         } => {
             if !LEVELS.contains(&level.as_str()) {
-                reject(out, &format!("web_log level `{level}` must be one of log, info, warn, error"));
+                reject(
+                    out,
+                    &format!("web_log level `{level}` must be one of log, info, warn, error"),
+                );
                 return;
             }
             bot.web.log_sink.record(WebLogLine {
@@ -182,7 +185,9 @@ async fn chat(
                         name,
                         content,
                         is_error,
-                    } => json!({"type": "tool_result", "name": name, "content": content, "is_error": is_error}),
+                    } => {
+                        json!({"type": "tool_result", "name": name, "content": content, "is_error": is_error})
+                    }
                     AgentEvent::Step(_) => continue,
                 };
                 let mut frame = frame;

@@ -1,0 +1,155 @@
+//! What a handler knows about the request it serves, and what it can send back while it
+//! runs: progress and log notifications, legacy server→client requests (sampling,
+//! elicitation, roots), and the modern multi-round-trip inputs (MRTR).
+//!
+//! Anything sent through the context before the result turns the HTTP response into an
+//! SSE stream (when the client accepts one); otherwise the result goes back as plain JSON.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::jsonrpc::{self, RpcError};
+use super::mrtr::StateSealer;
+use super::protocol::{Era, log_level_rank};
+use super::session::Session;
+
+/// How long a legacy server→client request waits for the client's answer.
+const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A message for the request's own response stream.
+pub type Outbound = mpsc::UnboundedSender<Value>;
+
+pub struct RequestContext {
+    pub era: Era,
+    /// The client's declared capabilities (`initialize` or `_meta`).
+    pub client_capabilities: Value,
+    pub session: Option<Arc<Session>>,
+    /// The JSON-RPC id of the request.
+    pub request_id: Value,
+    pub(crate) progress_token: Option<Value>,
+    /// Minimum severity of log notifications the client wants; `None` = none.
+    pub(crate) log_threshold: Option<u8>,
+    pub(crate) outbound: Option<Outbound>,
+    /// MRTR (modern): the client's answers to earlier input requests.
+    pub input_responses: Option<Map<String, Value>>,
+    pub(crate) request_state: Option<String>,
+    pub(crate) sealer: Arc<StateSealer>,
+}
+
+impl RequestContext {
+    /// Whether the client declared a capability (`sampling`, `elicitation`, `roots`…).
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.client_capabilities
+            .get(name)
+            .is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the client asked for progress (sent a `progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    /// Sends `notifications/progress` if the client asked for progress.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        self.send(jsonrpc::notification("notifications/progress", params));
+    }
+
+    /// Sends `notifications/message` if the client wants messages at `level`.
+    pub fn log(&self, level: &str, logger: &str, data: Value) {
+        let (Some(threshold), Some(rank)) = (self.log_threshold, log_level_rank(level)) else {
+            return;
+        };
+        if rank >= threshold {
+            self.send(jsonrpc::notification(
+                "notifications/message",
+                json!({"level": level, "logger": logger, "data": data}),
+            ));
+        }
+    }
+
+    fn send(&self, message: Value) {
+        if let Some(out) = &self.outbound {
+            // The stream may be gone (client left); the work goes on regardless.
+            let _ = out.send(message);
+        }
+    }
+
+    /// Legacy era: sends a request to the client on this request's stream and waits for
+    /// its answer (sampling, elicitation, roots). Fails when the client did not declare
+    /// the capability, when there is no session, or in the modern era (use MRTR).
+    pub async fn request_client(
+        &self,
+        method: &str,
+        params: Value,
+        capability: &str,
+    ) -> Result<Value, RpcError> {
+        let (Era::Legacy(_), Some(session), Some(_)) = (&self.era, &self.session, &self.outbound)
+        else {
+            return Err(RpcError::internal(format!(
+                "`{method}` can only be sent to a client in a legacy session"
+            )));
+        };
+        if !self.has_capability(capability) {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "the client did not declare the `{capability}` capability needed for `{method}`"
+                ),
+            ));
+        }
+        let (id, answer) = session.register_client_request();
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if !params.is_null() {
+            request["params"] = params;
+        }
+        self.send(request);
+        match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, answer).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(RpcError::internal(format!(
+                "the client answered `{method}` with an error: {error}"
+            ))),
+            Ok(Err(_)) => Err(RpcError::internal(
+                "the session ended before the client answered",
+            )),
+            Err(_) => {
+                session.forget_client_request(&id);
+                Err(RpcError::internal(format!(
+                    "the client did not answer `{method}` within {} s",
+                    CLIENT_REQUEST_TIMEOUT.as_secs()
+                )))
+            }
+        }
+    }
+
+    /// MRTR: the verified `requestState` the client echoed, or `None` if it sent none.
+    /// A state that was altered is a `-32602` error.
+    pub fn request_state(&self) -> Result<Option<Value>, RpcError> {
+        match &self.request_state {
+            None => Ok(None),
+            Some(token) => self.sealer.open(token).map(Some),
+        }
+    }
+
+    /// MRTR: seals `state` so the client can echo it back without being able to alter it.
+    pub fn seal_state(&self, state: &Value) -> String {
+        self.sealer.seal(state)
+    }
+
+    /// MRTR: the client's answer for `key`, if it sent one.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.input_responses.as_ref()?.get(key)
+    }
+}

@@ -1,0 +1,383 @@
+//! Method dispatch: one enum of the methods we serve, and one function per method
+//! family. The transport (`http`) has already decided the era and validated headers;
+//! here a method runs and its result is shaped for the era (`resultType` and caching
+//! hints in 2026, bare results before).
+
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use super::ServerInner;
+use super::context::RequestContext;
+use super::jsonrpc::RpcError;
+use super::protocol::{self, Era, META_SERVER_INFO, log_level_rank};
+use super::tool::{InputRequired, Outcome};
+
+/// Every request method the server knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Initialize,
+    Ping,
+    LoggingSetLevel,
+    ServerDiscover,
+    SubscriptionsListen,
+    ToolsList,
+    ToolsCall,
+    ResourcesList,
+    ResourcesRead,
+    ResourcesTemplatesList,
+    ResourcesSubscribe,
+    ResourcesUnsubscribe,
+    PromptsList,
+    PromptsGet,
+    CompletionComplete,
+}
+
+impl Method {
+    /// The method for `name` as served in `era`; methods of the other era are unknown.
+    pub fn parse(name: &str, modern: bool) -> Option<Method> {
+        let method = match name {
+            "initialize" => Method::Initialize,
+            "ping" => Method::Ping,
+            "logging/setLevel" => Method::LoggingSetLevel,
+            "server/discover" => Method::ServerDiscover,
+            "subscriptions/listen" => Method::SubscriptionsListen,
+            "tools/list" => Method::ToolsList,
+            "tools/call" => Method::ToolsCall,
+            "resources/list" => Method::ResourcesList,
+            "resources/read" => Method::ResourcesRead,
+            "resources/templates/list" => Method::ResourcesTemplatesList,
+            "resources/subscribe" => Method::ResourcesSubscribe,
+            "resources/unsubscribe" => Method::ResourcesUnsubscribe,
+            "prompts/list" => Method::PromptsList,
+            "prompts/get" => Method::PromptsGet,
+            "completion/complete" => Method::CompletionComplete,
+            _ => return None,
+        };
+        let legacy_only = matches!(
+            method,
+            Method::Initialize
+                | Method::Ping
+                | Method::LoggingSetLevel
+                | Method::ResourcesSubscribe
+                | Method::ResourcesUnsubscribe
+        );
+        let modern_only = matches!(method, Method::ServerDiscover | Method::SubscriptionsListen);
+        if (modern && legacy_only) || (!modern && modern_only) {
+            return None;
+        }
+        Some(method)
+    }
+
+    /// Results that carry `ttlMs`/`cacheScope` in 2026.
+    fn cacheable(self) -> bool {
+        matches!(
+            self,
+            Method::ServerDiscover
+                | Method::ToolsList
+                | Method::PromptsList
+                | Method::ResourcesList
+                | Method::ResourcesTemplatesList
+                | Method::ResourcesRead
+        )
+    }
+}
+
+/// Page size of list results.
+const PAGE_SIZE: usize = 100;
+
+impl ServerInner {
+    /// The capabilities object for `era`.
+    pub(crate) fn capabilities(&self) -> Value {
+        let mut caps = json!({
+            "tools": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+        });
+        if !self.resources.is_empty() {
+            caps["resources"] = json!({"subscribe": true, "listChanged": true});
+        }
+        if !self.prompts.is_empty() {
+            caps["prompts"] = json!({"listChanged": true});
+        }
+        caps
+    }
+
+    pub(crate) fn server_info(&self) -> Value {
+        json!({"name": self.info.name, "version": self.info.version, "title": self.info.title})
+    }
+
+    /// Runs `method` and returns its result shaped for the request's era.
+    pub(crate) async fn dispatch(
+        &self,
+        method: Method,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Value, RpcError> {
+        let outcome = match method {
+            Method::Initialize => Outcome::Complete(self.initialize(params)),
+            Method::Ping => Outcome::Complete(json!({})),
+            Method::LoggingSetLevel => Outcome::Complete(set_level(params, ctx)?),
+            Method::ServerDiscover => Outcome::Complete(json!({
+                "supportedVersions": protocol::MODERN_VERSIONS,
+                "capabilities": self.capabilities(),
+                "instructions": self.info.instructions,
+            })),
+            Method::SubscriptionsListen => {
+                return Err(RpcError::internal(
+                    "subscriptions/listen is served as a stream",
+                ));
+            }
+            Method::ToolsList => Outcome::Complete(page("tools", self.tools.listing(), params)?),
+            Method::ToolsCall => self.call_tool(params, ctx).await?,
+            Method::ResourcesList => {
+                let all: Vec<Value> = self.resources.iter().flat_map(|r| r.resources()).collect();
+                Outcome::Complete(page("resources", &all, params)?)
+            }
+            Method::ResourcesTemplatesList => {
+                let all: Vec<Value> = self.resources.iter().flat_map(|r| r.templates()).collect();
+                Outcome::Complete(page("resourceTemplates", &all, params)?)
+            }
+            Method::ResourcesRead => self.read_resource(params, ctx).await?,
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+                let uri = required_str(params, "uri")?;
+                if let Some(session) = &ctx.session {
+                    if method == Method::ResourcesSubscribe {
+                        session.subscribe(uri);
+                    } else {
+                        session.unsubscribe(uri);
+                    }
+                }
+                Outcome::Complete(json!({}))
+            }
+            Method::PromptsList => {
+                Outcome::Complete(page("prompts", self.prompts.listing(), params)?)
+            }
+            Method::PromptsGet => {
+                let name = required_str(params, "name")?;
+                let empty = Map::new();
+                let args = match params.get("arguments") {
+                    None | Some(Value::Null) => &empty,
+                    Some(Value::Object(a)) => a,
+                    Some(_) => {
+                        return Err(RpcError::invalid_params(
+                            "`arguments` must be an object of strings",
+                        ));
+                    }
+                };
+                match self.prompts.get(name, args, ctx).await? {
+                    Outcome::Complete(messages) => Outcome::Complete(messages.to_json()),
+                    Outcome::InputRequired(i) => Outcome::InputRequired(i),
+                }
+            }
+            Method::CompletionComplete => Outcome::Complete(self.complete(params).await?),
+        };
+        self.shape(method, outcome, &ctx.era)
+    }
+
+    fn initialize(&self, params: &Map<String, Value>) -> Value {
+        let version =
+            protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
+        });
+        if !self.info.instructions.is_empty() {
+            result["instructions"] = json!(self.info.instructions);
+        }
+        result
+    }
+
+    /// Adds what the era requires to a result.
+    fn shape(&self, method: Method, outcome: Outcome<Value>, era: &Era) -> Result<Value, RpcError> {
+        match (outcome, era) {
+            (Outcome::Complete(result), Era::Legacy(_)) => Ok(result),
+            (Outcome::InputRequired(_), Era::Legacy(_)) => Err(RpcError::internal(
+                "this request needs input from the client, which the legacy era provides through server requests; retry with protocol 2026-07-28",
+            )),
+            (Outcome::InputRequired(input), Era::Modern(_)) => Ok(input.to_json()),
+            (Outcome::Complete(mut result), Era::Modern(_)) => {
+                result["resultType"] = json!("complete");
+                if method.cacheable() {
+                    result["ttlMs"] = json!(self.info.cache_ttl_ms);
+                    result["cacheScope"] = json!("private");
+                }
+                let meta = result
+                    .as_object_mut()
+                    .map(|o| o.entry("_meta").or_insert_with(|| json!({})));
+                if let Some(meta) = meta.and_then(Value::as_object_mut) {
+                    meta.insert(META_SERVER_INFO.into(), self.server_info());
+                }
+                Ok(result)
+            }
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Outcome<Value>, RpcError> {
+        let name = required_str(params, "name")?;
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if !(args.is_null() || args.is_object()) {
+            return Err(RpcError::invalid_params("`arguments` must be an object"));
+        }
+        let started = Instant::now();
+        let outcome = self.tools.call(name, args, ctx).await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (status, result) = match outcome {
+            Ok(Outcome::Complete(mut result)) => {
+                for block in &mut result.content {
+                    self.redactor.redact(block);
+                }
+                if let Some(s) = &mut result.structured {
+                    self.redactor.redact(s);
+                }
+                let status = if result.is_error { "tool_error" } else { "ok" };
+                (status, Ok(Outcome::Complete(result.to_json())))
+            }
+            Ok(Outcome::InputRequired(input)) => {
+                ("input_required", Ok(Outcome::InputRequired(input)))
+            }
+            Err(e) => ("protocol_error", Err(e)),
+        };
+        tracing::info!(
+            target: "porthole::mcp::audit",
+            tool = name,
+            era = ctx.era.version(),
+            session = ctx.session.as_ref().map(|s| super::session::short(&s.id)).unwrap_or("-"),
+            duration_ms = format!("{elapsed_ms:.1}"),
+            outcome = status,
+            "tools/call"
+        );
+        result
+    }
+
+    async fn read_resource(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Outcome<Value>, RpcError> {
+        let uri = required_str(params, "uri")?;
+        for provider in &self.resources {
+            if let Some(outcome) = provider.read(uri, ctx).await? {
+                return Ok(match outcome {
+                    Outcome::Complete(mut contents) => {
+                        for c in &mut contents {
+                            self.redactor.redact(c);
+                        }
+                        Outcome::Complete(json!({"contents": contents}))
+                    }
+                    Outcome::InputRequired(i) => Outcome::InputRequired(i),
+                });
+            }
+        }
+        Err(
+            RpcError::invalid_params(format!("Resource not found: {uri}"))
+                .with_data(json!({"uri": uri})),
+        )
+    }
+
+    async fn complete(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let reference = params
+            .get("ref")
+            .ok_or_else(|| RpcError::invalid_params("`ref` is required"))?;
+        let argument = params
+            .get("argument")
+            .ok_or_else(|| RpcError::invalid_params("`argument` ({name, value}) is required"))?;
+        let (arg_name, value) = (
+            argument["name"].as_str().unwrap_or_default(),
+            argument["value"].as_str().unwrap_or_default(),
+        );
+        let mut values = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                let (_, prompt) = self
+                    .prompts
+                    .find(name)
+                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                prompt.complete(arg_name, value).await
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                let mut all = Vec::new();
+                for provider in &self.resources {
+                    all.extend(provider.complete(uri, arg_name, value).await);
+                }
+                all
+            }
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "`ref.type` must be \"ref/prompt\" or \"ref/resource\"",
+                ));
+            }
+        };
+        let total = values.len();
+        values.truncate(100);
+        Ok(json!({"completion": {"values": values, "total": total, "hasMore": total > 100}}))
+    }
+}
+
+fn set_level(params: &Map<String, Value>, ctx: &RequestContext) -> Result<Value, RpcError> {
+    let level = required_str(params, "level")?;
+    let rank = log_level_rank(level).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "unknown log level `{level}`; use one of {}",
+            protocol::LOG_LEVELS.join(", ")
+        ))
+    })?;
+    if let Some(session) = &ctx.session {
+        session.set_log_level(rank);
+    }
+    Ok(json!({}))
+}
+
+pub(crate) fn required_str<'a>(
+    params: &'a Map<String, Value>,
+    key: &str,
+) -> Result<&'a str, RpcError> {
+    params.get(key).and_then(Value::as_str).ok_or_else(|| {
+        RpcError::invalid_params(format!("`{key}` is required and must be a string"))
+    })
+}
+
+/// One page of a list result. Cursors are opaque offsets.
+fn page(key: &str, all: &[Value], params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) if c.is_empty() => 0,
+        Some(Value::String(c)) => c
+            .strip_prefix("offset-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n <= all.len())
+            .ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "invalid cursor `{c}`; pass back a nextCursor unchanged"
+                ))
+            })?,
+        Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
+    };
+    let end = (start + PAGE_SIZE).min(all.len());
+    let mut result = json!({key: &all[start..end]});
+    if end < all.len() {
+        result["nextCursor"] = json!(format!("offset-{end}"));
+    }
+    Ok(result)
+}
+
+/// An MRTR input request: `{"method": …, "params": …}`.
+pub fn input_request(method: &str, params: Value) -> Value {
+    json!({"method": method, "params": params})
+}
+
+/// An MRTR result asking the client for one input under `key`.
+pub fn ask(key: &str, request: Value, state: Option<String>) -> InputRequired {
+    let mut input_requests = Map::new();
+    input_requests.insert(key.to_string(), request);
+    InputRequired {
+        input_requests,
+        request_state: state,
+    }
+}

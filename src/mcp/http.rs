@@ -1,0 +1,1074 @@
+//! The Streamable HTTP transport: `POST`, `GET` and `DELETE` on `/mcp`, for both eras.
+//!
+//! A `POST` is first checked for its media types and size, parsed, then routed by era:
+//! - **legacy** when it carries `Mcp-Session-Id`, is an `initialize` without 2026
+//!   `_meta`, or has a 2025 `MCP-Protocol-Version` header and no `_meta`;
+//! - **modern** otherwise: `_meta` and the `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name`
+//!   headers are validated in the order the spec's tests expect.
+//!
+//! Handlers run in their own task. The reply is plain JSON unless the handler sends a
+//! message first (progress, a log line, a server→client request): then the reply becomes
+//! an SSE stream carrying those messages and, last, the response. In the modern era
+//! the client closing that stream cancels the work; in the legacy era the events are
+//! kept so a `GET` with `Last-Event-ID` can pick them up.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use futures::Stream;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::ServerInner;
+use super::context::RequestContext;
+use super::dispatch::Method;
+use super::guard::refuse;
+use super::jsonrpc::{self, Incoming, RpcError};
+use super::protocol::{self, Era};
+use super::session::{Lookup, Session};
+use super::subscriptions::ListenFilter;
+
+// ---- small helpers ---------------------------------------------------------------------
+
+/// A header's value with surrounding whitespace trimmed (names are case-insensitive).
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim_matches([' ', '\t']))
+}
+
+/// What the client's `Accept` header allows.
+#[derive(Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+fn accepts(headers: &HeaderMap) -> Accepts {
+    let Some(accept) = header(headers, header::ACCEPT.as_str()) else {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    };
+    let has = |t: &str| {
+        accept.split(',').any(|part| {
+            part.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case(t)
+        })
+    };
+    let any = has("*/*");
+    Accepts {
+        json: any || has("application/json") || has("application/*"),
+        sse: any || has("text/event-stream") || has("text/*"),
+    }
+}
+
+fn json_body(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn rpc_error(status: StatusCode, id: Option<&Value>, error: &RpcError) -> Response {
+    json_body(status, &jsonrpc::error_response(id, error))
+}
+
+fn accepted() -> Response {
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// Aborts a task when dropped: ties a handler's life to its HTTP response.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An SSE response body fed by a channel, with optional keep-alive comments.
+struct SseBody {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    keepalive: Option<tokio::time::Interval>,
+    _guards: Vec<AbortOnDrop>,
+}
+
+impl Stream for SseBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(bytes)) => return Poll::Ready(Some(Ok(bytes))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {}
+        }
+        if let Some(keepalive) = self.keepalive.as_mut()
+            && keepalive.poll_tick(cx).is_ready()
+        {
+            return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
+        }
+        Poll::Pending
+    }
+}
+
+fn sse_response(body: SseBody, extra: Option<(&'static str, String)>) -> Response {
+    let mut response = Response::new(Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    if let Some((name, value)) = extra
+        && let Ok(value) = HeaderValue::from_str(&value)
+    {
+        headers.insert(name, value);
+    }
+    response
+}
+
+fn keepalive(period: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
+
+/// One plain (modern) SSE event.
+fn sse_event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+// ---- POST -------------------------------------------------------------------------------
+
+pub(crate) async fn handle_post(
+    State(inner): State<Arc<ServerInner>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let content_type = header(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Unsupported Media Type `{content_type}`: send the JSON-RPC message with `Content-Type: application/json`"
+            ),
+        );
+    }
+    let accept = accepts(&headers);
+    if !accept.json && !accept.sse {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: send `Accept: application/json, text/event-stream`",
+        );
+    }
+    let bytes = match axum::body::to_bytes(body, inner.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
+                    inner.max_body_bytes
+                ),
+            );
+        }
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                &RpcError::new(jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+            );
+        }
+    };
+    let session_id = header(&headers, protocol::HEADER_SESSION_ID).map(str::to_string);
+    if let Value::Array(items) = value {
+        return legacy_batch(&inner, &headers, session_id.as_deref(), items).await;
+    }
+    let message = match jsonrpc::parse_message(value) {
+        Ok(m) => m,
+        Err(rejected) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                rejected.id.as_ref(),
+                &rejected.error,
+            );
+        }
+    };
+    if is_legacy(&headers, session_id.as_deref(), &message) {
+        legacy_post(inner, &headers, session_id.as_deref(), message, accept).await
+    } else {
+        modern_post(inner, &headers, message, accept).await
+    }
+}
+
+fn meta_version(message: &Incoming) -> Option<&Value> {
+    message
+        .params()?
+        .get("_meta")?
+        .get(protocol::META_PROTOCOL_VERSION)
+}
+
+fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+    if session_id.is_some() {
+        return true;
+    }
+    if meta_version(message).is_some() {
+        return false;
+    }
+    match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
+        Some(v) => protocol::legacy_version(v).is_some(),
+        None => message.method() == Some("initialize"),
+    }
+}
+
+fn progress_token(params: &Map<String, Value>) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned()
+}
+
+// ---- legacy era ------------------------------------------------------------------------
+
+async fn legacy_post(
+    inner: Arc<ServerInner>,
+    headers: &HeaderMap,
+    session_id: Option<&str>,
+    message: Incoming,
+    accept: Accepts,
+) -> Response {
+    if let Some(v) = header(headers, protocol::HEADER_PROTOCOL_VERSION)
+        && protocol::legacy_version(v).is_none()
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version `{v}`; supported: {}",
+                protocol::all_versions().join(", ")
+            ),
+        );
+    }
+    if let Incoming::Request {
+        id, method, params, ..
+    } = &message
+        && method == "initialize"
+    {
+        if session_id.is_some() {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(id),
+                &RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+                ),
+            );
+        }
+        let version =
+            protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+        let caps = params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let session = inner.sessions.create(version, caps);
+        let client = params
+            .get("clientInfo")
+            .and_then(|c| c.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("unknown");
+        tracing::info!(
+            target: "porthole::mcp::session",
+            session = %super::session::short(&session.id),
+            version,
+            client,
+            "MCP session started"
+        );
+        let ctx = inner.context(
+            Era::Legacy(version),
+            Some(session.clone()),
+            id.clone(),
+            None,
+            None,
+        );
+        let result = inner.dispatch(Method::Initialize, params, &ctx).await;
+        let mut response = match result {
+            Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r)),
+            Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
+        };
+        if let Ok(value) = HeaderValue::from_str(&session.id) {
+            response
+                .headers_mut()
+                .insert(protocol::HEADER_SESSION_ID, value);
+        }
+        return response;
+    }
+    let Some(session_id) = session_id else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required; call initialize first (or use protocol 2026-07-28 with _meta)",
+        );
+    };
+    let session = match inner.sessions.get(session_id) {
+        Lookup::Found(s) => s,
+        Lookup::Unknown | Lookup::Ended => return session_not_found(),
+    };
+    match message {
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled"
+                && let Some(request_id) = params.get("requestId")
+                && session.cancel(request_id)
+            {
+                tracing::debug!(target: "porthole::mcp::session", ?request_id, "request cancelled by the client");
+            }
+            accepted()
+        }
+        Incoming::Response { id, outcome } => {
+            if !session.resolve_client_request(&id, outcome) {
+                tracing::debug!(target: "porthole::mcp::session", ?id, "response to no pending request");
+            }
+            accepted()
+        }
+        Incoming::Request {
+            id, method, params, ..
+        } => {
+            let Some(parsed) = Method::parse(&method, false) else {
+                return rpc_error(
+                    StatusCode::OK,
+                    Some(&id),
+                    &RpcError::method_not_found(&method),
+                );
+            };
+            let log_threshold = Some(session.log_threshold());
+            let ctx = inner.context(
+                Era::Legacy(session.version),
+                Some(session.clone()),
+                id.clone(),
+                progress_token(&params),
+                log_threshold,
+            );
+            run_legacy(inner, session, parsed, params, ctx, accept).await
+        }
+    }
+}
+
+fn session_not_found() -> Response {
+    refuse(
+        StatusCode::NOT_FOUND,
+        jsonrpc::INVALID_REQUEST,
+        "Not Found: the MCP session has ended or is unknown; initialize again without Mcp-Session-Id",
+    )
+}
+
+async fn run_legacy(
+    inner: Arc<ServerInner>,
+    session: Arc<Session>,
+    method: Method,
+    params: Map<String, Value>,
+    mut ctx: RequestContext,
+    accept: Accepts,
+) -> Response {
+    let id = ctx.request_id.clone();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+    if accept.sse {
+        ctx.outbound = Some(out_tx);
+    }
+    let task = spawn_dispatch(inner.clone(), method, params, ctx);
+    session.track(&id, task.abort_handle());
+    let Some(first) = out_rx.recv().await else {
+        let result = task.await;
+        session.untrack(&id);
+        return final_json(&id, result, false);
+    };
+    // The handler is talking to the client: answer as an SSE stream of this session.
+    let (stream, rx) = session.open_stream(false);
+    session.push(stream, &first);
+    let pump_session = session.clone();
+    tokio::spawn(async move {
+        while let Some(message) = out_rx.recv().await {
+            pump_session.push(stream, &message);
+        }
+        let result = task.await;
+        pump_session.untrack(&id);
+        if let Some(message) = final_message(&id, result) {
+            pump_session.push(stream, &message);
+        }
+        pump_session.finish(stream);
+    });
+    sse_response(
+        SseBody {
+            rx,
+            keepalive: Some(keepalive(inner.keepalive)),
+            _guards: Vec::new(),
+        },
+        None,
+    )
+}
+
+/// 2025-03-26 batches: every message handled in turn, responses returned as an array.
+async fn legacy_batch(
+    inner: &Arc<ServerInner>,
+    headers: &HeaderMap,
+    session_id: Option<&str>,
+    items: Vec<Value>,
+) -> Response {
+    let batch_error = |message: &str| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("Invalid Request: {message}"),
+            ),
+        )
+    };
+    let session = match session_id.map(|id| inner.sessions.get(id)) {
+        Some(Lookup::Found(s)) => s,
+        Some(_) => return session_not_found(),
+        None => {
+            return batch_error(
+                "JSON-RPC batches are only allowed inside a 2025-03-26 session (and never for initialize)",
+            );
+        }
+    };
+    let version = header(headers, protocol::HEADER_PROTOCOL_VERSION).unwrap_or(session.version);
+    if version != "2025-03-26" || session.version != "2025-03-26" {
+        return batch_error(
+            "JSON-RPC batches were removed after protocol 2025-03-26; send one message per request",
+        );
+    }
+    if items.is_empty() {
+        return batch_error("an empty batch has nothing to do");
+    }
+    let mut responses = Vec::new();
+    for item in items {
+        match jsonrpc::parse_message(item) {
+            Err(rejected) => responses.push(jsonrpc::error_response(
+                rejected.id.as_ref(),
+                &rejected.error,
+            )),
+            Ok(Incoming::Notification { method, params }) => {
+                if method == "notifications/cancelled"
+                    && let Some(request_id) = params.get("requestId")
+                {
+                    session.cancel(request_id);
+                }
+            }
+            Ok(Incoming::Response { id, outcome }) => {
+                session.resolve_client_request(&id, outcome);
+            }
+            Ok(Incoming::Request {
+                id, method, params, ..
+            }) => {
+                let Some(parsed) =
+                    Method::parse(&method, false).filter(|m| *m != Method::Initialize)
+                else {
+                    responses.push(jsonrpc::error_response(
+                        Some(&id),
+                        &RpcError::method_not_found(&method),
+                    ));
+                    continue;
+                };
+                let ctx = inner.context(
+                    Era::Legacy(session.version),
+                    Some(session.clone()),
+                    id.clone(),
+                    None,
+                    Some(session.log_threshold()),
+                );
+                let result = spawn_dispatch(inner.clone(), parsed, params, ctx).await;
+                if let Some(message) = final_message(&id, result) {
+                    responses.push(message);
+                }
+            }
+        }
+    }
+    if responses.is_empty() {
+        accepted()
+    } else {
+        json_body(StatusCode::OK, &Value::Array(responses))
+    }
+}
+
+// ---- modern era ------------------------------------------------------------------------
+
+async fn modern_post(
+    inner: Arc<ServerInner>,
+    headers: &HeaderMap,
+    message: Incoming,
+    accept: Accepts,
+) -> Response {
+    let (id, method, params, has_params) = match message {
+        // No client→server notification needs an answer over HTTP.
+        Incoming::Notification { .. } => return accepted(),
+        Incoming::Response { id, .. } => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(&id),
+                &RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "Invalid Request: protocol 2026-07-28 servers send no requests, so there is nothing to respond to",
+                ),
+            );
+        }
+        Incoming::Request {
+            id,
+            method,
+            params,
+            has_params,
+        } => (id, method, params, has_params),
+    };
+    let fail = |status: StatusCode, error: RpcError| rpc_error(status, Some(&id), &error);
+
+    // 1. _meta must carry the protocol version and client capabilities.
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let meta_version = meta
+        .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    let capabilities = meta.and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES));
+    let (Some(meta_version), Some(capabilities), true) = (meta_version, capabilities, has_params)
+    else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            RpcError::invalid_params(format!(
+                "Invalid params: every request needs params._meta with \"{}\" and \"{}\" (or call initialize for the 2025 protocol)",
+                protocol::META_PROTOCOL_VERSION,
+                protocol::META_CLIENT_CAPABILITIES
+            )),
+        );
+    };
+    if !capabilities.is_object() {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            RpcError::invalid_params(format!(
+                "`{}` must be an object",
+                protocol::META_CLIENT_CAPABILITIES
+            )),
+        );
+    }
+    // 2. The version header must match _meta.
+    match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
+        Some(v) if v == meta_version => {}
+        Some(v) => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                RpcError::header_mismatch(format!(
+                    "MCP-Protocol-Version header `{v}` does not match _meta version `{meta_version}`"
+                )),
+            );
+        }
+        None => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                RpcError::header_mismatch(
+                    "the MCP-Protocol-Version header is required and must equal the _meta version",
+                ),
+            );
+        }
+    }
+    // 3. The version must be one we serve.
+    let Some(version) = protocol::modern_version(meta_version) else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            RpcError::new(
+                jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({"supported": protocol::MODERN_VERSIONS, "requested": meta_version})),
+        );
+    };
+    // 4. Mcp-Method and, where required, Mcp-Name must match the body.
+    match header(headers, protocol::HEADER_METHOD) {
+        Some(m) if m == method => {}
+        Some(m) => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                RpcError::header_mismatch(format!(
+                    "Mcp-Method header `{m}` does not match body method `{method}`"
+                )),
+            );
+        }
+        None => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                RpcError::header_mismatch(format!(
+                    "the Mcp-Method header is required (it must be `{method}`)"
+                )),
+            );
+        }
+    }
+    let name_member = match method.as_str() {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(member) = name_member {
+        let body_value = params
+            .get(member)
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Err(reason) = check_encoded_header(headers, protocol::HEADER_NAME, body_value) {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                RpcError::header_mismatch(format!("Mcp-Name: {reason}")),
+            );
+        }
+    }
+    // 5. The method must exist in this era.
+    let Some(parsed) = Method::parse(&method, true) else {
+        return fail(StatusCode::NOT_FOUND, RpcError::method_not_found(&method));
+    };
+    if parsed == Method::PromptsList && inner.prompts.is_empty() {
+        return fail(StatusCode::NOT_FOUND, RpcError::method_not_found(&method));
+    }
+    // 6. Tool parameters mirrored in Mcp-Param-* headers.
+    if parsed == Method::ToolsCall
+        && let Err(reason) = check_param_headers(&inner, headers, &params)
+    {
+        return fail(StatusCode::BAD_REQUEST, RpcError::header_mismatch(reason));
+    }
+    // 7. An optional log level.
+    let log_threshold = match meta.and_then(|m| m.get(protocol::META_LOG_LEVEL)) {
+        None => None,
+        Some(level) => match level.as_str().and_then(protocol::log_level_rank) {
+            Some(rank) => Some(rank),
+            None => {
+                return fail(
+                    StatusCode::BAD_REQUEST,
+                    RpcError::invalid_params(format!(
+                        "`{}` must be one of {}",
+                        protocol::META_LOG_LEVEL,
+                        protocol::LOG_LEVELS.join(", ")
+                    )),
+                );
+            }
+        },
+    };
+
+    if parsed == Method::SubscriptionsListen {
+        return listen(&inner, &id, &params);
+    }
+    let mut ctx = inner.context(
+        Era::Modern(version),
+        None,
+        id.clone(),
+        progress_token(&params),
+        log_threshold,
+    );
+    ctx.client_capabilities = capabilities.clone();
+    ctx.input_responses = params
+        .get("inputResponses")
+        .and_then(Value::as_object)
+        .cloned();
+    ctx.request_state = params
+        .get("requestState")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if params
+        .get("inputResponses")
+        .is_some_and(|v| !v.is_object() && !v.is_null())
+    {
+        return fail(
+            StatusCode::OK,
+            RpcError::invalid_params(
+                "`inputResponses` must be an object keyed by the server's input request keys",
+            ),
+        );
+    }
+    run_modern(inner, parsed, params, ctx, accept).await
+}
+
+/// Decodes a header value that may use the `=?base64?…?=` sentinel.
+fn decode_sentinel(value: &str) -> Result<String, String> {
+    const PREFIX: &str = "=?base64?";
+    const SUFFIX: &str = "?=";
+    if value.len() >= PREFIX.len() + SUFFIX.len()
+        && value.starts_with(PREFIX)
+        && value.ends_with(SUFFIX)
+    {
+        let encoded = &value[PREFIX.len()..value.len() - SUFFIX.len()];
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| format!("`{value}` is not valid padded standard Base64"))?;
+        String::from_utf8(bytes).map_err(|_| format!("`{value}` does not decode to UTF-8"))
+    } else {
+        Ok(value.to_string())
+    }
+}
+
+fn check_encoded_header(headers: &HeaderMap, name: &str, expected: &str) -> Result<(), String> {
+    let raw = header(headers, name)
+        .ok_or_else(|| format!("the header is required and must be `{expected}`"))?;
+    let value = decode_sentinel(raw)?;
+    if value == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "header value `{value}` does not match body value `{expected}`"
+        ))
+    }
+}
+
+/// `x-mcp-header` parameters must be mirrored in `Mcp-Param-<Name>` headers.
+fn check_param_headers(
+    inner: &ServerInner,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), String> {
+    let Some(tool) = params.get("name").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    for (property, header_name) in inner.tools.param_headers(tool) {
+        let value = params.get("arguments").and_then(|a| a.get(property));
+        let full = format!(
+            "{}{}",
+            protocol::HEADER_PARAM_PREFIX,
+            header_name.to_ascii_lowercase()
+        );
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let raw = header(headers, &full).ok_or_else(|| {
+            format!("argument `{property}` needs the header Mcp-Param-{header_name}")
+        })?;
+        let decoded = decode_sentinel(raw).map_err(|e| format!("Mcp-Param-{header_name}: {e}"))?;
+        let matches = match value {
+            Value::String(s) => *s == decoded,
+            Value::Bool(b) => decoded == b.to_string(),
+            Value::Number(n) => decoded.parse::<f64>().ok() == n.as_f64(),
+            _ => false,
+        };
+        if !matches {
+            return Err(format!(
+                "Mcp-Param-{header_name} `{decoded}` does not match argument `{property}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Modern errors that are about the request's shape get 4xx; others ride on 200.
+fn modern_status(error: &RpcError) -> StatusCode {
+    match error.code {
+        jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        jsonrpc::MISSING_CLIENT_CAPABILITY
+        | jsonrpc::HEADER_MISMATCH
+        | jsonrpc::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+async fn run_modern(
+    inner: Arc<ServerInner>,
+    method: Method,
+    params: Map<String, Value>,
+    mut ctx: RequestContext,
+    accept: Accepts,
+) -> Response {
+    let id = ctx.request_id.clone();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+    if accept.sse {
+        ctx.outbound = Some(out_tx);
+    }
+    let task = spawn_dispatch(inner.clone(), method, params, ctx);
+    // If the client goes away before the reply, the work stops.
+    let cancel_on_drop = AbortOnDrop(task.abort_handle());
+    let Some(first) = out_rx.recv().await else {
+        let result = task.await;
+        drop(cancel_on_drop);
+        return final_json(&id, result, true);
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(sse_event(&first));
+    let pump = tokio::spawn(async move {
+        let _cancel_on_drop = cancel_on_drop;
+        while let Some(message) = out_rx.recv().await {
+            let _ = tx.send(sse_event(&message));
+        }
+        if let Some(message) = final_message(&id, task.await) {
+            let _ = tx.send(sse_event(&message));
+        }
+    });
+    sse_response(
+        SseBody {
+            rx,
+            keepalive: Some(keepalive(inner.keepalive)),
+            _guards: vec![AbortOnDrop(pump.abort_handle())],
+        },
+        None,
+    )
+}
+
+/// `subscriptions/listen`: acknowledgment first, then the changes the client asked for.
+fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> Response {
+    let filter = ListenFilter::from_params(
+        params.get("notifications").unwrap_or(&Value::Null),
+        !inner.prompts.is_empty(),
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    let ack = jsonrpc::notification(
+        "notifications/subscriptions/acknowledged",
+        json!({"_meta": {protocol::META_SUBSCRIPTION_ID: id}, "notifications": filter.to_json()}),
+    );
+    let _ = tx.send(sse_event(&ack));
+    let mut changes = inner.notifier.subscribe();
+    let subscription_id = id.clone();
+    let forwarder = tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(change) if filter.wants(&change) => {
+                    if tx
+                        .send(sse_event(&change.to_notification(Some(&subscription_id))))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    sse_response(
+        SseBody {
+            rx,
+            keepalive: Some(keepalive(inner.keepalive)),
+            _guards: vec![AbortOnDrop(forwarder.abort_handle())],
+        },
+        None,
+    )
+}
+
+// ---- shared by both eras ---------------------------------------------------------------
+
+fn spawn_dispatch(
+    inner: Arc<ServerInner>,
+    method: Method,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+) -> JoinHandle<Result<Value, RpcError>> {
+    tokio::spawn(async move { inner.dispatch(method, &params, &ctx).await })
+}
+
+/// The response message for a finished handler; `None` if it was cancelled.
+fn final_message(
+    id: &Value,
+    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
+) -> Option<Value> {
+    match result {
+        Ok(Ok(value)) => Some(jsonrpc::response(id, value)),
+        Ok(Err(error)) => Some(jsonrpc::error_response(Some(id), &error)),
+        Err(e) if e.is_panic() => {
+            tracing::error!(target: "porthole::mcp::dispatch", ?id, "an MCP handler panicked");
+            Some(jsonrpc::error_response(
+                Some(id),
+                &RpcError::internal(
+                    "Internal error: the handler crashed; the server log has details",
+                ),
+            ))
+        }
+        Err(_) => None,
+    }
+}
+
+fn final_json(
+    id: &Value,
+    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
+    modern: bool,
+) -> Response {
+    let status = match &result {
+        Ok(Err(error)) if modern => modern_status(error),
+        _ => StatusCode::OK,
+    };
+    match final_message(id, result) {
+        Some(message) => json_body(status, &message),
+        None => rpc_error(
+            StatusCode::OK,
+            Some(id),
+            &RpcError::internal("Request cancelled"),
+        ),
+    }
+}
+
+// ---- GET and DELETE --------------------------------------------------------------------
+
+pub(crate) async fn handle_get(
+    State(inner): State<Arc<ServerInner>>,
+    headers: HeaderMap,
+) -> Response {
+    if !accepts(&headers).sse {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: GET /mcp opens an SSE stream; send `Accept: text/event-stream`",
+        );
+    }
+    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+        let mut response = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            "Method Not Allowed: GET /mcp needs an Mcp-Session-Id (2025 protocol); with 2026-07-28 use subscriptions/listen",
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+        return response;
+    };
+    let session = match inner.sessions.get(session_id) {
+        Lookup::Found(s) => s,
+        _ => return session_not_found(),
+    };
+    if let Some(last) = header(&headers, protocol::HEADER_LAST_EVENT_ID)
+        && let Some(rx) = session.resume(last)
+    {
+        return sse_response(
+            SseBody {
+                rx,
+                keepalive: Some(keepalive(inner.keepalive)),
+                _guards: Vec::new(),
+            },
+            None,
+        );
+    }
+    let (stream, rx) = session.open_stream(true);
+    let mut changes = inner.notifier.subscribe();
+    let forward_session = session.clone();
+    let forwarder = tokio::spawn(async move {
+        let _cleanup = StreamCleanup {
+            session: forward_session.clone(),
+            stream,
+        };
+        loop {
+            match changes.recv().await {
+                Ok(change) => {
+                    let wanted = match &change {
+                        super::subscriptions::Change::ResourceUpdated(uri) => {
+                            forward_session.is_subscribed(uri)
+                        }
+                        _ => true,
+                    };
+                    if wanted {
+                        forward_session.push_if_current(stream, &change.to_notification(None));
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    sse_response(
+        SseBody {
+            rx,
+            keepalive: Some(keepalive(inner.keepalive)),
+            _guards: vec![AbortOnDrop(forwarder.abort_handle())],
+        },
+        None,
+    )
+}
+
+/// Removes a GET stream from its session when its connection ends.
+struct StreamCleanup {
+    session: Arc<Session>,
+    stream: u64,
+}
+
+impl Drop for StreamCleanup {
+    fn drop(&mut self) {
+        self.session.close_notification_stream(self.stream);
+    }
+}
+
+pub(crate) async fn handle_delete(
+    State(inner): State<Arc<ServerInner>>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "Bad Request: DELETE /mcp ends a session; send its Mcp-Session-Id",
+        );
+    };
+    if matches!(inner.sessions.get(session_id), Lookup::Found(_)) && inner.sessions.end(session_id)
+    {
+        tracing::info!(target: "porthole::mcp::session", session = %super::session::short(session_id), "MCP session ended by the client");
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        session_not_found()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_decoding_is_strict() {
+        assert_eq!(decode_sentinel("=?base64?SGVsbG8=?=").unwrap(), "Hello");
+        assert!(
+            decode_sentinel("=?base64?SGVsbG8?=").is_err(),
+            "missing padding"
+        );
+        assert!(
+            decode_sentinel("=?base64?SGVs!!!bG8=?=").is_err(),
+            "bad alphabet"
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8=").unwrap(),
+            "=?base64?SGVsbG8=",
+            "no suffix: literal"
+        );
+        assert_eq!(decode_sentinel("SGVsbG8=").unwrap(), "SGVsbG8=");
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+    }
+
+    #[test]
+    fn accept_header_parsing() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream, application/json"),
+        );
+        let a = accepts(&h);
+        assert!(a.json && a.sse);
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+        let a = accepts(&h);
+        assert!(!a.json && !a.sse);
+    }
+}

@@ -1,0 +1,453 @@
+//! Log capture: a `tracing` layer that copies every event into a bounded ring buffer,
+//! and the queries `server_log`/`web_log` run over it.
+//!
+//! The layer never awaits and takes its lock only to push a finished record (the
+//! formatting happens before). Records get a sequence number, so a client can ask for
+//! "everything since my last call". Lines caused by the MCP endpoint's own work
+//! (targets under `porthole::mcp`) are marked, so queries can keep them apart from the
+//! bot's lines. Browser console lines arrive through [`LogBuffer::push_web`] with
+//! source `web`.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use serde_json::{Value, json};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::Context;
+
+/// Where a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogSource {
+    Server,
+    Web,
+}
+
+impl LogSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogSource::Server => "server",
+            LogSource::Web => "web",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    pub seq: u64,
+    /// Microseconds since the Unix epoch.
+    pub time_us: i64,
+    pub level: Level,
+    pub target: String,
+    pub message: String,
+    /// Structured fields other than the message, as `key=value` text.
+    pub fields: Vec<(&'static str, String)>,
+    pub source: LogSource,
+    /// Emitted by the MCP endpoint's own work.
+    pub from_mcp: bool,
+}
+
+impl LogRecord {
+    pub fn timestamp(&self) -> String {
+        Utc.timestamp_micros(self.time_us)
+            .single()
+            .unwrap_or_default()
+            .to_rfc3339_opts(SecondsFormat::Millis, true)
+    }
+
+    pub fn to_json(&self) -> Value {
+        let fields: serde_json::Map<String, Value> = self
+            .fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        json!({
+            "seq": self.seq,
+            "timestamp": self.timestamp(),
+            "level": level_name(self.level),
+            "target": self.target,
+            "message": self.message,
+            "fields": fields,
+            "source": self.source.as_str(),
+        })
+    }
+
+    /// Approximate size of the line as returned (for byte budgets).
+    fn weight(&self) -> usize {
+        96 + self.target.len()
+            + self.message.len()
+            + self
+                .fields
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 6)
+                .sum::<usize>()
+    }
+}
+
+/// Lower-case level name as MCP clients see it.
+pub fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::TRACE => "trace",
+        Level::DEBUG => "debug",
+        Level::INFO => "info",
+        Level::WARN => "warn",
+        Level::ERROR => "error",
+    }
+}
+
+/// Parses `trace|debug|info|warn|warning|error` (and browser `log`, which means info).
+pub fn parse_level(text: &str) -> Option<Level> {
+    match text.to_ascii_lowercase().as_str() {
+        "trace" => Some(Level::TRACE),
+        "debug" => Some(Level::DEBUG),
+        "info" | "log" => Some(Level::INFO),
+        "warn" | "warning" => Some(Level::WARN),
+        "error" => Some(Level::ERROR),
+        _ => None,
+    }
+}
+
+/// Severity as a number that grows with importance (tracing's `Level` order is reversed).
+fn severity(level: Level) -> u8 {
+    match level {
+        Level::TRACE => 0,
+        Level::DEBUG => 1,
+        Level::INFO => 2,
+        Level::WARN => 3,
+        Level::ERROR => 4,
+    }
+}
+
+/// Which lines a query wants.
+#[derive(Debug, Clone)]
+pub struct LogQuery {
+    pub min_level: Option<Level>,
+    pub grep: Option<String>,
+    pub case_insensitive: bool,
+    /// Only lines with a sequence number above this.
+    pub after_seq: Option<u64>,
+    /// Only lines at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    pub source: Option<LogSource>,
+    /// Include lines caused by the MCP endpoint itself.
+    pub include_mcp: bool,
+    pub limit: usize,
+    /// Stop adding lines once their size passes this many bytes.
+    pub byte_budget: Option<usize>,
+}
+
+impl Default for LogQuery {
+    fn default() -> Self {
+        LogQuery {
+            min_level: None,
+            grep: None,
+            case_insensitive: false,
+            after_seq: None,
+            since: None,
+            source: None,
+            include_mcp: false,
+            limit: 50,
+            byte_budget: None,
+        }
+    }
+}
+
+/// A query's answer: matching lines, oldest first, and what was left out.
+#[derive(Debug, Clone)]
+pub struct LogPage {
+    pub records: Vec<LogRecord>,
+    /// More lines matched than the limit allowed (the oldest were left out).
+    pub truncated_by_limit: bool,
+    /// The byte budget cut lines (the oldest were left out).
+    pub truncated_by_budget: bool,
+    /// Pass as `after_seq` next time to get only newer lines.
+    pub cursor: u64,
+    /// Lines the buffer has dropped since start (older than its capacity).
+    pub dropped: u64,
+}
+
+pub struct LogBuffer {
+    capacity: usize,
+    records: Mutex<VecDeque<LogRecord>>,
+    next_seq: AtomicU64,
+}
+
+impl LogBuffer {
+    pub fn new(capacity: usize) -> Arc<Self> {
+        Arc::new(LogBuffer {
+            capacity: capacity.max(1),
+            records: Mutex::new(VecDeque::with_capacity(capacity.max(1))),
+            next_seq: AtomicU64::new(1),
+        })
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The sequence number the next line will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<LogRecord>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, mut record: LogRecord) {
+        let mut records = self.lock();
+        // Numbered under the lock so sequence order is buffer order.
+        record.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        if records.len() == self.capacity {
+            records.pop_front();
+        }
+        records.push_back(record);
+    }
+
+    /// Records a browser console line (source `web`).
+    pub fn push_web(&self, level: &str, message: &str, browser_time: Option<&str>) {
+        let fields = browser_time
+            .map(|t| vec![("browser_timestamp", t.to_string())])
+            .unwrap_or_default();
+        self.push(LogRecord {
+            seq: 0,
+            time_us: Utc::now().timestamp_micros(),
+            level: parse_level(level).unwrap_or(Level::INFO),
+            target: "browser".into(),
+            message: message.to_string(),
+            fields,
+            source: LogSource::Web,
+            from_mcp: false,
+        });
+    }
+
+    /// Runs a query. Newest lines win when the limit or budget cuts.
+    pub fn query(&self, query: &LogQuery) -> LogPage {
+        let needle = query.grep.as_ref().map(|g| {
+            if query.case_insensitive {
+                g.to_lowercase()
+            } else {
+                g.clone()
+            }
+        });
+        let since_us = query.since.map(|t| t.timestamp_micros());
+        let limit = query.limit.max(1);
+        let mut picked: Vec<LogRecord> = Vec::new();
+        let (mut truncated_by_limit, mut truncated_by_budget) = (false, false);
+        let mut used = 0usize;
+        let records = self.lock();
+        let cursor = records
+            .back()
+            .map(|r| r.seq)
+            .unwrap_or(0)
+            .max(query.after_seq.unwrap_or(0));
+        let dropped = records.front().map(|r| r.seq - 1).unwrap_or(0);
+        for record in records.iter().rev() {
+            if query.after_seq.is_some_and(|after| record.seq <= after) {
+                break;
+            }
+            if since_us.is_some_and(|since| record.time_us < since) {
+                break;
+            }
+            if query.source.is_some_and(|s| s != record.source)
+                || (!query.include_mcp && record.from_mcp)
+                || query
+                    .min_level
+                    .is_some_and(|min| severity(record.level) < severity(min))
+            {
+                continue;
+            }
+            if let Some(needle) = &needle {
+                let hit = |text: &str| {
+                    if query.case_insensitive {
+                        text.to_lowercase().contains(needle.as_str())
+                    } else {
+                        text.contains(needle.as_str())
+                    }
+                };
+                if !hit(&record.message)
+                    && !hit(&record.target)
+                    && !record.fields.iter().any(|(_, v)| hit(v))
+                {
+                    continue;
+                }
+            }
+            if picked.len() == limit {
+                truncated_by_limit = true;
+                break;
+            }
+            let weight = record.weight();
+            if let Some(budget) = query.byte_budget
+                && used + weight > budget
+                && !picked.is_empty()
+            {
+                truncated_by_budget = true;
+                break;
+            }
+            used += weight;
+            picked.push(record.clone());
+        }
+        drop(records);
+        picked.reverse();
+        LogPage {
+            records: picked,
+            truncated_by_limit,
+            truncated_by_budget,
+            cursor,
+            dropped,
+        }
+    }
+
+    /// The `tracing` layer feeding this buffer. `skip_target` events (browser console
+    /// lines, which arrive through [`LogBuffer::push_web`]) are not copied.
+    pub fn layer(self: &Arc<Self>, skip_target: &'static str) -> BufferLayer {
+        BufferLayer {
+            buffer: self.clone(),
+            skip_target,
+        }
+    }
+}
+
+pub struct BufferLayer {
+    buffer: Arc<LogBuffer>,
+    skip_target: &'static str,
+}
+
+/// Collects an event's message and fields.
+struct FieldCollector {
+    message: String,
+    fields: Vec<(&'static str, String)>,
+}
+
+impl Visit for FieldCollector {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            self.fields.push((field.name(), format!("{value:?}")));
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            self.fields.push((field.name(), value.to_string()));
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for BufferLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let target = meta.target();
+        if target == self.skip_target {
+            return;
+        }
+        let mut collector = FieldCollector {
+            message: String::new(),
+            fields: Vec::new(),
+        };
+        event.record(&mut collector);
+        self.buffer.push(LogRecord {
+            seq: 0,
+            time_us: Utc::now().timestamp_micros(),
+            level: *meta.level(),
+            target: target.to_string(),
+            message: collector.message,
+            fields: collector.fields,
+            source: LogSource::Server,
+            from_mcp: target.starts_with("porthole::mcp"),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    fn with_buffer(capacity: usize, f: impl FnOnce()) -> Arc<LogBuffer> {
+        let buffer = LogBuffer::new(capacity);
+        let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+        tracing::subscriber::with_default(subscriber, f);
+        buffer
+    }
+
+    #[test]
+    fn captures_events_with_fields_and_drops_the_oldest() {
+        let buffer = with_buffer(3, || {
+            for n in 0..5 {
+                tracing::info!(n, "line {n}");
+            }
+            tracing::warn!(target: "web_console", "skipped: arrives through push_web");
+        });
+        assert_eq!(buffer.len(), 3);
+        let page = buffer.query(&LogQuery::default());
+        let messages: Vec<_> = page.records.iter().map(|r| r.message.as_str()).collect();
+        assert_eq!(messages, ["line 2", "line 3", "line 4"]);
+        assert_eq!(page.records[0].fields, vec![("n", "2".to_string())]);
+        assert_eq!(page.dropped, 2);
+    }
+
+    #[test]
+    fn filters_by_level_grep_source_cursor_and_budget() {
+        let buffer = with_buffer(100, || {
+            tracing::debug!("quiet detail");
+            tracing::warn!("Disk nearly FULL");
+            tracing::error!("write failed: disk full");
+            tracing::info!(target: "porthole::mcp::audit", "tools/call");
+        });
+        buffer.push_web("warn", "probe from the page", Some("2026-01-01T00:00:00Z"));
+
+        let q = |f: &dyn Fn(&mut LogQuery)| {
+            let mut query = LogQuery::default();
+            f(&mut query);
+            buffer.query(&query)
+        };
+        assert_eq!(q(&|q| q.min_level = Some(Level::WARN)).records.len(), 3);
+        let grep = q(&|q| {
+            q.grep = Some("disk full".into());
+            q.case_insensitive = true;
+        });
+        assert_eq!(
+            grep.records.len(),
+            1,
+            "case-insensitive, but still a substring"
+        );
+        assert_eq!(q(&|q| q.grep = Some("FULL".into())).records.len(), 1);
+        let web = q(&|q| q.source = Some(LogSource::Web));
+        assert_eq!(web.records[0].message, "probe from the page");
+        assert!(
+            q(&|_| {}).records.iter().all(|r| !r.from_mcp),
+            "MCP lines kept apart"
+        );
+        assert_eq!(q(&|q| q.include_mcp = true).records.len(), 5);
+
+        let first = q(&|_| {});
+        let again = q(&|q| q.after_seq = Some(first.cursor));
+        assert!(again.records.is_empty());
+
+        let tight = q(&|q| q.byte_budget = Some(10));
+        assert_eq!(tight.records.len(), 1, "one line always fits");
+        assert!(tight.truncated_by_budget);
+        let limited = q(&|q| q.limit = 2);
+        assert!(limited.truncated_by_limit);
+        assert_eq!(
+            limited.records.last().unwrap().message,
+            "probe from the page"
+        );
+    }
+}

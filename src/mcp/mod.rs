@@ -1,0 +1,318 @@
+//! A Model Context Protocol server over Streamable HTTP, for both protocol eras.
+//!
+//! This module knows nothing about the bot: it could be mounted in any axum app.
+//!
+//! ```no_run
+//! # use porthole::mcp::{McpServer, Auth};
+//! # fn demo(tools: Vec<std::sync::Arc<dyn porthole::mcp::Tool>>) -> Result<(), String> {
+//! let server = McpServer::builder("my-app", "1.0.0")
+//!     .auth(Auth::bearer("a-long-random-secret"))
+//!     .tools(tools)
+//!     .build()?;
+//! let app = axum::Router::new().merge(server.router());
+//! # Ok(()) }
+//! ```
+//!
+//! Layout: `http` (transport, both eras) → `dispatch` (one function per method family)
+//! → the [`Tool`], [`ResourceProvider`] and [`Prompt`] seams. `guard` holds the
+//! middleware, `session` the legacy sessions and resumable streams, `subscriptions` the
+//! change notifications, `mrtr` sealed state, `redact` secret removal, and
+//! `log_buffer` the `tracing` capture behind log tools.
+
+mod context;
+pub mod dispatch;
+mod guard;
+mod http;
+pub mod jsonrpc;
+pub mod log_buffer;
+mod mrtr;
+pub mod protocol;
+pub mod redact;
+mod resource;
+pub mod session;
+mod subscriptions;
+mod tool;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::{any, post};
+
+pub use context::RequestContext;
+pub use guard::{Auth, GuardConfig};
+pub use jsonrpc::RpcError;
+pub use mrtr::StateSealer;
+pub use protocol::Era;
+pub use redact::Redactor;
+pub use resource::{
+    Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
+};
+pub use session::SessionConfig;
+pub use subscriptions::{Change, Notifier};
+pub use tool::{Annotations, CallToolResult, InputRequired, Outcome, Tool, ToolSet, ToolSpec};
+
+/// Who the server says it is.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    pub title: String,
+    pub instructions: String,
+    /// `ttlMs` on cacheable 2026 results. Small, because our lists change.
+    pub cache_ttl_ms: u64,
+}
+
+pub(crate) struct ServerInner {
+    info: ServerInfo,
+    tools: ToolSet,
+    resources: Vec<Arc<dyn ResourceProvider>>,
+    prompts: PromptSet,
+    sessions: session::Sessions,
+    notifier: Notifier,
+    sealer: Arc<StateSealer>,
+    redactor: Redactor,
+    guard: GuardConfig,
+    max_body_bytes: usize,
+    keepalive: Duration,
+}
+
+impl ServerInner {
+    fn context(
+        &self,
+        era: Era,
+        session: Option<Arc<session::Session>>,
+        request_id: serde_json::Value,
+        progress_token: Option<serde_json::Value>,
+        log_threshold: Option<u8>,
+    ) -> RequestContext {
+        RequestContext {
+            client_capabilities: session
+                .as_ref()
+                .map(|s| s.client_capabilities.clone())
+                .unwrap_or_else(|| serde_json::json!({})),
+            era,
+            session,
+            request_id,
+            progress_token,
+            log_threshold,
+            outbound: None,
+            input_responses: None,
+            request_state: None,
+            sealer: self.sealer.clone(),
+        }
+    }
+}
+
+pub struct McpServerBuilder {
+    info: ServerInfo,
+    auth: Auth,
+    allowed_origins: Vec<String>,
+    allowed_hosts: Vec<String>,
+    max_body_bytes: usize,
+    sessions: SessionConfig,
+    secret: Option<String>,
+    tools: Vec<Arc<dyn Tool>>,
+    resources: Vec<Arc<dyn ResourceProvider>>,
+    prompts: Vec<Arc<dyn Prompt>>,
+    redactor: Redactor,
+    notifier: Notifier,
+    keepalive: Duration,
+}
+
+impl McpServerBuilder {
+    /// How clients authenticate. With a bearer token, the token also keys session ids
+    /// and sealed state, so both survive a restart.
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The secret keying session ids and MRTR state (usually the bearer token).
+    pub fn signing_secret(mut self, secret: Option<String>) -> Self {
+        self.secret = secret;
+        self
+    }
+
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.info.instructions = text.into();
+        self
+    }
+
+    pub fn title(mut self, text: impl Into<String>) -> Self {
+        self.info.title = text.into();
+        self
+    }
+
+    pub fn allowed_origins(mut self, origins: Vec<String>) -> Self {
+        self.allowed_origins = origins;
+        self
+    }
+
+    pub fn allowed_hosts(mut self, hosts: Vec<String>) -> Self {
+        self.allowed_hosts = hosts;
+        self
+    }
+
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    pub fn sessions(mut self, config: SessionConfig) -> Self {
+        self.sessions = config;
+        self
+    }
+
+    pub fn tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    pub fn resources(mut self, provider: Arc<dyn ResourceProvider>) -> Self {
+        self.resources.push(provider);
+        self
+    }
+
+    pub fn prompts(mut self, prompts: Vec<Arc<dyn Prompt>>) -> Self {
+        self.prompts.extend(prompts);
+        self
+    }
+
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Use an existing notifier (so changes can be reported before the server exists).
+    pub fn notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = notifier;
+        self
+    }
+
+    /// How often idle SSE streams get a keep-alive comment.
+    pub fn keepalive(mut self, period: Duration) -> Self {
+        self.keepalive = period;
+        self
+    }
+
+    pub fn build(self) -> Result<McpServer, String> {
+        let secret = self.secret.as_deref();
+        Ok(McpServer {
+            inner: Arc::new(ServerInner {
+                info: self.info,
+                tools: ToolSet::new(self.tools)?,
+                resources: self.resources,
+                prompts: PromptSet::new(self.prompts)?,
+                sessions: session::Sessions::new(secret, self.sessions),
+                notifier: self.notifier,
+                sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
+                redactor: self.redactor,
+                guard: GuardConfig {
+                    auth: self.auth,
+                    allowed_origins: self.allowed_origins,
+                    allowed_hosts: self.allowed_hosts,
+                },
+                max_body_bytes: self.max_body_bytes,
+                keepalive: self.keepalive,
+            }),
+        })
+    }
+}
+
+/// A built MCP server; cheap to clone.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<ServerInner>,
+}
+
+impl McpServer {
+    pub fn builder(name: &str, version: &str) -> McpServerBuilder {
+        McpServerBuilder {
+            info: ServerInfo {
+                name: name.to_string(),
+                version: version.to_string(),
+                title: name.to_string(),
+                instructions: String::new(),
+                cache_ttl_ms: 1000,
+            },
+            auth: Auth::Misconfigured,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_body_bytes: 4 * 1024 * 1024,
+            sessions: SessionConfig {
+                max_sessions: 1000,
+                idle_timeout: Duration::from_secs(3600),
+            },
+            secret: None,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            prompts: Vec::new(),
+            redactor: Redactor::default(),
+            notifier: Notifier::default(),
+            keepalive: Duration::from_secs(15),
+        }
+    }
+
+    /// `/mcp` with its own guards, plus JSON 404s for OAuth discovery probes.
+    pub fn router(&self) -> Router {
+        let guard = Arc::new(self.inner.guard.clone());
+        let mcp = Router::new()
+            .route(
+                "/mcp",
+                post(http::handle_post)
+                    .get(http::handle_get)
+                    .delete(http::handle_delete),
+            )
+            .with_state(self.inner.clone())
+            // Layers run outermost-last-added: localhost, misconfiguration, origin, token.
+            .layer(from_fn_with_state(guard.clone(), guard::bearer_token))
+            .layer(from_fn_with_state(
+                guard.clone(),
+                guard::same_machine_origin,
+            ))
+            .layer(from_fn_with_state(guard, guard::not_misconfigured))
+            .layer(from_fn(guard::localhost_only));
+        Router::new()
+            .merge(mcp)
+            .route("/.well-known/{*probe}", any(oauth_discovery_not_found))
+    }
+
+    pub fn notifier(&self) -> Notifier {
+        self.inner.notifier.clone()
+    }
+
+    pub fn live_sessions(&self) -> usize {
+        self.inner.sessions.live_count()
+    }
+
+    pub fn tool_count(&self) -> usize {
+        self.inner.tools.len()
+    }
+
+    /// Evicts idle sessions every `period` until the runtime stops.
+    pub fn spawn_housekeeping(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                inner.sessions.evict_idle();
+            }
+        })
+    }
+}
+
+/// Clients probe OAuth metadata before connecting; a JSON 404 tells them there is
+/// none, so a bearer-token client connects without detours.
+async fn oauth_discovery_not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(serde_json::json!({
+            "error": "not_found",
+            "error_description": "This server uses a static bearer token (Authorization: Bearer <MCP_SERVER_SECRET>), not OAuth."
+        })),
+    )
+}

@@ -1,0 +1,101 @@
+//! Protocol versions and eras, and the names MCP fixes on the wire (headers, `_meta`
+//! keys).
+//!
+//! Two eras share the endpoint: the legacy, session-based one (`initialize`,
+//! `Mcp-Session-Id`) for 2025-03-26 … 2025-11-25, and the modern, stateless one
+//! (per-request `_meta`, `server/discover`) from 2026-07-28.
+
+/// Legacy versions, oldest first. `initialize` answers with the client's version when
+/// it is listed here, else with the newest.
+pub const LEGACY_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+/// Modern (stateless) versions.
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+/// Assumed for a legacy request without `MCP-Protocol-Version` (per the 2025 spec).
+pub const DEFAULT_LEGACY_VERSION: &str = "2025-03-26";
+
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub const HEADER_METHOD: &str = "mcp-method";
+pub const HEADER_NAME: &str = "mcp-name";
+pub const HEADER_PARAM_PREFIX: &str = "mcp-param-";
+pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
+
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Which era a request belongs to, with its protocol version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Era {
+    Legacy(&'static str),
+    Modern(&'static str),
+}
+
+impl Era {
+    pub fn version(&self) -> &'static str {
+        match self {
+            Era::Legacy(v) | Era::Modern(v) => v,
+        }
+    }
+
+    pub fn is_modern(&self) -> bool {
+        matches!(self, Era::Modern(_))
+    }
+}
+
+pub fn legacy_version(text: &str) -> Option<&'static str> {
+    LEGACY_VERSIONS.iter().copied().find(|v| *v == text)
+}
+
+pub fn modern_version(text: &str) -> Option<&'static str> {
+    MODERN_VERSIONS.iter().copied().find(|v| *v == text)
+}
+
+/// The version `initialize` answers with for a client asking for `requested`.
+pub fn negotiate_legacy(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(legacy_version)
+        .unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
+}
+
+/// Every version, newest first (for error data and `server/discover`).
+pub fn all_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .rev()
+        .chain(LEGACY_VERSIONS.iter().rev())
+        .copied()
+        .collect()
+}
+
+/// Log levels in increasing severity (RFC 5424 names, as MCP uses them).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+pub fn log_level_rank(level: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == level).map(|p| p as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_known_versions_and_falls_back_to_newest() {
+        assert_eq!(negotiate_legacy(Some("2025-06-18")), "2025-06-18");
+        assert_eq!(negotiate_legacy(Some("1999-01-01")), "2025-11-25");
+        assert_eq!(negotiate_legacy(None), "2025-11-25");
+        assert_eq!(all_versions()[0], "2026-07-28");
+    }
+}

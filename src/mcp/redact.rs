@@ -1,0 +1,169 @@
+//! Secret redaction for everything that leaves through `/mcp`.
+//!
+//! Three nets, applied to every tool result and resource read:
+//! 1. **by key** — a JSON member whose name says it holds a secret (`password`,
+//!    `api_key`, `client_secret`, `authorization`, `…_token`) has its value replaced;
+//! 2. **by known value** — the actual values of configured secrets (bearer token, API
+//!    keys, MCP server headers) are replaced wherever they appear in any string;
+//! 3. **by shape** — strings that look like bearer tokens, provider keys, private keys,
+//!    or `password=…` pairs are replaced even when nobody told us about them.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Values shorter than this are not redacted by value (too many false hits).
+const MIN_SECRET_LEN: usize = 8;
+
+static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}", "Bearer [REDACTED]"),
+        (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED),
+        (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
+        (r"\bxox[abpr]-[A-Za-z0-9-]{10,}", REDACTED),
+        (r"\bAKIA[0-9A-Z]{16}\b", REDACTED),
+        (r"\bAIza[0-9A-Za-z_-]{35}\b", REDACTED),
+        (
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+            REDACTED,
+        ),
+        (r"://[^/\s:@]+:[^/\s@]+@", "://[REDACTED]@"),
+        (
+            r#"(?i)\b(password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
+            "${1}${2}[REDACTED]",
+        ),
+    ]
+    .into_iter()
+    .map(|(pattern, replacement)| (Regex::new(pattern).expect("static pattern"), replacement))
+    .collect()
+});
+
+/// Whether a JSON member name says its value is a secret.
+pub fn is_secret_key(key: &str) -> bool {
+    let normalized: String = key
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    const EXACT: [&str; 4] = ["authorization", "cookie", "setcookie", "proxyauthorization"];
+    const SUFFIXES: [&str; 8] = [
+        "password",
+        "passwd",
+        "secret",
+        "apikey",
+        "privatekey",
+        "token",
+        "credentials",
+        "secretkey",
+    ];
+    // Token *counts* and protocol tokens are not secrets.
+    let harmless = normalized.ends_with("tokens")
+        || matches!(
+            normalized.as_str(),
+            "maxtoken" | "progresstoken" | "nexttoken"
+        );
+    EXACT.contains(&normalized.as_str())
+        || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secret_values: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor that also replaces these exact values (short ones are ignored).
+    pub fn new(secret_values: impl IntoIterator<Item = String>) -> Self {
+        let mut values: Vec<String> = secret_values
+            .into_iter()
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
+        // Longest first, so a secret containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Redactor {
+            secret_values: values,
+        }
+    }
+
+    /// Redacts a JSON value in place.
+    pub fn redact(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(clean) = self.redact_text(s) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v)),
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    if is_secret_key(key) && !v.is_null() && !matches!(v, Value::Bool(_)) {
+                        *v = Value::String(REDACTED.into());
+                    } else {
+                        self.redact(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Redacts secrets inside free text.
+    pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.secret_values {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+            }
+        }
+        for (pattern, replacement) in SHAPES.iter() {
+            if pattern.is_match(&out) {
+                out = Cow::Owned(pattern.replace_all(&out, *replacement).into_owned());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn redacts_by_key_value_and_shape() {
+        let redactor = Redactor::new(["my-very-secret-value".to_string(), "short".to_string()]);
+        let mut v = json!({
+            "password": "hunter2",
+            "nested": {"client_secret": "abc", "API-Key": "k", "max_tokens": 100, "tokens": 5},
+            "headers": {"Authorization": "Bearer abcdefghijkl"},
+            "log": "connecting with my-very-secret-value to db",
+            "url": "postgres://admin:pa55word@db:5432/x",
+            "text": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload and sk-ant-api03-abcdefghijklmnopqrstu",
+            "env": "OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234 password=letmein",
+            "short": "short is fine",
+        });
+        redactor.redact(&mut v);
+        let text = v.to_string();
+        for leaked in [
+            "hunter2",
+            "pa55word",
+            "eyJhbGci",
+            "sk-ant",
+            "sk-proj",
+            "letmein",
+            "my-very-secret-value",
+            "abcdefghijkl",
+        ] {
+            assert!(!text.contains(leaked), "{leaked} leaked: {text}");
+        }
+        assert_eq!(v["nested"]["max_tokens"], 100);
+        assert_eq!(v["nested"]["tokens"], 5);
+        assert_eq!(v["short"], "short is fine");
+        assert_eq!(v["nested"]["client_secret"], REDACTED);
+    }
+}

@@ -1,0 +1,559 @@
+//! Legacy-era sessions (`Mcp-Session-Id`) and their SSE streams.
+//!
+//! **Self-validating ids.** A session id carries the negotiated version, the client's
+//! sampling/elicitation/roots capabilities and an HMAC tag made with a key derived from
+//! the bearer secret. When the bot restarts, a client that kept its id (Claude Code
+//! does) is recognised and its session restored instead of being stranded; a forged or
+//! altered id fails the tag check and gets 404. Ended sessions (DELETE, idle eviction)
+//! are remembered so their ids keep getting 404.
+//!
+//! **Streams.** Every SSE stream of a session has an id; its events are numbered
+//! `<stream>-<seq>` and kept in a short backlog, so a client that lost the connection
+//! can `GET` with `Last-Event-ID` and receive what it missed — including the result of
+//! a call that finished while it was away.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::mrtr::StateSealer;
+use super::protocol::{LEGACY_VERSIONS, log_level_rank};
+
+/// Events kept per stream for replay after a reconnect.
+const BACKLOG: usize = 128;
+/// Finished streams kept per session for late resumption.
+const FINISHED_STREAMS_KEPT: usize = 8;
+/// Ended session ids remembered (so they keep answering 404).
+const ENDED_REMEMBERED: usize = 100_000;
+/// The `retry:` hint sent on legacy streams, in milliseconds.
+pub const RETRY_MS: u64 = 1000;
+
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub max_sessions: usize,
+    pub idle_timeout: Duration,
+}
+
+/// A sender for one SSE stream's raw bytes.
+pub type StreamSender = mpsc::UnboundedSender<Bytes>;
+pub type StreamReceiver = mpsc::UnboundedReceiver<Bytes>;
+
+struct EventStream {
+    next_seq: u64,
+    backlog: VecDeque<(u64, Bytes)>,
+    live: Option<StreamSender>,
+    finished: bool,
+}
+
+#[derive(Default)]
+struct Streams {
+    next_id: u64,
+    map: HashMap<u64, EventStream>,
+    /// The newest GET stream: where session-wide notifications go.
+    notifications: Option<u64>,
+    finished: VecDeque<u64>,
+}
+
+pub struct Session {
+    pub id: String,
+    pub version: &'static str,
+    pub client_capabilities: Value,
+    /// Restored from its id after a restart rather than created by `initialize`.
+    pub restored: bool,
+    last_seen: AtomicU64,
+    log_threshold: AtomicU8,
+    next_client_request: AtomicU64,
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    in_flight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    subscriptions: Mutex<HashSet<String>>,
+    streams: Mutex<Streams>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn frame(id: &str, data: &str) -> Bytes {
+    Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n"))
+}
+
+impl Session {
+    fn new(id: String, version: &'static str, caps: Value, restored: bool, now: u64) -> Self {
+        Session {
+            id,
+            version,
+            client_capabilities: caps,
+            restored,
+            last_seen: AtomicU64::new(now),
+            // Until the client sets a level, send info and above.
+            log_threshold: AtomicU8::new(log_level_rank("info").unwrap_or(1)),
+            next_client_request: AtomicU64::new(1),
+            pending: Mutex::default(),
+            in_flight: Mutex::default(),
+            subscriptions: Mutex::default(),
+            streams: Mutex::default(),
+        }
+    }
+
+    pub fn log_threshold(&self) -> u8 {
+        self.log_threshold.load(Ordering::Relaxed)
+    }
+
+    pub fn set_log_level(&self, rank: u8) {
+        self.log_threshold.store(rank, Ordering::Relaxed);
+    }
+
+    /// Whether 2025-11-25 stream features (priming events) apply.
+    pub fn resumable(&self) -> bool {
+        self.version >= "2025-11-25"
+    }
+
+    // ---- server → client requests ----------------------------------------------------
+
+    pub fn register_client_request(&self) -> (String, oneshot::Receiver<Result<Value, Value>>) {
+        let id = format!(
+            "porthole-{}",
+            self.next_client_request.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    pub fn forget_client_request(&self, id: &str) {
+        lock(&self.pending).remove(id);
+    }
+
+    /// Delivers the client's answer; false if no request with that id is waiting.
+    pub fn resolve_client_request(&self, id: &Value, outcome: Result<Value, Value>) -> bool {
+        let key = match id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match lock(&self.pending).remove(&key) {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    // ---- cancellation ----------------------------------------------------------------
+
+    pub fn track(&self, request_id: &Value, handle: tokio::task::AbortHandle) {
+        lock(&self.in_flight).insert(request_id.to_string(), handle);
+    }
+
+    pub fn untrack(&self, request_id: &Value) {
+        lock(&self.in_flight).remove(&request_id.to_string());
+    }
+
+    /// `notifications/cancelled`: stops the request's work if it is still running.
+    pub fn cancel(&self, request_id: &Value) -> bool {
+        match lock(&self.in_flight).remove(&request_id.to_string()) {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    // ---- resource subscriptions ------------------------------------------------------
+
+    pub fn subscribe(&self, uri: &str) {
+        lock(&self.subscriptions).insert(uri.to_string());
+    }
+
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    // ---- streams ---------------------------------------------------------------------
+
+    /// Opens a new stream; returns its id and the receiver feeding the HTTP body.
+    pub fn open_stream(&self, for_notifications: bool) -> (u64, StreamReceiver) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut streams = lock(&self.streams);
+        streams.next_id += 1;
+        let id = streams.next_id;
+        streams.map.insert(
+            id,
+            EventStream {
+                next_seq: 1,
+                backlog: VecDeque::new(),
+                live: Some(tx.clone()),
+                finished: false,
+            },
+        );
+        if for_notifications {
+            streams.notifications = Some(id);
+        }
+        drop(streams);
+        if self.resumable() {
+            // Priming event: gives the client an id to resume from and a retry delay.
+            let _ = tx.send(Bytes::from(format!(
+                "id: {id}-0\nretry: {RETRY_MS}\ndata: \n\n"
+            )));
+        }
+        (id, rx)
+    }
+
+    /// Sends a JSON-RPC message on a stream (kept for replay).
+    pub fn push(&self, stream: u64, message: &Value) {
+        let data = message.to_string();
+        let mut streams = lock(&self.streams);
+        let Some(s) = streams.map.get_mut(&stream) else {
+            return;
+        };
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        let bytes = frame(&format!("{stream}-{seq}"), &data);
+        if s.backlog.len() == BACKLOG {
+            s.backlog.pop_front();
+        }
+        s.backlog.push_back((seq, bytes.clone()));
+        if let Some(live) = &s.live
+            && live.send(bytes).is_err()
+        {
+            s.live = None;
+        }
+    }
+
+    /// Ends a stream: its body closes; its backlog stays for a late resume.
+    pub fn finish(&self, stream: u64) {
+        let mut streams = lock(&self.streams);
+        if let Some(s) = streams.map.get_mut(&stream) {
+            s.finished = true;
+            s.live = None;
+        }
+        streams.finished.push_back(stream);
+        while streams.finished.len() > FINISHED_STREAMS_KEPT {
+            if let Some(old) = streams.finished.pop_front() {
+                streams.map.remove(&old);
+            }
+        }
+    }
+
+    /// Drops a stream whose client went away, unless it still has work pending.
+    pub fn close_notification_stream(&self, stream: u64) {
+        let mut streams = lock(&self.streams);
+        streams.map.remove(&stream);
+        if streams.notifications == Some(stream) {
+            streams.notifications = None;
+        }
+    }
+
+    /// Sends a session-wide notification, but only on the newest GET stream: a message
+    /// must go out on one stream, not be broadcast to several.
+    pub fn push_if_current(&self, stream: u64, message: &Value) {
+        let current = lock(&self.streams).notifications == Some(stream);
+        if current {
+            self.push(stream, message);
+        }
+    }
+
+    /// `GET` with `Last-Event-ID: <stream>-<seq>`: replays what followed on that stream
+    /// and keeps delivering to the new connection. `None` if the id is unknown.
+    pub fn resume(&self, last_event_id: &str) -> Option<StreamReceiver> {
+        let (stream, seq) = last_event_id.trim().split_once('-')?;
+        let (stream, seq): (u64, u64) = (stream.parse().ok()?, seq.parse().ok()?);
+        let mut streams = lock(&self.streams);
+        let s = streams.map.get_mut(&stream)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        for (n, bytes) in &s.backlog {
+            if *n > seq {
+                let _ = tx.send(bytes.clone());
+            }
+        }
+        if !s.finished {
+            s.live = Some(tx);
+        }
+        Some(rx)
+    }
+
+    fn touch(&self, now: u64) {
+        self.last_seen.store(now, Ordering::Relaxed);
+    }
+
+    fn idle_since(&self) -> u64 {
+        self.last_seen.load(Ordering::Relaxed)
+    }
+}
+
+/// The outcome of looking up a session id.
+pub enum Lookup {
+    Found(Arc<Session>),
+    /// Never issued by this server (or altered).
+    Unknown,
+    /// Deleted by the client or evicted.
+    Ended,
+}
+
+pub struct Sessions {
+    sealer: StateSealer,
+    config: SessionConfig,
+    live: Mutex<HashMap<String, Arc<Session>>>,
+    ended: Mutex<HashMap<String, Instant>>,
+    epoch: Instant,
+}
+
+const CAP_SAMPLING: u8 = 1;
+const CAP_ELICITATION: u8 = 2;
+const CAP_ROOTS: u8 = 4;
+
+fn caps_to_bits(caps: &Value) -> u8 {
+    let has = |name: &str| caps.get(name).is_some_and(|v| !v.is_null());
+    (if has("sampling") { CAP_SAMPLING } else { 0 })
+        | (if has("elicitation") {
+            CAP_ELICITATION
+        } else {
+            0
+        })
+        | (if has("roots") { CAP_ROOTS } else { 0 })
+}
+
+fn bits_to_caps(bits: u8) -> Value {
+    let mut caps = json!({});
+    if bits & CAP_SAMPLING != 0 {
+        caps["sampling"] = json!({});
+    }
+    if bits & CAP_ELICITATION != 0 {
+        caps["elicitation"] = json!({});
+    }
+    if bits & CAP_ROOTS != 0 {
+        caps["roots"] = json!({});
+    }
+    caps
+}
+
+impl Sessions {
+    pub fn new(secret: Option<&str>, config: SessionConfig) -> Self {
+        Sessions {
+            sealer: StateSealer::new(secret, "session-id"),
+            config,
+            live: Mutex::default(),
+            ended: Mutex::default(),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Mints a session for a client that just initialized.
+    pub fn create(&self, version: &'static str, caps: Value) -> Arc<Session> {
+        let version_index = LEGACY_VERSIONS
+            .iter()
+            .position(|v| *v == version)
+            .unwrap_or(LEGACY_VERSIONS.len() - 1) as u8;
+        let mut payload = Vec::with_capacity(22);
+        payload.push(version_index);
+        payload.push(caps_to_bits(&caps));
+        payload.extend_from_slice(&(chrono::Utc::now().timestamp() as u64).to_be_bytes());
+        payload.extend_from_slice(&rand::random::<[u8; 12]>());
+        let id = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(self.sealer.tag(&payload))
+        );
+        let session = Arc::new(Session::new(id.clone(), version, caps, false, self.now()));
+        self.insert(session.clone());
+        session
+    }
+
+    fn insert(&self, session: Arc<Session>) {
+        let mut live = lock(&self.live);
+        if live.len() >= self.config.max_sessions {
+            // Evict the session idle the longest.
+            if let Some(oldest) = live
+                .values()
+                .min_by_key(|s| s.idle_since())
+                .map(|s| s.id.clone())
+            {
+                live.remove(&oldest);
+                tracing::info!(
+                    session = %short(&oldest),
+                    cap = self.config.max_sessions,
+                    "evicted the longest-idle MCP session (MCP_MAX_SESSIONS reached)"
+                );
+                self.remember_ended(oldest);
+            }
+        }
+        live.insert(session.id.clone(), session);
+    }
+
+    fn remember_ended(&self, id: String) {
+        let mut ended = lock(&self.ended);
+        if ended.len() >= ENDED_REMEMBERED
+            && let Some(oldest) = ended
+                .iter()
+                .min_by_key(|(_, t)| **t)
+                .map(|(k, _)| k.clone())
+        {
+            ended.remove(&oldest);
+        }
+        ended.insert(id, Instant::now());
+    }
+
+    /// Finds a session, restoring one minted before a restart from its id.
+    pub fn get(&self, id: &str) -> Lookup {
+        if let Some(session) = lock(&self.live).get(id).cloned() {
+            session.touch(self.now());
+            return Lookup::Found(session);
+        }
+        if lock(&self.ended).contains_key(id) {
+            return Lookup::Ended;
+        }
+        let Some((version, caps)) = self.verify(id) else {
+            return Lookup::Unknown;
+        };
+        let session = Arc::new(Session::new(
+            id.to_string(),
+            version,
+            caps,
+            true,
+            self.now(),
+        ));
+        tracing::info!(session = %short(id), version, "restored an MCP session minted before a restart");
+        self.insert(session.clone());
+        Lookup::Found(session)
+    }
+
+    fn verify(&self, id: &str) -> Option<(&'static str, Value)> {
+        let (payload, tag) = id.split_once('.')?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        if payload.len() != 22 || !self.sealer.verify(&payload, &tag) {
+            return None;
+        }
+        let version = *LEGACY_VERSIONS.get(payload[0] as usize)?;
+        Some((version, bits_to_caps(payload[1])))
+    }
+
+    /// Ends a session (DELETE); its id answers 404 from now on.
+    pub fn end(&self, id: &str) -> bool {
+        let removed = lock(&self.live).remove(id);
+        let existed = removed.is_some() || self.verify(id).is_some();
+        if existed {
+            self.remember_ended(id.to_string());
+        }
+        existed
+    }
+
+    /// Ends sessions idle longer than the idle timeout; returns how many.
+    pub fn evict_idle(&self) -> usize {
+        let cutoff = self
+            .now()
+            .saturating_sub(self.config.idle_timeout.as_millis() as u64);
+        let expired: Vec<String> = lock(&self.live)
+            .values()
+            .filter(|s| s.idle_since() < cutoff)
+            .map(|s| s.id.clone())
+            .collect();
+        for id in &expired {
+            lock(&self.live).remove(id);
+            tracing::info!(session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
+            self.remember_ended(id.clone());
+        }
+        expired.len()
+    }
+
+    pub fn live_count(&self) -> usize {
+        lock(&self.live).len()
+    }
+
+    /// Every live session (for notification fan-out).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        lock(&self.live).values().cloned().collect()
+    }
+}
+
+/// The start of a session id, enough to tell sessions apart in logs.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(max: usize) -> SessionConfig {
+        SessionConfig {
+            max_sessions: max,
+            idle_timeout: Duration::from_secs(3600),
+        }
+    }
+
+    #[test]
+    fn ids_survive_a_restart_but_not_tampering_or_deletion() {
+        let secret = Some("0123456789abcdef0123456789abcdef");
+        let before = Sessions::new(secret, config(10));
+        let session = before.create("2025-06-18", json!({"sampling": {}}));
+        assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+
+        let after = Sessions::new(secret, config(10));
+        let Lookup::Found(restored) = after.get(&session.id) else {
+            panic!("restart stranded the session");
+        };
+        assert_eq!(restored.version, "2025-06-18");
+        assert!(restored.restored);
+        assert_eq!(restored.client_capabilities, json!({"sampling": {}}));
+
+        let mut forged = session.id.clone();
+        forged.replace_range(0..1, if forged.starts_with('A') { "B" } else { "A" });
+        assert!(matches!(after.get(&forged), Lookup::Unknown));
+        assert!(matches!(after.get("not-a-session"), Lookup::Unknown));
+
+        assert!(after.end(&session.id));
+        assert!(matches!(after.get(&session.id), Lookup::Ended));
+
+        let other_key = Sessions::new(Some("another-secret-another-secret-xx"), config(10));
+        assert!(matches!(other_key.get(&session.id), Lookup::Unknown));
+    }
+
+    #[test]
+    fn cap_evicts_the_longest_idle_session() {
+        let sessions = Sessions::new(None, config(2));
+        let a = sessions.create("2025-11-25", json!({}));
+        std::thread::sleep(Duration::from_millis(5));
+        let b = sessions.create("2025-11-25", json!({}));
+        std::thread::sleep(Duration::from_millis(5));
+        // Touch `a` so `b` becomes the longest idle.
+        assert!(matches!(sessions.get(&a.id), Lookup::Found(_)));
+        let _c = sessions.create("2025-11-25", json!({}));
+        assert_eq!(sessions.live_count(), 2);
+        assert!(matches!(sessions.get(&b.id), Lookup::Ended));
+    }
+
+    #[tokio::test]
+    async fn resume_replays_events_after_the_last_seen_id() {
+        let sessions = Sessions::new(None, config(2));
+        let s = sessions.create("2025-11-25", json!({}));
+        let (stream, mut first) = s.open_stream(false);
+        s.push(stream, &json!({"n": 1}));
+        drop(first.recv().await); // priming event
+        let seen = first.recv().await.unwrap();
+        assert!(String::from_utf8_lossy(&seen).contains(&format!("id: {stream}-1")));
+        drop(first);
+        s.push(stream, &json!({"n": 2}));
+        s.finish(stream);
+        let mut resumed = s.resume(&format!("{stream}-1")).unwrap();
+        let replayed = resumed.recv().await.unwrap();
+        assert!(String::from_utf8_lossy(&replayed).contains("\"n\":2"));
+        assert!(
+            resumed.recv().await.is_none(),
+            "a finished stream closes after replay"
+        );
+    }
+}

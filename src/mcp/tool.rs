@@ -1,0 +1,320 @@
+//! The tool seam: what an MCP tool is ([`Tool`]), what it returns ([`Outcome`] of a
+//! [`CallToolResult`]), and the [`ToolSet`] that lists them in a fixed order and
+//! validates arguments against each input schema before a handler runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use super::context::RequestContext;
+use super::jsonrpc::RpcError;
+
+/// Hints about a tool's behaviour (MCP `ToolAnnotations`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl Annotations {
+    /// A tool that only reads.
+    pub const READ_ONLY: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// A tool that may change or destroy state.
+    pub const DESTRUCTIVE: Annotations = Annotations {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    };
+}
+
+/// How a tool is listed.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+}
+
+impl ToolSpec {
+    pub fn to_json(&self) -> Value {
+        let a = self.annotations;
+        let mut tool = json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": {
+                "readOnlyHint": a.read_only,
+                "destructiveHint": a.destructive,
+                "idempotentHint": a.idempotent,
+                "openWorldHint": a.open_world,
+            },
+        });
+        if let Some(title) = &self.title {
+            tool["title"] = json!(title);
+            tool["annotations"]["title"] = json!(title);
+        }
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
+        tool
+    }
+}
+
+/// The result of `tools/call` (MCP `CallToolResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolResult {
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    pub fn text(text: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    /// Structured output plus its JSON text for clients that ignore `structuredContent`.
+    pub fn structured(value: Value) -> Self {
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        CallToolResult {
+            content: vec![json!({"type": "text", "text": text})],
+            structured: Some(value),
+            is_error: false,
+        }
+    }
+
+    /// A tool-level failure: the model sees the message and can act on it.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![json!({"type": "text", "text": message.into()})],
+            structured: None,
+            is_error: true,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut result = json!({"content": self.content});
+        if let Some(s) = &self.structured {
+            result["structuredContent"] = s.clone();
+        }
+        if self.is_error {
+            result["isError"] = json!(true);
+        }
+        result
+    }
+}
+
+/// MRTR (modern era): the handler needs answers from the client before it can finish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequired {
+    /// key → `{"method": …, "params": …}`
+    pub input_requests: Map<String, Value>,
+    pub request_state: Option<String>,
+}
+
+impl InputRequired {
+    pub fn to_json(&self) -> Value {
+        let mut result = json!({"resultType": "input_required"});
+        if !self.input_requests.is_empty() {
+            result["inputRequests"] = Value::Object(self.input_requests.clone());
+        }
+        if let Some(state) = &self.request_state {
+            result["requestState"] = json!(state);
+        }
+        result
+    }
+}
+
+/// A finished result, or a request for more input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    Complete(T),
+    InputRequired(InputRequired),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    /// Runs the tool with validated arguments. Tool failures are
+    /// `Ok(Outcome::Complete(CallToolResult::error(..)))`; `Err` is for protocol errors.
+    async fn call(
+        &self,
+        args: Value,
+        ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError>;
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+    /// `x-mcp-header` annotations: (property name, header name).
+    param_headers: Vec<(String, String)>,
+}
+
+/// The tools of a server, sorted by name, with their listing precomputed.
+pub struct ToolSet {
+    entries: HashMap<String, Entry>,
+    listing: Vec<Value>,
+}
+
+/// Tool names must be 1–64 characters of `A-Z a-z 0-9 _ . -` (what every client accepts).
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+impl ToolSet {
+    /// Builds the set; fails on a bad name, an empty description, a duplicate or an
+    /// input schema that does not compile.
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, String> {
+        let mut specs: Vec<(ToolSpec, Arc<dyn Tool>)> =
+            tools.into_iter().map(|t| (t.spec(), t)).collect();
+        specs.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        let mut entries = HashMap::new();
+        let mut listing = Vec::new();
+        for (spec, tool) in specs {
+            if !valid_tool_name(&spec.name) {
+                return Err(format!(
+                    "tool name `{}` is not 1–64 of [A-Za-z0-9_.-]",
+                    spec.name
+                ));
+            }
+            if spec.description.trim().is_empty() {
+                return Err(format!("tool `{}` needs a description", spec.name));
+            }
+            let validator = jsonschema::validator_for(&spec.input_schema)
+                .map_err(|e| format!("tool `{}` has an invalid input schema: {e}", spec.name))?;
+            let param_headers = spec.input_schema["properties"]
+                .as_object()
+                .map(|props| {
+                    props
+                        .iter()
+                        .filter_map(|(prop, schema)| {
+                            schema["x-mcp-header"]
+                                .as_str()
+                                .map(|h| (prop.clone(), h.to_string()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            listing.push(spec.to_json());
+            if entries
+                .insert(
+                    spec.name.clone(),
+                    Entry {
+                        tool,
+                        validator,
+                        param_headers,
+                    },
+                )
+                .is_some()
+            {
+                return Err(format!("two tools are named `{}`", spec.name));
+            }
+        }
+        Ok(ToolSet { entries, listing })
+    }
+
+    pub fn listing(&self) -> &[Value] {
+        &self.listing
+    }
+
+    pub fn len(&self) -> usize {
+        self.listing.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.listing.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+
+    /// `(property, header)` pairs declared with `x-mcp-header` for a tool.
+    pub fn param_headers(&self, name: &str) -> &[(String, String)] {
+        self.entries
+            .get(name)
+            .map(|e| e.param_headers.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// Names close to `name`, for the unknown-tool error.
+    fn similar(&self, name: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .entries
+            .keys()
+            .map(String::as_str)
+            .filter(|n| {
+                n.contains(name)
+                    || name.contains(n)
+                    || n.split('_')
+                        .any(|part| part.len() > 3 && name.contains(part))
+            })
+            .collect();
+        names.sort();
+        names.truncate(5);
+        names
+    }
+
+    /// Validates arguments and runs the tool. Unknown tools are a `-32602` error naming
+    /// close matches; invalid arguments are a tool error result naming the field.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let Some(entry) = self.entries.get(name) else {
+            let similar = self.similar(name);
+            let hint = if similar.is_empty() {
+                "call tools/list to see the tools".to_string()
+            } else {
+                format!("did you mean {}?", similar.join(", "))
+            };
+            return Err(RpcError::invalid_params(format!(
+                "Unknown tool: {name}; {hint}"
+            )));
+        };
+        let args = if args.is_null() { json!({}) } else { args };
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&args)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("`{}`: {e}", path.trim_start_matches('/'))
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Ok(Outcome::Complete(CallToolResult::error(format!(
+                "Invalid arguments for {name}: {}. See the tool's inputSchema.",
+                problems.join("; ")
+            ))));
+        }
+        entry.tool.call(args, ctx).await
+    }
+}
