@@ -585,6 +585,175 @@ impl Store {
     }
 }
 
+/// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SqlOutcome {
+    pub columns: Vec<String>,
+    /// Rows as JSON: integers and reals as numbers, text as strings, NULL as null,
+    /// blobs as `{"base64": "…"}`.
+    pub rows: Vec<Vec<Value>>,
+    /// More rows existed than the limit allowed.
+    pub truncated: bool,
+    /// For statements that change data: how many rows they changed.
+    pub rows_affected: Option<usize>,
+    pub last_insert_rowid: Option<i64>,
+}
+
+fn sql_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+    use base64::Engine;
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => serde_json::json!({
+            "base64": base64::engine::general_purpose::STANDARD.encode(b)
+        }),
+    }
+}
+
+fn sql_param(value: &Value) -> rusqlite::types::Value {
+    use rusqlite::types::Value as Sql;
+    match value {
+        Value::Null => Sql::Null,
+        Value::Bool(b) => Sql::Integer(*b as i64),
+        Value::Number(n) => n
+            .as_i64()
+            .map(Sql::Integer)
+            .unwrap_or_else(|| Sql::Real(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => Sql::Text(s.clone()),
+        other => Sql::Text(other.to_string()),
+    }
+}
+
+impl Store {
+    /// Runs one SQL statement of any kind with positional parameters. Rows stream and
+    /// stop at `limit` (so a huge table is never loaded whole). With `read_only`, SQLite
+    /// itself refuses writes (`PRAGMA query_only`). A statement running longer than
+    /// `timeout` is interrupted.
+    pub async fn run_sql(
+        &self,
+        sql: &str,
+        params: Vec<Value>,
+        limit: usize,
+        read_only: bool,
+        timeout: std::time::Duration,
+    ) -> Result<SqlOutcome, StoreError> {
+        let sql = sql.to_string();
+        let conn = self.conn.clone();
+        let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
+        let work = tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = interrupt_tx.send(guard.get_interrupt_handle());
+            let c: &mut Connection = &mut guard;
+            if read_only {
+                c.pragma_update(None, "query_only", true)?;
+            }
+            let outcome = execute_one(c, &sql, &params, limit);
+            if read_only {
+                c.pragma_update(None, "query_only", false)?;
+            }
+            outcome
+        });
+        let watchdog = tokio::spawn(async move {
+            if let Ok(handle) = interrupt_rx.await {
+                tokio::time::sleep(timeout).await;
+                handle.interrupt();
+            }
+        });
+        let result = work.await.map_err(|_| StoreError::WorkerGone)?;
+        watchdog.abort();
+        result
+    }
+}
+
+fn execute_one(
+    c: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    limit: usize,
+) -> Result<SqlOutcome, StoreError> {
+    let mut stmt = c.prepare(sql)?;
+    let bound: Vec<rusqlite::types::Value> = params.iter().map(sql_param).collect();
+    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_string).collect();
+    if columns.is_empty() {
+        let changed = stmt.execute(rusqlite::params_from_iter(bound.iter()))?;
+        drop(stmt);
+        return Ok(SqlOutcome {
+            columns,
+            rows: Vec::new(),
+            truncated: false,
+            rows_affected: Some(changed),
+            last_insert_rowid: Some(c.last_insert_rowid()),
+        });
+    }
+    let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter()))?;
+    let mut out = Vec::new();
+    let mut truncated = false;
+    while let Some(row) = rows.next()? {
+        if out.len() == limit {
+            truncated = true;
+            break;
+        }
+        out.push(
+            (0..columns.len())
+                .map(|i| row.get_ref(i).map(sql_value))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
+    Ok(SqlOutcome {
+        columns,
+        rows: out,
+        truncated,
+        rows_affected: None,
+        last_insert_rowid: None,
+    })
+}
+
+/// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
+impl Store {
+    pub async fn describe_schema(&self) -> Result<Value, StoreError> {
+        self.call(|c| {
+            let mut tables = Vec::new();
+            let names: Vec<(String, String)> = {
+                let mut stmt = c.prepare(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                )?;
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?
+                    .collect::<Result<_, _>>()?
+            };
+            for (name, sql) in names {
+                let quoted = name.replace('"', "\"\"");
+                let mut stmt = c.prepare(&format!("PRAGMA table_info(\"{quoted}\")"))?;
+                let columns: Vec<Value> = stmt
+                    .query_map([], |r| {
+                        Ok(serde_json::json!({
+                            "name": r.get::<_, String>(1)?,
+                            "type": r.get::<_, String>(2)?,
+                            "not_null": r.get::<_, bool>(3)?,
+                            "primary_key": r.get::<_, i64>(5)? > 0,
+                        }))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                let mut stmt = c.prepare(&format!("PRAGMA index_list(\"{quoted}\")"))?;
+                let indexes: Vec<String> = stmt
+                    .query_map([], |r| r.get::<_, String>(1))?
+                    .collect::<Result<_, _>>()?;
+                let rows: i64 =
+                    c.query_row(&format!("SELECT COUNT(*) FROM \"{quoted}\""), [], |r| r.get(0))?;
+                tables.push(serde_json::json!({
+                    "name": name, "columns": columns, "indexes": indexes, "rows": rows, "sql": sql,
+                }));
+            }
+            Ok(serde_json::json!({"schema_version": schema_version(), "tables": tables}))
+        })
+        .await
+    }
+}
+
 const CONVERSATION_SELECT: &str = "SELECT c.id, c.title, c.created_at, c.updated_at,
     (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";
 const MESSAGE_SELECT: &str = "SELECT id, conversation_id, role, content, tool_calls, tool_call_id, name, created_at FROM messages";

@@ -390,7 +390,7 @@ mod tests {
     fn captures_events_with_fields_and_drops_the_oldest() {
         let buffer = with_buffer(3, || {
             for n in 0..5 {
-                tracing::info!(n, "line {n}");
+                tracing::info!(target: "porthole::bot", n, "line {n}");
             }
             tracing::warn!(target: "web_console", "skipped: arrives through push_web");
         });
@@ -405,9 +405,9 @@ mod tests {
     #[test]
     fn filters_by_level_grep_source_cursor_and_budget() {
         let buffer = with_buffer(100, || {
-            tracing::debug!("quiet detail");
-            tracing::warn!("Disk nearly FULL");
-            tracing::error!("write failed: disk full");
+            tracing::debug!(target: "porthole::bot", "quiet detail");
+            tracing::warn!(target: "porthole::bot", "Disk nearly FULL");
+            tracing::error!(target: "porthole::bot", "write failed: disk full");
             tracing::info!(target: "porthole::mcp::audit", "tools/call");
         });
         buffer.push_web("warn", "probe from the page", Some("2026-01-01T00:00:00Z"));

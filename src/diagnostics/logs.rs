@@ -1,0 +1,250 @@
+//! Logs and health: `server_log`, `web_log` (one reader, two sources) and `health`.
+//!
+//! Log results respect a client's context budget: a `cursor` to pass back as `since`
+//! for "only what is new", a `max_bytes` budget, a `limit`, and a note of what was cut.
+//! Lines caused by the MCP endpoint itself are left out unless `include_mcp` is set, so
+//! a client reading logs does not mostly read about its own reads.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Diagnostics, done, failed, object_schema, output_schema};
+use crate::mcp::log_buffer::{LogQuery, LogSource, parse_level};
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+
+pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(LogTool {
+            d: d.clone(),
+            source: LogSource::Server,
+        }),
+        Arc::new(LogTool {
+            d: d.clone(),
+            source: LogSource::Web,
+        }),
+        Arc::new(Health(d.clone())),
+    ]
+}
+
+struct LogTool {
+    d: Arc<Diagnostics>,
+    source: LogSource,
+}
+
+#[derive(Deserialize)]
+struct LogArgs {
+    level: Option<String>,
+    grep: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    since: Option<Value>,
+    limit: Option<usize>,
+    max_bytes: Option<usize>,
+    #[serde(default)]
+    include_mcp: bool,
+}
+
+/// `since` is a sequence number (the `cursor` of an earlier result) or an RFC 3339 time.
+enum Since {
+    Seq(u64),
+    Time(DateTime<Utc>),
+}
+
+fn parse_since(value: &Value) -> Result<Since, String> {
+    let bad = || {
+        format!("`since` must be a sequence number (the `cursor` of an earlier result) or an RFC 3339 time such as 2026-01-31T12:00:00Z, not {value}")
+    };
+    match value {
+        Value::Number(n) => n.as_u64().map(Since::Seq).ok_or_else(bad),
+        Value::String(s) => {
+            if let Ok(n) = s.trim().parse::<u64>() {
+                Ok(Since::Seq(n))
+            } else {
+                DateTime::parse_from_rfc3339(s.trim())
+                    .map(|t| Since::Time(t.with_timezone(&Utc)))
+                    .map_err(|_| bad())
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
+#[async_trait]
+impl Tool for LogTool {
+    fn spec(&self) -> ToolSpec {
+        let (name, what) = match self.source {
+            LogSource::Server => (
+                "server_log",
+                "the bot's own server log (tracing events: level, target, message, fields)",
+            ),
+            LogSource::Web => (
+                "web_log",
+                "browser console lines forwarded by the bot's web page (console.log/info/warn/error)",
+            ),
+        };
+        ToolSpec {
+            name: name.into(),
+            title: Some(if self.source == LogSource::Server { "Server log" } else { "Web console log" }.into()),
+            description: format!(
+                "Reads {what} from an in-memory ring buffer, newest last. Filter by minimum level, substring (grep), \
+                 and since (a time or the `cursor` from your previous call, to get only new lines). \
+                 Bounded by `limit` and `max_bytes`; says when lines were cut."
+            ),
+            input_schema: object_schema(
+                json!({
+                    "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"],
+                              "description": "Minimum level to include"},
+                    "grep": {"type": "string", "maxLength": 1000, "description": "Only lines containing this text (message, target or fields)"},
+                    "case_insensitive": {"type": "boolean", "default": false, "description": "Match grep ignoring case"},
+                    "since": {"type": ["string", "integer"],
+                              "description": "Only lines after this: an RFC 3339 time, or the `cursor` returned by an earlier call"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50,
+                              "description": "Most lines to return (the newest win)"},
+                    "max_bytes": {"type": "integer", "minimum": 256, "maximum": 1048576,
+                                  "description": "Approximate size budget for the returned lines"},
+                    "include_mcp": {"type": "boolean", "default": false,
+                                    "description": "Also include lines caused by MCP requests (audit of tools/call etc.)"}
+                }),
+                &[],
+            ),
+            output_schema: Some(output_schema(
+                json!({
+                    "lines": {"type": "array", "items": {"type": "object"}},
+                    "cursor": {"type": "integer", "description": "Pass as `since` to get only newer lines"},
+                    "truncated": {"type": "boolean"},
+                    "note": {"type": "string"},
+                    "buffer": {"type": "object"}
+                }),
+                &["lines", "cursor", "truncated", "buffer"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: LogArgs = args_or_error!("log", args);
+        let mut query = LogQuery {
+            min_level: args.level.as_deref().and_then(parse_level),
+            grep: args.grep.filter(|g| !g.is_empty()),
+            case_insensitive: args.case_insensitive,
+            source: Some(self.source),
+            include_mcp: args.include_mcp,
+            limit: args.limit.unwrap_or(50).clamp(1, 500),
+            byte_budget: args.max_bytes,
+            ..LogQuery::default()
+        };
+        match args.since.as_ref().map(parse_since) {
+            None => {}
+            Some(Ok(Since::Seq(n))) => query.after_seq = Some(n),
+            Some(Ok(Since::Time(t))) => query.since = Some(t),
+            Some(Err(message)) => return Ok(failed(message)),
+        }
+        let page = self.d.logs.query(&query);
+        let mut notes = Vec::new();
+        if page.truncated_by_limit {
+            notes.push(format!("more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)", query.limit));
+        }
+        if page.truncated_by_budget {
+            notes.push("max_bytes cut older lines".to_string());
+        }
+        if page.dropped > 0 && query.after_seq.is_some_and(|s| s < page.dropped) {
+            notes.push(format!(
+                "{} lines between your cursor and the oldest kept line were dropped by the ring buffer (MCP_LOG_BUFFER_SIZE)",
+                page.dropped - query.after_seq.unwrap_or(0)
+            ));
+        }
+        let lines: Vec<Value> = page.records.iter().map(|r| r.to_json()).collect();
+        let mut result = json!({
+            "lines": lines,
+            "cursor": page.cursor,
+            "truncated": page.truncated_by_limit || page.truncated_by_budget,
+            "buffer": {
+                "reader": "ring_buffer",
+                "lines_held": self.d.logs.len(),
+                "capacity": self.d.logs.capacity(),
+                "dropped_since_start": page.dropped,
+            },
+        });
+        if !notes.is_empty() {
+            result["note"] = json!(notes.join("; "));
+        }
+        Ok(done(result))
+    }
+}
+
+struct Health(Arc<Diagnostics>);
+
+/// Resident memory of this process in bytes (Linux), from /proc.
+pub fn resident_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[async_trait]
+impl Tool for Health {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "health".into(),
+            title: Some("Bot health".into()),
+            description: "The bot's vital signs: uptime, resident memory, WebSocket clients, LLM provider and model, \
+                          active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size."
+                .into(),
+            input_schema: object_schema(json!({}), &[]),
+            output_schema: Some(output_schema(
+                json!({
+                    "uptime_secs": {"type": "integer"},
+                    "memory_rss_bytes": {"type": ["integer", "null"]},
+                    "websocket_clients": {"type": "integer"},
+                    "llm": {"type": "object"},
+                    "agents": {"type": "object"},
+                    "mcp": {"type": "object"},
+                    "log_buffer": {"type": "object"},
+                    "database": {"type": "object"}
+                }),
+                &["uptime_secs", "websocket_clients", "llm", "agents", "mcp", "log_buffer", "database"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(&self, _args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+        let bot = &self.0.bot;
+        let state = bot.supervisor.state();
+        let agents = bot.agents.list();
+        let logs = &self.0.logs;
+        let server = self.0.server.get();
+        Ok(done(json!({
+            "uptime_secs": bot.started.elapsed().as_secs(),
+            "memory_rss_bytes": resident_memory_bytes(),
+            "websocket_clients": bot.web.connected_clients(),
+            "llm": {"provider": bot.llm.provider(), "model": bot.llm.model()},
+            "agents": {
+                "active": agents.len(),
+                "supervisor_status": state.status,
+                "conversations_in_progress": state.processing.len(),
+                "workers": state.active_workers.len(),
+                "messages_handled": state.messages_handled,
+            },
+            "mcp": {
+                "live_sessions": server.map(|s| s.live_sessions()).unwrap_or(0),
+                "tools": server.map(|s| s.tool_count()).unwrap_or(0),
+            },
+            "log_buffer": {
+                "lines": logs.len(),
+                "capacity": logs.capacity(),
+                "fill_percent": (logs.len() as f64 * 100.0 / logs.capacity() as f64).round(),
+            },
+            "database": {
+                "path": bot.store.path(),
+                "size_bytes": bot.store.file_size(),
+            },
+            "bot_tools": bot.tools.all().len(),
+        })))
+    }
+}

@@ -1,0 +1,119 @@
+//! The diagnostics MCP tools: thin adapters from the `mcp` seams onto the bot's
+//! services, one file per category — `logs`, `data`, `tools`, `agents`, `config`,
+//! `interaction` — plus `resources` and `prompts`.
+//!
+//! Each tool parses its (already schema-validated) arguments, calls a bot service
+//! directly (never `/api`), and shapes a structured result with a text rendering.
+//! Results are redacted by the `mcp` layer before they leave.
+
+/// Parses a tool's arguments or returns the tool error from the enclosing `call`.
+macro_rules! args_or_error {
+    ($name:expr, $args:expr) => {
+        match $crate::diagnostics::parse_args($name, $args) {
+            Ok(a) => a,
+            Err(e) => return Ok($crate::mcp::Outcome::Complete(e)),
+        }
+    };
+}
+
+mod agents;
+mod config;
+mod data;
+mod interaction;
+mod logs;
+mod prompts;
+mod resources;
+mod tools;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::bot::Bot;
+use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
+
+/// Settings the diagnostics read besides the bot's own.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `DB_QUERY_READONLY`: `db_query` runs with SQLite's `query_only`.
+    pub db_query_readonly: bool,
+    /// How long `send_message` waits for the agent's reply.
+    pub send_message_timeout: Duration,
+    /// How long one `db_query` statement may run.
+    pub statement_timeout: Duration,
+}
+
+/// What every diagnostics tool can reach.
+pub struct Diagnostics {
+    pub bot: Arc<Bot>,
+    pub logs: Arc<LogBuffer>,
+    /// The server these tools are served by (set once it is built), for `health`.
+    pub server: OnceLock<McpServer>,
+    pub settings: Settings,
+}
+
+impl Diagnostics {
+    pub fn new(bot: Arc<Bot>, logs: Arc<LogBuffer>, settings: Settings) -> Arc<Self> {
+        Arc::new(Diagnostics {
+            bot,
+            logs,
+            server: OnceLock::new(),
+            settings,
+        })
+    }
+}
+
+/// Every diagnostics tool.
+pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
+    let mut all: Vec<Arc<dyn Tool>> = Vec::new();
+    all.extend(logs::tools(d));
+    all.extend(data::tools(d));
+    all.extend(tools::tools(d));
+    all.extend(agents::tools(d));
+    all.extend(config::tools(d));
+    all.extend(interaction::tools(d));
+    all
+}
+
+pub fn resources(d: &Arc<Diagnostics>) -> Arc<dyn ResourceProvider> {
+    Arc::new(resources::BotResources(d.clone()))
+}
+
+pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
+    prompts::prompts(d)
+}
+
+/// Deserialises validated arguments; a mismatch (which the schema should have caught)
+/// becomes a tool error.
+fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, CallToolResult> {
+    serde_json::from_value(args)
+        .map_err(|e| CallToolResult::error(format!("Invalid arguments for {tool}: {e}")))
+}
+
+/// A finished structured result.
+fn done(value: Value) -> Outcome<CallToolResult> {
+    Outcome::Complete(CallToolResult::structured(value))
+}
+
+/// A finished tool error.
+fn failed(message: impl Into<String>) -> Outcome<CallToolResult> {
+    Outcome::Complete(CallToolResult::error(message))
+}
+
+/// `{"type":"object","additionalProperties":false,"properties":…}` with `required`.
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// An output schema: an object with these properties (others allowed).
+fn output_schema(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
