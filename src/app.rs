@@ -7,13 +7,18 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use tokio::sync::watch;
 
-use crate::bot::{Bot, TracingWebLogSink, WebLogSink};
+use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
+use crate::diagnostics::{self, Diagnostics};
+use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::redact::{Redactor, is_secret_key};
+use crate::mcp::{Auth, McpServer, SessionConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
 pub struct RunningApp {
     pub addr: SocketAddr,
     pub bot: Arc<Bot>,
+    pub mcp: Option<McpServer>,
     shutdown: watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
     scheduler: Option<tokio::task::JoinHandle<()>>,
@@ -47,11 +52,125 @@ impl RunningApp {
     }
 }
 
-/// Builds every service and starts serving on `config.host:config.port`.
-pub async fn start(config: Config) -> anyhow::Result<RunningApp> {
-    let sink: Arc<dyn WebLogSink> = Arc::new(TracingWebLogSink);
+/// Browser console lines go to the MCP log buffer (source `web`) and to the terminal.
+struct BufferedWebLogSink {
+    buffer: Arc<LogBuffer>,
+}
+
+impl WebLogSink for BufferedWebLogSink {
+    fn record(&self, line: WebLogLine) {
+        self.buffer
+            .push_web(&line.level, &line.message, line.timestamp.as_deref());
+        TracingWebLogSink.record(line);
+    }
+}
+
+/// Every secret value the process knows: configured ones and environment variables
+/// whose names say they are secret (including those loaded from `.env`).
+fn known_secrets(config: &Config) -> Vec<String> {
+    let mut secrets = config.secret_values();
+    secrets.extend(
+        std::env::vars()
+            .filter(|(name, _)| is_secret_key(name))
+            .map(|(_, value)| value),
+    );
+    secrets
+}
+
+/// Builds the `/mcp` server over the bot's services.
+fn build_mcp(bot: &Arc<Bot>, buffer: Arc<LogBuffer>) -> anyhow::Result<McpServer> {
+    let c = &bot.config.mcp;
+    let auth = match (&c.secret, c.auth_disabled) {
+        (_, true) => {
+            tracing::warn!(
+                "MCP_SERVER_AUTH_DISABLED=true: /mcp accepts requests WITHOUT a token. Any program on this machine can read \
+                 the bot's logs, database and config, run its tools and send it messages. Use only on a single-user machine."
+            );
+            Auth::Disabled
+        }
+        (Some(secret), false) => Auth::bearer(secret),
+        (None, false) => {
+            tracing::error!(
+                "MCP_SERVER_ENABLED=true but MCP_SERVER_SECRET is not set: /mcp will answer 500 \"Server misconfigured\". \
+                 Run `porthole token` to create one, then restart."
+            );
+            Auth::Misconfigured
+        }
+    };
+    let diagnostics = Diagnostics::new(
+        bot.clone(),
+        buffer,
+        diagnostics::Settings {
+            db_query_readonly: c.db_query_readonly,
+            send_message_timeout: c.send_message_timeout,
+            statement_timeout: std::time::Duration::from_secs(30),
+        },
+    );
+    let server = McpServer::builder("porthole", env!("CARGO_PKG_VERSION"))
+        .title("Porthole")
+        .instructions(
+            "Diagnostics for the running Porthole bot: read its logs (server_log, web_log, health), its database \
+             (db_query, list_conversations, list_messages), its tools, agents, tasks, skills and configuration, and talk \
+             to it (send_message). Results are live. Secrets are redacted.",
+        )
+        .auth(auth)
+        .signing_secret(c.secret.clone())
+        .allowed_origins(c.allowed_origins.clone())
+        .allowed_hosts(c.allowed_hosts.clone())
+        .max_body_bytes(c.max_body_bytes)
+        .sessions(SessionConfig {
+            max_sessions: c.max_sessions,
+            idle_timeout: c.session_idle,
+        })
+        .redactor(Redactor::new(known_secrets(&bot.config)))
+        .tools(diagnostics::tools(&diagnostics))
+        .resources(diagnostics::resources(&diagnostics))
+        .prompts(diagnostics::prompts(&diagnostics))
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build the MCP server: {e}"))?;
+    let _ = diagnostics.server.set(server.clone());
+
+    // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
+    // MCP clients: they may want to list again.
+    let notifier = server.notifier();
+    let mut changes = bot.tools.subscribe_changes();
+    tokio::spawn(async move {
+        // Lagged means changes were missed: still a change worth announcing.
+        while !matches!(
+            changes.recv().await,
+            Err(tokio::sync::broadcast::error::RecvError::Closed)
+        ) {
+            notifier.tools_changed();
+        }
+    });
+    Ok(server)
+}
+
+/// Builds every service and starts serving on `config.host:config.port`. With MCP
+/// enabled, `log_buffer` is the buffer the process's tracing layer feeds (a fresh one
+/// is made when `None`, e.g. in tests that install no layer).
+pub async fn start(
+    config: Config,
+    log_buffer: Option<Arc<LogBuffer>>,
+) -> anyhow::Result<RunningApp> {
+    let mcp_enabled = config.mcp.enabled;
+    let buffer = mcp_enabled
+        .then(|| log_buffer.unwrap_or_else(|| LogBuffer::new(config.mcp.log_buffer_size)));
+    let sink: Arc<dyn WebLogSink> = match &buffer {
+        Some(buffer) => Arc::new(BufferedWebLogSink {
+            buffer: buffer.clone(),
+        }),
+        None => Arc::new(TracingWebLogSink),
+    };
     let bot = Bot::build(config, sink)?;
-    let router = crate::bot::web::router(bot.clone());
+    let mut router = crate::bot::web::router(bot.clone());
+    let mut mcp = None;
+    if let Some(buffer) = buffer {
+        let server = build_mcp(&bot, buffer)?;
+        server.spawn_housekeeping(std::time::Duration::from_secs(30));
+        router = router.merge(server.router());
+        mcp = Some(server);
+    }
 
     let bind = SocketAddr::new(bot.config.host, bot.config.port);
     let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| {
@@ -59,6 +178,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningApp> {
     })?;
     let addr = listener.local_addr()?;
     tracing::info!("listening on http://{addr}");
+    if let Some(server) = &mcp {
+        announce_mcp(&bot.config, addr, server);
+    }
 
     let (shutdown, shutdown_rx) = watch::channel(false);
     let scheduler = bot
@@ -82,8 +204,29 @@ pub async fn start(config: Config) -> anyhow::Result<RunningApp> {
     Ok(RunningApp {
         addr,
         bot,
+        mcp,
         shutdown,
         server,
         scheduler,
     })
+}
+
+/// Tells a newcomer, once, how to connect Claude Code. Never prints the token.
+fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        addr.ip().to_string()
+    };
+    let url = format!("http://{host}:{}/mcp", addr.port());
+    let auth = if config.mcp.auth_disabled {
+        String::new()
+    } else {
+        " --header \"Authorization: Bearer $MCP_SERVER_SECRET\"".to_string()
+    };
+    tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
+    println!(
+        "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
+         claude mcp add --transport http porthole {url}{auth}\n"
+    );
 }

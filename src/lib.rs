@@ -11,4 +11,5 @@
 pub mod app;
 pub mod bot;
 pub mod config;
+pub mod diagnostics;
 pub mod mcp;

@@ -1,17 +1,50 @@
-//! The `porthole` binary: reads configuration, sets up logging, runs the bot until
-//! Ctrl-C or SIGTERM.
+//! The `porthole` binary.
+//!
+//! - `porthole` — reads configuration, sets up logging, runs the bot until Ctrl-C or
+//!   SIGTERM;
+//! - `porthole token` — creates `MCP_SERVER_SECRET` in `.env` if it is absent and prints
+//!   the `claude mcp add` line to connect with it.
+
+use std::io::Write;
+use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use porthole::bot::WEB_CONSOLE_TARGET;
+use porthole::config::Config;
+use porthole::mcp::log_buffer::LogBuffer;
+
+const USAGE: &str = "usage: porthole [token | --help]
+
+  porthole          run the bot (configuration from the environment and .env)
+  porthole token    add a random MCP_SERVER_SECRET to .env (if absent) and print
+                    the command that connects Claude Code";
+
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
-    let config = match porthole::config::Config::from_env() {
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => run().await,
+        Some("token") => token(),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("porthole: unknown command `{other}`\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> ExitCode {
+    let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("porthole: configuration error: {e}");
-            return std::process::ExitCode::from(2);
+            return ExitCode::from(2);
         }
     };
     let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|e| {
@@ -21,16 +54,22 @@ async fn main() -> std::process::ExitCode {
         );
         EnvFilter::new("info")
     });
+    // The log buffer exists only with MCP enabled: disabled MCP costs nothing.
+    let buffer = config
+        .mcp
+        .enabled
+        .then(|| LogBuffer::new(config.mcp.log_buffer_size));
     tracing_subscriber::registry()
         .with(filter)
         .with(tracing_subscriber::fmt::layer())
+        .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
         .init();
 
-    let app = match porthole::app::start(config).await {
+    let app = match porthole::app::start(config, buffer).await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!("start-up failed: {e:#}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
     let stop = app.shutdown_handle();
@@ -41,18 +80,69 @@ async fn main() -> std::process::ExitCode {
     });
     app.wait().await;
     tracing::info!("stopped");
-    std::process::ExitCode::SUCCESS
+    ExitCode::SUCCESS
+}
+
+/// Writes a new `MCP_SERVER_SECRET` to `.env` unless one is already set there or in
+/// the environment.
+fn token() -> ExitCode {
+    let path = std::path::Path::new(".env");
+    let existing = std::fs::read_to_string(path).unwrap_or_default();
+    let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let already = existing.lines().any(|l| {
+        l.trim_start().starts_with("MCP_SERVER_SECRET=")
+            && l.trim().len() > "MCP_SERVER_SECRET=".len()
+    });
+    if already || std::env::var("MCP_SERVER_SECRET").is_ok_and(|v| !v.is_empty()) {
+        println!(
+            "MCP_SERVER_SECRET is already set (in .env or the environment); nothing changed.\n\
+             Connect Claude Code with:\n  claude mcp add --transport http porthole {url} --header \"Authorization: Bearer $MCP_SERVER_SECRET\""
+        );
+        return ExitCode::SUCCESS;
+    }
+    let secret: String = rand::random::<[u8; 32]>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut lines = String::new();
+    if !existing.is_empty() && !existing.ends_with('\n') {
+        lines.push('\n');
+    }
+    lines.push_str(&format!(
+        "MCP_SERVER_ENABLED=true\nMCP_SERVER_SECRET={secret}\n"
+    ));
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(lines.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("porthole: cannot write .env: {e}");
+        return ExitCode::FAILURE;
+    }
+    println!(
+        "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env.\n\
+         Start the bot (cargo run --release), then connect Claude Code with:\n  \
+         claude mcp add --transport http porthole {url} --header \"Authorization: Bearer {secret}\""
+    );
+    ExitCode::SUCCESS
 }
 
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("installing a SIGTERM handler cannot fail on unix");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
         }
     }
     #[cfg(not(unix))]

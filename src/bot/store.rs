@@ -678,7 +678,11 @@ fn execute_one(
 ) -> Result<SqlOutcome, StoreError> {
     let mut stmt = c.prepare(sql)?;
     let bound: Vec<rusqlite::types::Value> = params.iter().map(sql_param).collect();
-    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_string).collect();
+    let columns: Vec<String> = stmt
+        .column_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     if columns.is_empty() {
         let changed = stmt.execute(rusqlite::params_from_iter(bound.iter()))?;
         drop(stmt);

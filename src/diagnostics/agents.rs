@@ -10,7 +10,10 @@ use super::{Diagnostics, done, object_schema, output_schema};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(ListAgents(d.clone())), Arc::new(GetAgentState(d.clone()))]
+    vec![
+        Arc::new(ListAgents(d.clone())),
+        Arc::new(GetAgentState(d.clone())),
+    ]
 }
 
 struct ListAgents(Arc<Diagnostics>);
@@ -33,7 +36,11 @@ impl Tool for ListAgents {
         }
     }
 
-    async fn call(&self, _args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        _args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let agents = self.0.bot.agents.list();
         Ok(done(json!({"count": agents.len(), "agents": agents})))
     }
@@ -64,7 +71,11 @@ impl Tool for GetAgentState {
         }
     }
 
-    async fn call(&self, _args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        _args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let state = self.0.bot.supervisor.state();
         let processing: Vec<Value> = state
             .processing

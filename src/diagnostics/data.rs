@@ -70,7 +70,11 @@ impl Tool for DbQuery {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: DbQueryArgs = args_or_error!("db_query", args);
         let limit = args.limit.unwrap_or(100).clamp(1, 1000);
         let settings = &self.0.settings;
@@ -78,7 +82,13 @@ impl Tool for DbQuery {
             .0
             .bot
             .store
-            .run_sql(&args.sql, args.params, limit, settings.db_query_readonly, settings.statement_timeout)
+            .run_sql(
+                &args.sql,
+                args.params,
+                limit,
+                settings.db_query_readonly,
+                settings.statement_timeout,
+            )
             .await;
         match outcome {
             Ok(o) => Ok(done(json!({
@@ -92,8 +102,14 @@ impl Tool for DbQuery {
             Err(StoreError::Sqlite(e)) => {
                 let text = e.to_string();
                 let hint = if text.contains("interrupted") {
-                    format!(" (the statement ran longer than {} s and was stopped)", settings.statement_timeout.as_secs())
-                } else if text.contains("readonly") || text.contains("query_only") || text.contains("read-only") {
+                    format!(
+                        " (the statement ran longer than {} s and was stopped)",
+                        settings.statement_timeout.as_secs()
+                    )
+                } else if text.contains("readonly")
+                    || text.contains("query_only")
+                    || text.contains("read-only")
+                {
                     " (DB_QUERY_READONLY=true: only reads are allowed)".to_string()
                 } else {
                     String::new()
@@ -132,9 +148,19 @@ impl Tool for ListConversations {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: LimitArgs = args_or_error!("list_conversations", args);
-        match self.0.bot.store.list_conversations(args.limit.unwrap_or(20)).await {
+        match self
+            .0
+            .bot
+            .store
+            .list_conversations(args.limit.unwrap_or(20))
+            .await
+        {
             Ok(conversations) => Ok(done(json!({"conversations": conversations}))),
             Err(e) => Ok(failed(format!("database error: {e}"))),
         }
@@ -182,7 +208,11 @@ impl Tool for ListMessages {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: ListMessagesArgs = args_or_error!("list_messages", args);
         let store = &self.0.bot.store;
         let conversation = match store.get_conversation(&args.conversation_id).await {

@@ -56,7 +56,9 @@ enum Since {
 
 fn parse_since(value: &Value) -> Result<Since, String> {
     let bad = || {
-        format!("`since` must be a sequence number (the `cursor` of an earlier result) or an RFC 3339 time such as 2026-01-31T12:00:00Z, not {value}")
+        format!(
+            "`since` must be a sequence number (the `cursor` of an earlier result) or an RFC 3339 time such as 2026-01-31T12:00:00Z, not {value}"
+        )
     };
     match value {
         Value::Number(n) => n.as_u64().map(Since::Seq).ok_or_else(bad),
@@ -88,7 +90,14 @@ impl Tool for LogTool {
         };
         ToolSpec {
             name: name.into(),
-            title: Some(if self.source == LogSource::Server { "Server log" } else { "Web console log" }.into()),
+            title: Some(
+                if self.source == LogSource::Server {
+                    "Server log"
+                } else {
+                    "Web console log"
+                }
+                .into(),
+            ),
             description: format!(
                 "Reads {what} from an in-memory ring buffer, newest last. Filter by minimum level, substring (grep), \
                  and since (a time or the `cursor` from your previous call, to get only new lines). \
@@ -125,7 +134,11 @@ impl Tool for LogTool {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: LogArgs = args_or_error!("log", args);
         let mut query = LogQuery {
             min_level: args.level.as_deref().and_then(parse_level),
@@ -213,7 +226,11 @@ impl Tool for Health {
         }
     }
 
-    async fn call(&self, _args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        _args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let bot = &self.0.bot;
         let state = bot.supervisor.state();
         let agents = bot.agents.list();

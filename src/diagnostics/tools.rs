@@ -56,7 +56,11 @@ impl Tool for ListTools {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: ListToolsArgs = args_or_error!("list_tools", args);
         let mut groups = json!({"native": [], "user": [], "mcp": []});
         let mut total = 0;
@@ -124,7 +128,11 @@ impl Tool for GetToolSchema {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: NameArgs = args_or_error!("get_tool_schema", args);
         match self.0.bot.tools.get(&args.name) {
             Some(tool) => Ok(done(json!({
@@ -175,7 +183,11 @@ impl Tool for RunTool {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &RequestContext) -> Result<Outcome<CallToolResult>, RpcError> {
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: RunToolArgs = args_or_error!("run_tool", args);
         let runner = &self.0.bot.tools;
         if runner.get(&args.name).is_none() {

@@ -1,0 +1,133 @@
+//! MCP resources over the bot: recent logs, the database schema, the configuration,
+//! and one resource per conversation (`porthole://conversations/{id}`, with id
+//! completion).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::Diagnostics;
+use super::config::config_snapshot;
+use crate::bot::store::MessageQuery;
+use crate::mcp::log_buffer::{LogQuery, LogSource};
+use crate::mcp::{Outcome, RequestContext, ResourceProvider, RpcError};
+
+pub struct BotResources(pub Arc<Diagnostics>);
+
+const CONVERSATION_PREFIX: &str = "porthole://conversations/";
+const CONVERSATION_TEMPLATE: &str = "porthole://conversations/{id}";
+
+fn json_contents(uri: &str, value: &Value) -> Vec<Value> {
+    vec![json!({
+        "uri": uri,
+        "mimeType": "application/json",
+        "text": serde_json::to_string_pretty(value).unwrap_or_default(),
+    })]
+}
+
+impl BotResources {
+    fn recent_logs(&self, source: LogSource) -> Value {
+        let page = self.0.logs.query(&LogQuery {
+            source: Some(source),
+            limit: 200,
+            ..LogQuery::default()
+        });
+        json!({
+            "lines": page.records.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+            "cursor": page.cursor,
+            "truncated": page.truncated_by_limit,
+        })
+    }
+}
+
+#[async_trait]
+impl ResourceProvider for BotResources {
+    fn resources(&self) -> Vec<Value> {
+        vec![
+            json!({"uri": "porthole://logs/server", "name": "server-log", "title": "Server log (latest 200 lines)",
+                   "description": "The bot's recent server log lines; use the server_log tool to filter.", "mimeType": "application/json"}),
+            json!({"uri": "porthole://logs/web", "name": "web-log", "title": "Browser console (latest 200 lines)",
+                   "description": "Console lines forwarded by the web page.", "mimeType": "application/json"}),
+            json!({"uri": "porthole://db/schema", "name": "db-schema", "title": "Database schema",
+                   "description": "Tables, columns, indexes and row counts of the bot's SQLite database.", "mimeType": "application/json"}),
+            json!({"uri": "porthole://config", "name": "config", "title": "Runtime configuration",
+                   "description": "The bot's configuration with secrets redacted.", "mimeType": "application/json"}),
+        ]
+    }
+
+    fn templates(&self) -> Vec<Value> {
+        vec![json!({
+            "uriTemplate": CONVERSATION_TEMPLATE,
+            "name": "conversation",
+            "title": "A conversation",
+            "description": "One conversation with its latest 100 messages.",
+            "mimeType": "application/json",
+        })]
+    }
+
+    async fn read(
+        &self,
+        uri: &str,
+        _ctx: &RequestContext,
+    ) -> Result<Option<Outcome<Vec<Value>>>, RpcError> {
+        let bot = &self.0.bot;
+        let value = match uri {
+            "porthole://logs/server" => self.recent_logs(LogSource::Server),
+            "porthole://logs/web" => self.recent_logs(LogSource::Web),
+            "porthole://config" => config_snapshot(&bot.config),
+            "porthole://db/schema" => bot
+                .store
+                .describe_schema()
+                .await
+                .map_err(|e| RpcError::internal(format!("cannot read the schema: {e}")))?,
+            _ => {
+                let Some(id) = uri.strip_prefix(CONVERSATION_PREFIX) else {
+                    return Ok(None);
+                };
+                let conversation = bot
+                    .store
+                    .get_conversation(id)
+                    .await
+                    .map_err(|e| RpcError::internal(e.to_string()))?;
+                let Some(conversation) = conversation else {
+                    return Ok(None);
+                };
+                let page = bot
+                    .store
+                    .list_messages(
+                        id,
+                        MessageQuery {
+                            limit: 100,
+                            ..MessageQuery::default()
+                        },
+                    )
+                    .await
+                    .map_err(|e| RpcError::internal(e.to_string()))?;
+                json!({"conversation": conversation, "messages": page.messages, "has_more": page.has_more})
+            }
+        };
+        Ok(Some(Outcome::Complete(json_contents(uri, &value))))
+    }
+
+    async fn complete(&self, template: &str, argument: &str, value: &str) -> Vec<String> {
+        if template != CONVERSATION_TEMPLATE || argument != "id" {
+            return Vec::new();
+        }
+        complete_conversation_ids(&self.0, value).await
+    }
+}
+
+/// Conversation ids starting with `prefix`, most recent first.
+pub(super) async fn complete_conversation_ids(d: &Diagnostics, prefix: &str) -> Vec<String> {
+    d.bot
+        .store
+        .list_conversations(500)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| id.starts_with(prefix))
+        .take(100)
+        .collect()
+}
