@@ -67,8 +67,9 @@ impl WebLogSink for BufferedWebLogSink {
 
 /// Every secret value the process knows: configured ones and environment variables
 /// whose names say they are secret (including those loaded from `.env`).
-fn known_secrets(config: &Config) -> Vec<String> {
-    let mut secrets = config.secret_values();
+fn known_secrets(bot: &Bot) -> Vec<String> {
+    let mut secrets = bot.config.secret_values();
+    secrets.extend(bot.mcp_host.secret_values());
     secrets.extend(
         std::env::vars()
             .filter(|(name, _)| is_secret_key(name))
@@ -122,7 +123,7 @@ fn build_mcp(bot: &Arc<Bot>, buffer: Arc<LogBuffer>) -> anyhow::Result<McpServer
             max_sessions: c.max_sessions,
             idle_timeout: c.session_idle,
         })
-        .redactor(Redactor::new(known_secrets(&bot.config)))
+        .redactor(Redactor::new(known_secrets(bot)))
         .tools(diagnostics::tools(&diagnostics))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))
@@ -187,20 +188,14 @@ pub async fn start(
         .config
         .scheduler_enabled
         .then(|| tokio::spawn(bot.tasks.clone().run_scheduler(shutdown_rx.clone())));
-    let mut server_shutdown = shutdown_rx;
-    // Without TCP_NODELAY, small SSE frames stall on Nagle plus delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    let server = tokio::spawn(async move {
-        let serve = axum::serve(listener, service).with_graceful_shutdown(async move {
-            let _ = server_shutdown.wait_for(|stop| *stop).await;
-        });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "server stopped with an error");
-        }
-    });
+    let server = tokio::spawn(serve(
+        listener,
+        service,
+        shutdown_rx,
+        mcp.clone(),
+        bot.clone(),
+    ));
     Ok(RunningApp {
         addr,
         bot,
@@ -229,4 +224,44 @@ fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
         "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
          claude mcp add --transport http porthole {url}{auth}\n"
     );
+}
+
+/// How long shutdown waits for open connections before it stops anyway.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves until `stop` turns true, then ends MCP streams, lets requests in flight
+/// finish (up to [`SHUTDOWN_GRACE`]) and disconnects the bot's MCP servers.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    service: axum::extract::connect_info::IntoMakeServiceWithConnectInfo<axum::Router, SocketAddr>,
+    stop: watch::Receiver<bool>,
+    mcp: Option<McpServer>,
+    bot: Arc<Bot>,
+) {
+    // Without TCP_NODELAY, small SSE frames stall on Nagle plus delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let mut graceful = stop.clone();
+    let serving = axum::serve(listener, service).with_graceful_shutdown(async move {
+        let _ = graceful.wait_for(|stop| *stop).await;
+        if let Some(mcp) = mcp {
+            mcp.shutdown();
+        }
+    });
+    let mut deadline = stop;
+    tokio::select! {
+        result = serving => {
+            if let Err(e) = result {
+                tracing::error!(error = %e, "server stopped with an error");
+            }
+        }
+        _ = async {
+            let _ = deadline.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!("connections still open after {} s; stopping anyway", SHUTDOWN_GRACE.as_secs());
+        }
+    }
+    bot.mcp_host.shutdown().await;
 }

@@ -1,8 +1,8 @@
 //! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
 //!
 //! Layers (arrows point one way):
-//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, skills, web.
-//!   Knows nothing of MCP.
+//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, skills, web,
+//!   and its client connections to other MCP servers. Knows nothing of its own endpoint.
 //! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and log capture.
 //!   Knows nothing of the bot.
 //! - [`diagnostics`]: the MCP tools, thin adapters from `mcp` onto `bot` services.
@@ -13,3 +13,4 @@ pub mod bot;
 pub mod config;
 pub mod diagnostics;
 pub mod mcp;
+pub mod text;

@@ -1,11 +1,14 @@
-//! The running bot: its services and how they are built. Knows nothing of `/mcp`.
+//! The running bot: its services and how they are built. Knows nothing of its own
+//! `/mcp` endpoint (it is an MCP *client* of other servers, through `mcp_client`).
 //!
 //! [`Bot::build`] creates, in order: the store, the LLM provider, the tool runner with
-//! native and user tools, the agent registry, supervisor and workers, the task service
+//! native and user tools (and the MCP client host, which adds the tools of configured
+//! MCP servers as they connect), the agent registry, supervisor and workers, the task service
 //! and the skill list. Everything else (web, scheduler, the MCP endpoint) reads these.
 
 pub mod agents;
 pub mod llm;
+pub mod mcp_client;
 pub mod skills;
 pub mod store;
 pub mod tasks;
@@ -74,6 +77,8 @@ pub struct Bot {
     pub store: Store,
     pub llm: Arc<dyn LlmProvider>,
     pub tools: Arc<ToolRunner>,
+    /// The MCP servers the bot is a client of; their tools live in `tools`.
+    pub mcp_host: Arc<mcp_client::McpHost>,
     pub agents: Arc<AgentRegistry>,
     pub supervisor: Arc<Supervisor>,
     pub tasks: Arc<Tasks>,
@@ -97,6 +102,12 @@ impl Bot {
         );
 
         let tools = Arc::new(ToolRunner::new(config.tool_timeout));
+        // Connects in the background; start-up never waits for MCP servers.
+        let mcp_host = mcp_client::McpHost::start(
+            &config.mcp_servers_config,
+            tools.clone(),
+            config.tool_timeout,
+        );
         let agents = Arc::new(AgentRegistry::default());
         let supervisor_id = Supervisor::new_id();
         let workers = Arc::new(Workers::new(
@@ -117,7 +128,10 @@ impl Bot {
                 llm_provider: llm.provider().to_string(),
                 llm_model: llm.model().to_string(),
                 workers,
-                mcp_servers: Arc::new(|| serde_json::json!([])),
+                mcp_servers: {
+                    let host = mcp_host.clone();
+                    Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
+                },
             },
         )
         .map_err(BotError::Tools)?;
@@ -151,6 +165,7 @@ impl Bot {
             store,
             llm,
             tools,
+            mcp_host,
             agents,
             supervisor,
             tasks,

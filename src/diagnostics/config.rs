@@ -14,11 +14,97 @@ use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError,
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![
+        Arc::new(ListMcpServers(d.clone())),
+        Arc::new(ToggleMcpServer(d.clone())),
         Arc::new(ListTasks(d.clone())),
         Arc::new(RunTask(d.clone())),
         Arc::new(ListSkills(d.clone())),
         Arc::new(GetConfig(d.clone())),
     ]
+}
+
+struct ListMcpServers(Arc<Diagnostics>);
+
+#[async_trait]
+impl Tool for ListMcpServers {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_mcp_servers".into(),
+            title: Some("List the bot's MCP servers".into()),
+            description: "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http), \
+                          enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool."
+                .into(),
+            input_schema: object_schema(json!({}), &[]),
+            output_schema: Some(output_schema(
+                json!({"servers": {"type": "array", "items": {"type": "object"}}, "config_file": {"type": "string"}}),
+                &["servers"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        _args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let bot = &self.0.bot;
+        Ok(done(json!({
+            "servers": bot.mcp_host.servers(),
+            "config_file": bot.config.mcp_servers_config.display().to_string(),
+        })))
+    }
+}
+
+struct ToggleMcpServer(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct ToggleArgs {
+    name: String,
+    enabled: bool,
+}
+
+#[async_trait]
+impl Tool for ToggleMcpServer {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "toggle_mcp_server".into(),
+            title: Some("Enable or disable an MCP server".into()),
+            description: "Enables (connects) or disables (disconnects) one of the bot's MCP servers at runtime. Its tools \
+                          appear in or vanish from the bot's tool list, and MCP clients are told the tool list changed."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "name": {"type": "string", "minLength": 1, "description": "Server name from list_mcp_servers"},
+                    "enabled": {"type": "boolean"}
+                }),
+                &["name", "enabled"],
+            ),
+            output_schema: Some(output_schema(json!({"server": {"type": "object"}}), &["server"])),
+            annotations: Annotations {
+                idempotent: true,
+                ..Annotations::DESTRUCTIVE
+            },
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: ToggleArgs = args_or_error!("toggle_mcp_server", args);
+        match self
+            .0
+            .bot
+            .mcp_host
+            .set_enabled(&args.name, args.enabled)
+            .await
+        {
+            Ok(status) => Ok(done(json!({"server": status}))),
+            Err(e) => Ok(failed(e)),
+        }
+    }
 }
 
 struct ListTasks(Arc<Diagnostics>);

@@ -13,6 +13,7 @@
 //! kept so a `GET` with `Last-Event-ID` can pick them up.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -111,7 +112,16 @@ impl Drop for AbortOnDrop {
 struct SseBody {
     rx: mpsc::UnboundedReceiver<Bytes>,
     keepalive: Option<tokio::time::Interval>,
+    /// Resolves when the server shuts down: the stream ends so shutdown is not held up.
+    stop: Pin<Box<dyn Future<Output = ()> + Send>>,
     _guards: Vec<AbortOnDrop>,
+}
+
+fn on_shutdown(inner: &ServerInner) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    let mut stopping = inner.shutdown.subscribe();
+    Box::pin(async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    })
 }
 
 impl Stream for SseBody {
@@ -122,6 +132,9 @@ impl Stream for SseBody {
             Poll::Ready(Some(bytes)) => return Poll::Ready(Some(Ok(bytes))),
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => {}
+        }
+        if self.stop.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
         }
         if let Some(keepalive) = self.keepalive.as_mut()
             && keepalive.poll_tick(cx).is_ready()
@@ -432,6 +445,7 @@ async fn run_legacy(
         SseBody {
             rx,
             keepalive: Some(keepalive(inner.keepalive)),
+            stop: on_shutdown(&inner),
             _guards: Vec::new(),
         },
         None,
@@ -826,6 +840,7 @@ async fn run_modern(
         SseBody {
             rx,
             keepalive: Some(keepalive(inner.keepalive)),
+            stop: on_shutdown(&inner),
             _guards: vec![AbortOnDrop(pump.abort_handle())],
         },
         None,
@@ -866,6 +881,7 @@ fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> 
         SseBody {
             rx,
             keepalive: Some(keepalive(inner.keepalive)),
+            stop: on_shutdown(inner),
             _guards: vec![AbortOnDrop(forwarder.abort_handle())],
         },
         None,
@@ -958,6 +974,7 @@ pub(crate) async fn handle_get(
             SseBody {
                 rx,
                 keepalive: Some(keepalive(inner.keepalive)),
+                stop: on_shutdown(&inner),
                 _guards: Vec::new(),
             },
             None,
@@ -993,6 +1010,7 @@ pub(crate) async fn handle_get(
         SseBody {
             rx,
             keepalive: Some(keepalive(inner.keepalive)),
+            stop: on_shutdown(&inner),
             _guards: vec![AbortOnDrop(forwarder.abort_handle())],
         },
         None,

@@ -77,6 +77,8 @@ pub(crate) struct ServerInner {
     guard: GuardConfig,
     max_body_bytes: usize,
     keepalive: Duration,
+    /// Turns true when the server shuts down; open streams end.
+    shutdown: tokio::sync::watch::Sender<bool>,
 }
 
 impl ServerInner {
@@ -217,6 +219,7 @@ impl McpServerBuilder {
                 },
                 max_body_bytes: self.max_body_bytes,
                 keepalive: self.keepalive,
+                shutdown: tokio::sync::watch::channel(false).0,
             }),
         })
     }
@@ -278,6 +281,12 @@ impl McpServer {
         Router::new()
             .merge(mcp)
             .route("/.well-known/{*probe}", any(oauth_discovery_not_found))
+    }
+
+    /// Ends every open SSE stream (GET streams, subscriptions, replies in flight), so a
+    /// graceful HTTP shutdown does not wait for clients that never hang up.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
     }
 
     pub fn notifier(&self) -> Notifier {

@@ -259,21 +259,8 @@ impl ToolSet {
     }
 
     /// Names close to `name`, for the unknown-tool error.
-    fn similar(&self, name: &str) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .entries
-            .keys()
-            .map(String::as_str)
-            .filter(|n| {
-                n.contains(name)
-                    || name.contains(n)
-                    || n.split('_')
-                        .any(|part| part.len() > 3 && name.contains(part))
-            })
-            .collect();
-        names.sort();
-        names.truncate(5);
-        names
+    fn similar(&self, name: &str) -> Vec<String> {
+        crate::text::closest(self.entries.keys().map(String::as_str), name, 5)
     }
 
     /// Validates arguments and runs the tool. Unknown tools are a `-32602` error naming

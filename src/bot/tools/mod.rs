@@ -322,23 +322,7 @@ impl ToolRunner {
 
     /// Up to three known names close to `name`, for "did you mean" messages.
     pub fn similar_names(&self, name: &str) -> Vec<String> {
-        let wanted = name.to_ascii_lowercase();
-        let mut scored: Vec<(usize, String)> = self
-            .read()
-            .keys()
-            .map(|candidate| {
-                let lower = candidate.to_ascii_lowercase();
-                let distance = if lower.contains(&wanted) || wanted.contains(&lower) {
-                    0
-                } else {
-                    edit_distance(&wanted, &lower)
-                };
-                (distance, candidate.clone())
-            })
-            .filter(|(d, _)| *d <= 3.max(wanted.len() / 3))
-            .collect();
-        scored.sort();
-        scored.into_iter().take(3).map(|(_, n)| n).collect()
+        crate::text::closest(self.read().keys().map(String::as_str), name, 3)
     }
 
     /// Calls a tool with every check applied and stats recorded.
@@ -443,25 +427,6 @@ pub fn schema_errors(validator: &jsonschema::Validator, args: &Value) -> Option<
         })
         .collect();
     (!messages.is_empty()).then(|| messages.join("; "))
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                previous
-            } else {
-                1 + previous.min(row[j]).min(row[j + 1])
-            };
-            previous = current;
-        }
-    }
-    row[b.len()]
 }
 
 /// A handler made from an async closure; keeps simple native tools short.

@@ -1,0 +1,169 @@
+//! One live connection to a server, whatever its transport: connecting, requests,
+//! tool calls, closing, and the events a connection reports to its supervisor
+//! (the tool list changed; the connection was lost).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::config::{ServerConfig, TransportConfig};
+use super::http::HttpConn;
+use super::jsonrpc::{CallError, ParamHeader};
+use super::stdio::{Launch, StdioConn};
+
+/// What a connection tells the task that supervises it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ConnEvent {
+    /// The server sent `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// The connection is gone (the process exited, the server is unreachable).
+    Closed(String),
+}
+
+pub(crate) enum Conn {
+    Stdio(StdioConn),
+    Http(Box<HttpConn>),
+}
+
+impl Conn {
+    /// Opens the connection and completes the handshake, each request within the
+    /// server's timeout.
+    pub(crate) async fn connect(
+        config: &ServerConfig,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> Result<Conn, String> {
+        match &config.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let launch = Launch {
+                    server: &config.name,
+                    command,
+                    args,
+                    env,
+                    cwd: cwd.as_deref(),
+                };
+                StdioConn::connect(launch, config.timeout, events)
+                    .await
+                    .map(Conn::Stdio)
+            }
+            TransportConfig::Http { url, headers } => {
+                HttpConn::connect(&config.name, url, headers, config.timeout, events)
+                    .await
+                    .map(|conn| Conn::Http(Box::new(conn)))
+            }
+        }
+    }
+
+    pub(crate) fn protocol_version(&self) -> String {
+        match self {
+            Conn::Stdio(conn) => conn.protocol_version(),
+            Conn::Http(conn) => conn.protocol_version(),
+        }
+    }
+
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        match self {
+            Conn::Stdio(conn) => conn.request(method, params, timeout).await,
+            Conn::Http(conn) => conn.request(method, params, timeout).await,
+        }
+    }
+
+    pub(crate) async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        param_headers: &[ParamHeader],
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        match self {
+            Conn::Stdio(conn) => {
+                let params = json!({"name": name, "arguments": arguments});
+                conn.request("tools/call", params, timeout).await
+            }
+            Conn::Http(conn) => {
+                conn.call_tool(name, arguments, param_headers, timeout)
+                    .await
+            }
+        }
+    }
+
+    /// Every tool the server lists, following `nextCursor` through all pages.
+    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, CallError> {
+        const MAX_PAGES: usize = 100;
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let page = self.request("tools/list", params, timeout).await?;
+            match page.get("tools") {
+                Some(Value::Array(list)) => tools.extend(list.iter().cloned()),
+                _ => {
+                    return Err(CallError::Protocol(
+                        "the `tools/list` result has no `tools` array".into(),
+                    ));
+                }
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if cursor.as_deref() != Some(next) => cursor = Some(next.to_string()),
+                _ => return Ok(tools),
+            }
+        }
+        Err(CallError::Protocol(format!(
+            "`tools/list` went on for more than {MAX_PAGES} pages"
+        )))
+    }
+
+    pub(crate) async fn close(&self) {
+        match self {
+            Conn::Stdio(conn) => conn.close().await,
+            Conn::Http(conn) => conn.close().await,
+        }
+    }
+}
+
+/// Acts on a notification from a server (either transport).
+pub(crate) fn handle_notification(
+    server: &str,
+    method: &str,
+    params: &Value,
+    events: &mpsc::UnboundedSender<ConnEvent>,
+) {
+    match method {
+        "notifications/tools/list_changed" => {
+            let _ = events.send(ConnEvent::ToolsChanged);
+        }
+        "notifications/message" => {
+            let level = params["level"].as_str().unwrap_or("info");
+            let data = shorten(&params["data"].to_string());
+            match level {
+                "warning" | "error" | "critical" | "alert" | "emergency" => {
+                    tracing::warn!(server, level, "MCP server log: {data}")
+                }
+                _ => tracing::info!(server, level, "MCP server log: {data}"),
+            }
+        }
+        _ => tracing::debug!(server, method, "notification from an MCP server ignored"),
+    }
+}
+
+/// At most 500 characters of `text`, for messages and log lines.
+pub(crate) fn shorten(text: &str) -> String {
+    const MAX: usize = 500;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}

@@ -1,0 +1,404 @@
+//! The client side of JSON-RPC 2.0 as MCP uses it, written for this client alone (the
+//! server-side `mcp` layer of the crate is deliberately not used): building requests,
+//! sorting incoming messages, the error type of a request, a Server-Sent Events decoder,
+//! and the header encodings of Streamable HTTP (`Mcp-Name`, `Mcp-Param-*`).
+
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+/// The legacy (handshake) protocol revision this client asks for.
+pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
+/// The modern (per-request metadata) revision this client speaks over HTTP.
+pub(crate) const MODERN_VERSION: &str = "2026-07-28";
+/// Legacy revisions a server may answer `initialize` with that this client accepts.
+pub(crate) const KNOWN_LEGACY_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Largest single message (one stdio line or one HTTP body) accepted from a server.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+
+/// `clientInfo` sent in handshakes and modern request metadata.
+pub(crate) fn client_info() -> Value {
+    json!({"name": "porthole", "version": env!("CARGO_PKG_VERSION")})
+}
+
+pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Value {
+    match params {
+        Some(params) => json!({"jsonrpc": "2.0", "method": method, "params": params}),
+        None => json!({"jsonrpc": "2.0", "method": method}),
+    }
+}
+
+/// The answer to a request the server sent us: `ping` gets an empty result, anything
+/// else "method not found" (this client declares no capabilities).
+pub(crate) fn answer_server_request(id: &Value, method: &str) -> Value {
+    if method == "ping" {
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": METHOD_NOT_FOUND,
+            "message": format!("method not supported by this client: {method}")}})
+    }
+}
+
+/// What an incoming message is.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// The answer to one of our requests.
+    Response {
+        id: Value,
+        outcome: Result<Value, CallError>,
+    },
+    /// A request from the server to us.
+    Request {
+        id: Value,
+        method: String,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Invalid,
+}
+
+pub(crate) fn classify(message: Value) -> Incoming {
+    let Value::Object(mut message) = message else {
+        return Incoming::Invalid;
+    };
+    let id = message.remove("id");
+    match (message.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Incoming::Request { id, method },
+        (Some(Value::String(method)), None) => Incoming::Notification {
+            method,
+            params: message.remove("params").unwrap_or(Value::Null),
+        },
+        (None, Some(id)) => {
+            if let Some(result) = message.remove("result") {
+                Incoming::Response {
+                    id,
+                    outcome: Ok(result),
+                }
+            } else if let Some(error) = message.remove("error") {
+                Incoming::Response {
+                    id,
+                    outcome: Err(CallError::from_error_object(&error)),
+                }
+            } else {
+                Incoming::Invalid
+            }
+        }
+        _ => Incoming::Invalid,
+    }
+}
+
+/// Whether a response id is the one we sent (servers must echo it with the same type,
+/// but a string holding the same number is accepted too).
+pub(crate) fn id_matches(id: &Value, ours: u64) -> bool {
+    id.as_u64() == Some(ours) || id.as_str() == Some(ours.to_string().as_str())
+}
+
+/// Why a request to a server did not produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("no answer within {} ms", .0.as_millis())]
+    Timeout(Duration),
+    #[error("connection lost: {0}")]
+    Lost(String),
+    #[error("{message} (JSON-RPC error {code})")]
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl CallError {
+    pub(crate) fn from_error_object(error: &Value) -> CallError {
+        CallError::Rpc {
+            code: error["code"].as_i64().unwrap_or(0),
+            message: error["message"]
+                .as_str()
+                .unwrap_or("the server sent an error without a message")
+                .to_string(),
+            data: error.get("data").cloned(),
+        }
+    }
+}
+
+/// Adds `key: value` to `params._meta`, creating both objects as needed.
+pub(crate) fn with_meta(params: Value, meta: &Map<String, Value>) -> Value {
+    let mut params = match params {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let slot = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let Value::Object(existing) = slot {
+        for (k, v) in meta {
+            existing.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// Incremental Server-Sent Events decoder: feed it bytes, get back the `data` of each
+/// complete event (multi-line data joined by `\n`). Comments and other fields are skipped.
+#[derive(Debug, Default)]
+pub(crate) struct SseDecoder {
+    line: Vec<u8>,
+    data: Option<String>,
+}
+
+impl SseDecoder {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut events = Vec::new();
+        for &byte in bytes {
+            if byte == b'\n' {
+                let mut line = std::mem::take(&mut self.line);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.take_line(&line, &mut events);
+            } else {
+                self.line.push(byte);
+            }
+        }
+        events
+    }
+
+    /// Whatever complete-looking event is left when the stream ends.
+    pub(crate) fn finish(&mut self) -> Option<String> {
+        let line = std::mem::take(&mut self.line);
+        let mut events = Vec::new();
+        if !line.is_empty() {
+            self.take_line(&line, &mut events);
+        }
+        self.data.take().or_else(|| events.pop())
+    }
+
+    /// How much undelivered text the decoder holds, to bound memory.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.line.len() + self.data.as_ref().map_or(0, String::len)
+    }
+
+    fn take_line(&mut self, line: &[u8], events: &mut Vec<String>) {
+        if line.is_empty() {
+            if let Some(data) = self.data.take() {
+                events.push(data);
+            }
+            return;
+        }
+        let line = String::from_utf8_lossy(line);
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line.as_ref(), ""),
+        };
+        if field == "data" {
+            match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_string()),
+            }
+        }
+    }
+}
+
+const SENTINEL_PREFIX: &str = "=?base64?";
+const SENTINEL_SUFFIX: &str = "?=";
+
+/// A value for `Mcp-Name` / `Mcp-Param-*`: as is when it is plain visible ASCII, else
+/// (or when it looks like the sentinel itself) `=?base64?…?=` of its UTF-8 bytes.
+pub(crate) fn header_value(value: &str) -> String {
+    let visible_ascii = value.chars().all(|c| c == ' ' || c.is_ascii_graphic());
+    let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let looks_encoded = value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX);
+    let plain = visible_ascii && !padded && !looks_encoded;
+    if plain {
+        value.to_string()
+    } else {
+        format!(
+            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    }
+}
+
+/// One `x-mcp-header` annotation: the header name (without `Mcp-Param-`) and the
+/// property path of its value in the tool arguments.
+pub(crate) type ParamHeader = (String, Vec<String>);
+
+/// The `x-mcp-header` annotations of a tool's input schema: header name (without the
+/// `Mcp-Param-` prefix) and the property path in the arguments. `Err` when an
+/// annotation breaks the rules, in which case the tool must not be used.
+pub(crate) fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+    let mut found = Vec::new();
+    collect_param_headers(schema, &mut Vec::new(), &mut found)?;
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in &found {
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header `{name}` is used twice"));
+        }
+    }
+    Ok(found)
+}
+
+fn collect_param_headers(
+    schema: &Value,
+    path: &mut Vec<String>,
+    found: &mut Vec<ParamHeader>,
+) -> Result<(), String> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (key, property) in properties {
+        path.push(key.clone());
+        if let Some(header) = property.get("x-mcp-header") {
+            let name = header.as_str().unwrap_or_default();
+            let token = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token {
+                return Err(format!("x-mcp-header {header} is not a valid header name"));
+            }
+            let kind = property.get("type").and_then(Value::as_str);
+            if !matches!(kind, Some("string" | "integer" | "boolean")) {
+                return Err(format!(
+                    "x-mcp-header `{name}` must sit on a string, integer or boolean property"
+                ));
+            }
+            found.push((name.to_string(), path.clone()));
+        }
+        collect_param_headers(property, path, found)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+/// The `Mcp-Param-*` headers for one call: (full header name, value). Absent or null
+/// arguments give no header.
+pub(crate) fn param_header_values(
+    headers: &[ParamHeader],
+    arguments: &Value,
+) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, path)| {
+            let value = path.iter().try_fold(arguments, |v, key| v.get(key))?;
+            let text = match value {
+                Value::String(s) => header_value(s),
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            Some((format!("Mcp-Param-{name}"), text))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_decoder_handles_split_chunks_comments_and_multiline_data() {
+        let mut decoder = SseDecoder::default();
+        let mut events = decoder.push(b": keep-alive\r\n\r\nevent: message\r\nda");
+        assert!(events.is_empty());
+        events.extend(decoder.push(b"ta: {\"a\":1}\r\n\r\ndata:x\ndata: y\n\nid: 3\n"));
+        assert_eq!(events, vec!["{\"a\":1}".to_string(), "x\ny".to_string()]);
+        assert!(decoder.push(b"data: last").is_empty());
+        assert_eq!(decoder.finish().as_deref(), Some("last"));
+    }
+
+    #[test]
+    fn messages_are_classified() {
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":3,"result":{"x":1}})),
+            Incoming::Response { outcome: Ok(_), .. }
+        ));
+        let Incoming::Response {
+            outcome: Err(CallError::Rpc { code, .. }),
+            ..
+        } = classify(json!({"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}))
+        else {
+            panic!("not an error response");
+        };
+        assert_eq!(code, -32602);
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})),
+            Incoming::Notification { .. }
+        ));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":"s1","method":"ping"})),
+            Incoming::Request { .. }
+        ));
+        assert!(matches!(classify(json!([1])), Incoming::Invalid));
+        assert!(
+            id_matches(&json!(7), 7) && id_matches(&json!("7"), 7) && !id_matches(&json!(8), 7)
+        );
+    }
+
+    #[test]
+    fn header_values_use_the_base64_sentinel_when_needed() {
+        assert_eq!(header_value("get_weather"), "get_weather");
+        assert_eq!(
+            header_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            header_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+
+    #[test]
+    fn x_mcp_header_annotations_become_param_headers() {
+        let schema = json!({"type":"object","properties":{
+            "region": {"type":"string","x-mcp-header":"Region"},
+            "opts": {"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}},
+            "plain": {"type":"string"}
+        }});
+        let headers = param_headers(&schema).unwrap();
+        assert_eq!(headers.len(), 2);
+        let values = param_header_values(&headers, &json!({"region":"eu west","opts":{"n":4}}));
+        assert!(values.contains(&("Mcp-Param-Region".into(), "eu west".into())));
+        assert!(values.contains(&("Mcp-Param-N".into(), "4".into())));
+        assert!(param_header_values(&headers, &json!({})).is_empty());
+        let bad = json!({"properties":{"a":{"type":"number","x-mcp-header":"A"}}});
+        assert!(param_headers(&bad).is_err());
+        let twice = json!({"properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}});
+        assert!(param_headers(&twice).is_err());
+    }
+
+    #[test]
+    fn meta_is_merged_into_params() {
+        let mut meta = Map::new();
+        meta.insert("k".into(), json!(1));
+        assert_eq!(with_meta(Value::Null, &meta), json!({"_meta":{"k":1}}));
+        assert_eq!(
+            with_meta(json!({"cursor":"c","_meta":{"p":2}}), &meta),
+            json!({"cursor":"c","_meta":{"p":2,"k":1}})
+        );
+    }
+}

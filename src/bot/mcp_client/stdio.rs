@@ -1,0 +1,409 @@
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC on its
+//! stdin and stdout. Owns the process from spawn to reaping: the reader task that
+//! matches responses to waiting requests, the task that forwards stderr to the log,
+//! the `initialize` handshake, and the polite-then-firm shutdown (close stdin, SIGTERM,
+//! SIGKILL) that leaves no orphan behind.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::connection::{ConnEvent, handle_notification, shorten};
+use super::jsonrpc::{self, CallError, Incoming};
+
+/// Environment variables a child inherits from the bot; everything else (API keys,
+/// tokens) stays private unless the server's `env` passes it on explicitly.
+const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "SYSTEMROOT",
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "VIRTUAL_ENV",
+];
+
+/// How long a child gets to exit after stdin is closed, and again after SIGTERM.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+type Reply = oneshot::Sender<Result<Value, CallError>>;
+
+/// Requests waiting for an answer, and why the connection ended once it has.
+#[derive(Default)]
+struct Shared {
+    pending: HashMap<u64, Reply>,
+    closed: Option<String>,
+}
+
+type SharedRef = Arc<Mutex<Shared>>;
+type Writer = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
+
+fn lock(shared: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) struct StdioConn {
+    server: String,
+    shared: SharedRef,
+    writer: Writer,
+    child: Arc<tokio::sync::Mutex<Option<Child>>>,
+    next_id: AtomicU64,
+    tasks: Vec<JoinHandle<()>>,
+    protocol_version: OnceLock<String>,
+}
+
+/// What to run.
+pub(crate) struct Launch<'a> {
+    pub server: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a std::collections::BTreeMap<String, String>,
+    pub cwd: Option<&'a std::path::Path>,
+}
+
+impl StdioConn {
+    /// Starts the process and completes the handshake within `timeout` per request.
+    pub(crate) async fn connect(
+        launch: Launch<'_>,
+        timeout: Duration,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> Result<StdioConn, String> {
+        let mut command = Command::new(launch.command);
+        command
+            .args(launch.args)
+            .env_clear()
+            .envs(
+                INHERITED_ENV
+                    .iter()
+                    .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
+            )
+            .envs(launch.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(dir) = launch.cwd {
+            command.current_dir(dir);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", launch.command))?;
+        let server = launch.server.to_string();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("the child has no stdout")?;
+        let stderr = child.stderr.take().ok_or("the child has no stderr")?;
+
+        let shared: SharedRef = Arc::default();
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(stdin));
+        let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
+        let reader = tokio::spawn(read_stdout(
+            server.clone(),
+            stdout,
+            shared.clone(),
+            writer.clone(),
+            child.clone(),
+            events,
+        ));
+        let logger = tokio::spawn(log_stderr(server.clone(), stderr));
+        let conn = StdioConn {
+            server,
+            shared,
+            writer,
+            child,
+            next_id: AtomicU64::new(1),
+            tasks: vec![reader, logger],
+            protocol_version: OnceLock::new(),
+        };
+        match conn.handshake(timeout).await {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                conn.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn handshake(&self, timeout: Duration) -> Result<(), String> {
+        let params = json!({
+            "protocolVersion": jsonrpc::LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": jsonrpc::client_info(),
+        });
+        let result = self
+            .request("initialize", params, timeout)
+            .await
+            .map_err(|e| match e {
+                CallError::Timeout(t) => format!(
+                    "the server did not answer `initialize` within {} ms",
+                    t.as_millis()
+                ),
+                CallError::Lost(reason) => {
+                    format!("the server ended during the handshake: {reason}")
+                }
+                other => format!("the server rejected `initialize`: {other}"),
+            })?;
+        let version = result["protocolVersion"]
+            .as_str()
+            .ok_or("the `initialize` result has no protocolVersion")?;
+        if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
+            tracing::warn!(server = %self.server, version, "the server chose a protocol version this client does not know; trying it anyway");
+        }
+        let _ = self.protocol_version.set(version.to_string());
+        self.send(&jsonrpc::notification("notifications/initialized", None))
+            .await
+            .map_err(|e| format!("cannot finish the handshake: {e}"))
+    }
+
+    pub(crate) fn protocol_version(&self) -> String {
+        self.protocol_version
+            .get()
+            .cloned()
+            .unwrap_or_else(|| jsonrpc::LEGACY_VERSION.to_string())
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout`.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut shared = lock(&self.shared);
+            if let Some(reason) = &shared.closed {
+                return Err(CallError::Lost(reason.clone()));
+            }
+            shared.pending.insert(id, tx);
+        }
+        // Forgets the request however this future ends (answer, timeout, or dropped).
+        let _guard = PendingGuard {
+            shared: &self.shared,
+            id,
+        };
+        self.send(&jsonrpc::request(id, method, params)).await?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(CallError::Lost("the connection closed".into())),
+            Err(_) => {
+                let cancel = jsonrpc::notification(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "timed out"})),
+                );
+                let _ = self.send(&cancel).await;
+                Err(CallError::Timeout(timeout))
+            }
+        }
+    }
+
+    async fn send(&self, message: &Value) -> Result<(), CallError> {
+        write_line(&self.writer, message).await
+    }
+
+    /// Ends the connection: closes stdin, then SIGTERM, then SIGKILL, and reaps the
+    /// process. Waiting requests fail at once.
+    pub(crate) async fn close(&self) {
+        fail_all(&self.shared, "the connection was closed by porthole".into());
+        self.writer.lock().await.take();
+        let child = self.child.lock().await.take();
+        if let Some(mut child) = child {
+            stop_child(&self.server, &mut child).await;
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for StdioConn {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+struct PendingGuard<'a> {
+    shared: &'a SharedRef,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.shared).pending.remove(&self.id);
+    }
+}
+
+/// Marks the connection closed and fails every waiting request with `reason`.
+/// Returns false if it was already closed.
+fn fail_all(shared: &SharedRef, reason: String) -> bool {
+    let mut shared = lock(shared);
+    if shared.closed.is_some() {
+        return false;
+    }
+    shared.closed = Some(reason.clone());
+    for (_, reply) in shared.pending.drain() {
+        let _ = reply.send(Err(CallError::Lost(reason.clone())));
+    }
+    true
+}
+
+async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {
+    let mut line = serde_json::to_vec(message)
+        .map_err(|e| CallError::Protocol(format!("cannot encode the message: {e}")))?;
+    line.push(b'\n');
+    let mut writer = writer.lock().await;
+    let Some(stdin) = writer.as_mut() else {
+        return Err(CallError::Lost("the server's stdin is closed".into()));
+    };
+    let written = async {
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+    .await;
+    written.map_err(|e| CallError::Lost(format!("cannot write to the server: {e}")))
+}
+
+async fn stop_child(server: &str, child: &mut Child) {
+    // Stdin is already closed: a well-behaved server exits on its own.
+    if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        return;
+    }
+    #[cfg(unix)]
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // SAFETY: `kill` only sends a signal; `pid` is our own child, not yet reaped
+        // (we hold it), so the id cannot have been reused.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+            return;
+        }
+    }
+    tracing::debug!(server, "the MCP server did not exit; killing it");
+    let _ = child.kill().await;
+}
+
+/// Reads stdout line by line until it closes, then fails what is waiting and reports
+/// the loss.
+async fn read_stdout(
+    server: String,
+    stdout: tokio::process::ChildStdout,
+    shared: SharedRef,
+    writer: Writer,
+    child: Arc<tokio::sync::Mutex<Option<Child>>>,
+    events: mpsc::UnboundedSender<ConnEvent>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    let ending = loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(jsonrpc::MAX_MESSAGE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) => break None,
+            Err(e) => break Some(format!("cannot read from the server: {e}")),
+            Ok(_) if line.len() > jsonrpc::MAX_MESSAGE_BYTES => {
+                break Some(format!(
+                    "the server sent a message over {} bytes",
+                    jsonrpc::MAX_MESSAGE_BYTES
+                ));
+            }
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            tracing::warn!(server = %server, "the MCP server wrote a line that is not JSON on stdout: {}", shorten(text));
+            continue;
+        };
+        match jsonrpc::classify(message) {
+            Incoming::Response { id, outcome } => {
+                let reply = id
+                    .as_u64()
+                    .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
+                    .and_then(|id| lock(&shared).pending.remove(&id));
+                match reply {
+                    Some(reply) => {
+                        let _ = reply.send(outcome);
+                    }
+                    None => {
+                        tracing::debug!(server = %server, %id, "answer to an unknown or abandoned request")
+                    }
+                }
+            }
+            Incoming::Request { id, method } => {
+                let answer = jsonrpc::answer_server_request(&id, &method);
+                let writer = writer.clone();
+                // Written from a task so a busy stdin never stalls reading.
+                tokio::spawn(async move {
+                    let _ = write_line(&writer, &answer).await;
+                });
+            }
+            Incoming::Notification { method, params } => {
+                handle_notification(&server, &method, &params, &events);
+            }
+            Incoming::Invalid => {
+                tracing::warn!(server = %server, "the MCP server sent an invalid JSON-RPC message: {}", shorten(text));
+            }
+        }
+    };
+
+    let reason = match ending {
+        Some(reason) => reason,
+        None => {
+            let mut child = child.lock().await;
+            match child.as_mut() {
+                Some(child) => match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+                    Ok(Ok(status)) => format!("the server process exited ({status})"),
+                    _ => "the server closed its stdout".to_string(),
+                },
+                None => "the connection was closed by porthole".to_string(),
+            }
+        }
+    };
+    if fail_all(&shared, reason.clone()) {
+        let _ = events.send(ConnEvent::Closed(reason));
+    }
+}
+
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let lower = line.to_ascii_lowercase();
+        if ["error", "traceback", "panic", "fatal", "exception"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            tracing::warn!(server = %server, "MCP server stderr: {}", shorten(line));
+        } else {
+            tracing::info!(server = %server, "MCP server stderr: {}", shorten(line));
+        }
+    }
+}

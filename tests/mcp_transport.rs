@@ -1,0 +1,641 @@
+//! The `/mcp` transport over real HTTP: guards, both eras, sessions, SSE, subscriptions.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn guards_answer_with_the_right_status_and_a_json_rpc_body() {
+    let app = start_bot(&[("MCP_MAX_BODY_BYTES", "2048")]).await;
+    let url = format!("{}/mcp", app.url());
+    let ping = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let c = client();
+    let send = |req: reqwest::RequestBuilder| async { into_reply(req.send().await.unwrap()).await };
+    let base = || {
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+    };
+
+    // No token, wrong token (same length and different length).
+    let r = send(base().body(ping.to_string())).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer realm=\"porthole\"")
+    );
+    assert!(
+        r.body()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization")
+    );
+    assert!(
+        r.body().get("id").is_none(),
+        "errors without a known id carry no id"
+    );
+    let wrong_same_len = "x".repeat(TOKEN.len());
+    for wrong in [wrong_same_len.as_str(), "short"] {
+        let r = send(base().bearer_auth(wrong).body(ping.to_string())).await;
+        assert_eq!(r.status, 401, "{wrong}");
+    }
+
+    let authed = || base().bearer_auth(TOKEN);
+    // DNS rebinding: a foreign Host or Origin is refused even with the token.
+    let r = send(
+        authed()
+            .header("host", "evil.example.com")
+            .body(ping.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    let r = send(
+        authed()
+            .header("origin", "http://evil.example.com")
+            .body(ping.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    let r = send(
+        authed()
+            .header("origin", format!("http://{}", app.addr))
+            .body(ping.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+
+    // Media types and size.
+    let r = send(
+        c.post(&url)
+            .bearer_auth(TOKEN)
+            .header("content-type", "text/plain")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(r.status, 415);
+    assert!(r.raw.contains("application/json"));
+    let html_only = c
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "text/html");
+    let r = send(html_only.body(ping.to_string())).await;
+    assert_eq!(r.status, 406);
+    let r = send(authed().body(format!("{{\"pad\":\"{}\"}}", "a".repeat(4096)))).await;
+    assert_eq!(r.status, 413);
+    assert!(r.raw.contains("MCP_MAX_BODY_BYTES"));
+
+    // Methods other than POST/GET/DELETE.
+    let r = c.put(&url).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert!(r.headers().get("allow").is_some());
+
+    // OAuth discovery probes get a JSON 404, never HTML.
+    let r = c
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            app.url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_messages_get_json_rpc_errors() {
+    let app = start_bot(&[]).await;
+    let raw = |body: &'static str| {
+        let app_url = format!("{}/mcp", app.url());
+        async move {
+            into_reply(
+                client()
+                    .post(app_url)
+                    .bearer_auth(TOKEN)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    let r = raw("{not json").await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32700)));
+    let r = raw("[]").await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32600)));
+    let r = raw(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#).await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32600)));
+    // Deep nesting is refused by the parser, not a crash.
+    let deep: &'static str =
+        Box::leak(format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_boxed_str());
+    let r = raw(deep).await;
+    assert_eq!(r.status, 400);
+    // The server still serves afterwards.
+    let r = modern(&app, 1, "tools/list", json!({})).await;
+    assert_eq!(r.status, 200);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_session_lifecycle() {
+    let app = start_bot(&[]).await;
+    // Version negotiation: a known version is echoed, an unknown one gets the newest.
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.result()["protocolVersion"], "2025-11-25");
+    let session = legacy_session(&app, "2025-06-18", json!({})).await;
+    assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+
+    let r = legacy(&app, &session, 2, "ping", json!({})).await;
+    assert_eq!(r.result(), &json!({}), "legacy ping is exactly {{}}");
+    let r = legacy(
+        &app,
+        &session,
+        3,
+        "logging/setLevel",
+        json!({"level": "warning"}),
+    )
+    .await;
+    assert_eq!(r.result(), &json!({}));
+    let r = legacy(&app, &session, 4, "tools/list", json!({})).await;
+    let tools = r.result()["tools"].as_array().unwrap();
+    assert!(tools.len() >= 18, "{} tools", tools.len());
+    assert!(
+        r.result().get("resultType").is_none(),
+        "no 2026 fields in the legacy era"
+    );
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "deterministic order");
+
+    // Missing session → 400; unknown → 404; unsupported version header → 400.
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}),
+        &[("mcp-protocol-version", "2025-11-25")],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let r = legacy(&app, "bogus-session", 6, "tools/list", json!({})).await;
+    assert_eq!(r.status, 404);
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","id":7,"method":"tools/list"}),
+        &[
+            ("mcp-session-id", &session),
+            ("mcp-protocol-version", "2024-01-01"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    // Unknown method in a session: a JSON-RPC error.
+    let r = legacy(&app, &session, 8, "nope/nothing", json!({})).await;
+    assert_eq!(r.error_code(), Some(-32601));
+
+    // DELETE ends it; afterwards 404.
+    let c = client();
+    let del = c
+        .delete(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(del.status().is_success());
+    let r = legacy(&app, &session, 9, "tools/list", json!({})).await;
+    assert_eq!(r.status, 404);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn sessions_survive_a_restart_but_forged_ids_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bot.db").display().to_string();
+    let first = start_bot(&[("DATABASE_PATH", &db)]).await;
+    let session = legacy_session(&first, "2025-11-25", json!({})).await;
+    first.shutdown().await;
+
+    let second = start_bot(&[("DATABASE_PATH", &db)]).await;
+    let r = legacy(&second, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(
+        r.status, 200,
+        "a session minted before the restart still works: {}",
+        r.raw
+    );
+    let mut forged = session.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let r = legacy(&second, &forged, 3, "tools/list", json!({})).await;
+    assert_eq!(r.status, 404);
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn modern_requests_are_validated_in_order() {
+    let app = start_bot(&[]).await;
+    let discover = modern(&app, 1, "server/discover", json!({})).await;
+    assert_eq!(discover.status, 200);
+    let d = discover.result();
+    assert_eq!(d["resultType"], "complete");
+    assert_eq!(d["supportedVersions"], json!(["2026-07-28"]));
+    assert!(d["ttlMs"].is_u64() && d["cacheScope"] == "private");
+    assert_eq!(
+        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "porthole"
+    );
+
+    // Missing _meta → 400 -32602, even with good headers.
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{}}),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "server/discover"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32602)));
+    assert_eq!(r.body()["id"], 2);
+
+    let body = |v: &str| {
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{
+            "io.modelcontextprotocol/protocolVersion": v, "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+    // Header ≠ _meta → -32020; unsupported version → -32022 with data.
+    let r = post(
+        &app,
+        &body("v999.0.0"),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+    let r = post(
+        &app,
+        &body("v999.0.0"),
+        &[
+            ("mcp-protocol-version", "v999.0.0"),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32022)));
+    assert_eq!(r.body()["error"]["data"]["requested"], "v999.0.0");
+    assert_eq!(
+        r.body()["error"]["data"]["supported"],
+        json!(["2026-07-28"])
+    );
+    // Mcp-Method mismatch (case-sensitive value) and missing.
+    let r = post(
+        &app,
+        &body(MODERN),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "TOOLS/LIST"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+    let r = post(&app, &body(MODERN), &[("mcp-protocol-version", MODERN)]).await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+    // Header names are case-insensitive, values trimmed.
+    let r = post(
+        &app,
+        &body(MODERN),
+        &[
+            ("MCP-PROTOCOL-VERSION", MODERN),
+            ("Mcp-Method", "  tools/list "),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(r.result()["resultType"], "complete");
+
+    // Mcp-Name must match (Base64 sentinel decoded, strictly).
+    let call = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"health","arguments":{},"_meta":modern_meta()}});
+    let headers = |name: &'static str| {
+        vec![
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ]
+    };
+    assert_eq!(
+        post(&app, &call, &headers("=?base64?aGVhbHRo?="))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        post(&app, &call, &headers("wrong_tool")).await.error_code(),
+        Some(-32020)
+    );
+    assert_eq!(
+        post(&app, &call, &headers("=?base64?aGVhbHRo?"))
+            .await
+            .status,
+        400
+    );
+    let r = post(
+        &app,
+        &call,
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/call"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+
+    // Legacy-only and unknown methods → 404 -32601.
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "unknown/method",
+    ] {
+        let r = modern(&app, 5, method, json!({})).await;
+        assert_eq!((r.status, r.error_code()), (404, Some(-32601)), "{method}");
+    }
+    // Notifications are accepted without a body.
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":modern_meta()}}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    // Unknown tool: a JSON-RPC error with close names, HTTP 200.
+    let r = modern(
+        &app,
+        6,
+        "tools/call",
+        json!({"name": "helth", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    assert!(r.raw.contains("health"), "{}", r.raw);
+    // An unknown resource: -32602 with the uri, never empty contents.
+    let r = modern(&app, 7, "resources/read", json!({"uri": "porthole://nope"})).await;
+    assert_eq!(r.error_code(), Some(-32602));
+    assert_eq!(r.body()["error"]["data"]["uri"], "porthole://nope");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn cacheable_lists_carry_hints_and_resources_read() {
+    let app = start_bot(&[]).await;
+    for method in [
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    ] {
+        let r = modern(&app, 1, method, json!({})).await;
+        assert_eq!(r.status, 200, "{method}: {}", r.raw);
+        assert!(r.result()["ttlMs"].is_u64(), "{method}");
+        assert_eq!(r.result()["cacheScope"], "private");
+    }
+    let r = modern(
+        &app,
+        2,
+        "resources/read",
+        json!({"uri": "porthole://db/schema"}),
+    )
+    .await;
+    let text = r.result()["contents"][0]["text"].as_str().unwrap();
+    let schema: Value = serde_json::from_str(text).unwrap();
+    let tables: Vec<&str> = schema["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for table in ["conversations", "messages", "tasks", "embeddings"] {
+        assert!(tables.contains(&table), "{tables:?}");
+    }
+    let r = modern(
+        &app,
+        3,
+        "resources/read",
+        json!({"uri": "porthole://config"}),
+    )
+    .await;
+    assert!(
+        r.raw.contains("[REDACTED]"),
+        "the MCP secret shows as redacted"
+    );
+    assert!(!r.raw.contains(TOKEN));
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_turns_the_reply_into_an_sse_stream() {
+    let app = start_bot(&[]).await;
+    let r = modern(
+        &app,
+        9,
+        "tools/call",
+        json!({"name": "send_message", "arguments": {"content": "/help"}, "_meta": {"progressToken": "p-1"}}),
+    )
+    .await;
+    assert!(r.is_sse(), "{:?}", r.headers);
+    let progress: Vec<&Value> = r
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{}", r.raw);
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "p-1")
+    );
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|p| p["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress increases: {values:?}"
+    );
+    let last = r.body();
+    assert_eq!(last["id"], 9);
+    assert!(
+        last["result"]["structuredContent"]["response"]
+            .as_str()
+            .unwrap()
+            .contains("/run")
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
+    let app = start_bot(&[]).await;
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let body = json!({"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{
+        "_meta": meta, "notifications": {"toolsListChanged": true, "promptsListChanged": false}}});
+    let response = client()
+        .post(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let next_message = |seen: &mut String| {
+        let messages = parse_sse(seen);
+        (!messages.is_empty()).then(|| messages)
+    };
+    let ack = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let chunk = stream.next().await.unwrap().unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(m) = next_message(&mut seen) {
+                return m[0].clone();
+            }
+        }
+    })
+    .await
+    .expect("the acknowledgment arrives at once");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+
+    // Disabling a bot tool changes the tool list: the stream hears about it.
+    assert!(app.bot.tools.set_enabled("calculator", false));
+    let change = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let chunk = stream.next().await.unwrap().unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            let messages = parse_sse(&seen);
+            if messages.len() >= 2 {
+                return messages[1].clone();
+            }
+        }
+    })
+    .await
+    .expect("a list_changed notification");
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_get_stream_receives_list_changed() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let response = client()
+        .get(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut stream = response.bytes_stream();
+    // The priming event arrives first; then trigger a change.
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("retry:"));
+    app.bot.tools.set_enabled("calculator", false);
+    let got = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut seen = String::new();
+        loop {
+            let chunk = stream.next().await.unwrap().unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("notifications/tools/list_changed") {
+                return seen;
+            }
+        }
+    })
+    .await
+    .expect("notification on the GET stream");
+    assert!(got.contains("id: "), "events carry ids for resumption");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn many_sessions_and_stateless_requests_at_once() {
+    let app = start_bot(&[]).await;
+    let mut tasks = Vec::new();
+    for n in 0..40u64 {
+        let url = app.url();
+        tasks.push(tokio::spawn(async move {
+            let c = client();
+            let body = if n % 2 == 0 {
+                json!({"jsonrpc":"2.0","id":n,"method":"tools/list","params":{"_meta":modern_meta()}})
+            } else {
+                json!({"jsonrpc":"2.0","id":n,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})
+            };
+            let mut req = c
+                .post(format!("{url}/mcp"))
+                .bearer_auth(TOKEN)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body.to_string());
+            if n % 2 == 0 {
+                req = req.header("mcp-protocol-version", MODERN).header("mcp-method", "tools/list");
+            }
+            let reply = into_reply(req.send().await.unwrap()).await;
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.body()["id"], n, "each answer echoes its own id");
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(app.mcp.as_ref().unwrap().live_sessions(), 20);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn disabled_mcp_is_not_mounted_and_misconfigured_answers_500() {
+    let off = start_bot(&[("MCP_SERVER_ENABLED", "false")]).await;
+    let r = modern(&off, 1, "server/discover", json!({})).await;
+    assert_eq!(r.status, 404);
+    assert!(off.mcp.is_none());
+    off.shutdown().await;
+
+    let mut vars = vec![("MCP_SERVER_ENABLED", "true")];
+    vars.push(("MCP_SERVER_SECRET", ""));
+    let misconfigured = start_bot(&vars).await;
+    let r = modern(&misconfigured, 1, "server/discover", json!({})).await;
+    assert_eq!(r.status, 500);
+    assert!(r.raw.contains("Server misconfigured"));
+    misconfigured.shutdown().await;
+}
