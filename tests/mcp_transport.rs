@@ -510,7 +510,7 @@ async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
     let mut seen = String::new();
     let next_message = |seen: &mut String| {
         let messages = parse_sse(seen);
-        (!messages.is_empty()).then(|| messages)
+        (!messages.is_empty()).then_some(messages)
     };
     let ack = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
