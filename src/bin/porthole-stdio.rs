@@ -1,0 +1,320 @@
+//! `porthole-stdio`: a relay for MCP clients that only speak stdio (such as Claude
+//! Desktop) to the running bot's `/mcp` endpoint.
+//!
+//! It reads newline-delimited JSON-RPC from stdin and POSTs each message to
+//! `PORTHOLE_URL` (default `http://127.0.0.1:3000/mcp`) with `PORTHOLE_TOKEN` as the
+//! bearer token, keeping the session id the bot hands out. Replies — plain JSON or SSE
+//! streams — are written to stdout one message per line; once a session exists, the
+//! session's GET notification stream is relayed too. Diagnostics go to stderr only.
+//! When the bot is down or refuses the token, the client gets a JSON-RPC error for
+//! its request (never a silent hang). On stdin EOF the session is ended and the relay
+//! exits.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// What the relay remembers between messages.
+#[derive(Default)]
+struct Session {
+    id: Option<String>,
+    protocol_version: Option<String>,
+    notifications_open: bool,
+}
+
+struct Relay {
+    http: reqwest::Client,
+    url: String,
+    token: Option<String>,
+    session: Mutex<Session>,
+    out: mpsc::UnboundedSender<String>,
+}
+
+fn log(message: &str) {
+    eprintln!("porthole-stdio: {message}");
+}
+
+/// `Mcp-Name` values that are not plain ASCII travel Base64-encoded.
+fn header_safe(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x21..0x7f).contains(&b)) && !value.starts_with("=?base64?");
+    if plain {
+        value.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
+
+impl Relay {
+    fn emit(&self, message: &Value) {
+        let _ = self.out.send(message.to_string());
+    }
+
+    /// Answers the client's request `id` with an error, when it was a request.
+    fn fail(&self, id: Option<&Value>, message: String) {
+        log(&message);
+        if let Some(id) = id {
+            self.emit(
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}}),
+            );
+        }
+    }
+
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .request(method, &self.url)
+            .header("accept", "application/json, text/event-stream");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(id) = &session.id {
+            request = request.header("mcp-session-id", id);
+        }
+        if let Some(version) = &session.protocol_version {
+            request = request.header("mcp-protocol-version", version);
+        }
+        request
+    }
+
+    async fn relay(self: Arc<Self>, line: String) {
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                log(&format!("ignoring a line that is not JSON: {e}"));
+                self.emit(&json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": format!("Parse error: {e}")}}));
+                return;
+            }
+        };
+        let id = message
+            .get("id")
+            .filter(|_| message.get("method").is_some())
+            .cloned();
+        let method = message["method"].as_str().unwrap_or_default().to_string();
+        let mut request = self
+            .request(reqwest::Method::POST)
+            .header("content-type", "application/json");
+        // 2026-era clients put their version in _meta; mirror it (and the method and
+        // name) in the headers the server checks.
+        let params = &message["params"];
+        if let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() {
+            request = request.header("mcp-protocol-version", version);
+        }
+        if !method.is_empty() {
+            request = request.header("mcp-method", &method);
+        }
+        if let Some(name) = params["name"].as_str().or(params["uri"].as_str())
+            && matches!(
+                method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read"
+            )
+        {
+            request = request.header("mcp-name", header_safe(name));
+        }
+        let response = match request.body(line).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                return self.fail(
+                    id.as_ref(),
+                    format!("cannot reach the Porthole bot at {}: {} (is it running with MCP_SERVER_ENABLED=true?)", self.url, e.without_url()),
+                );
+            }
+        };
+        let status = response.status();
+        match status.as_u16() {
+            401 => {
+                return self.fail(id.as_ref(), "the bot rejected the token (HTTP 401): set PORTHOLE_TOKEN to the bot's MCP_SERVER_SECRET".into());
+            }
+            404 if self
+                .session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .id
+                .is_some() =>
+            {
+                *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Session::default();
+                return self.fail(
+                    id.as_ref(),
+                    "the bot no longer knows this session (HTTP 404); reconnect to start a new one"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        if let Some(session) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            self.session.lock().unwrap_or_else(|p| p.into_inner()).id = Some(session.to_string());
+        }
+        if status == reqwest::StatusCode::ACCEPTED {
+            if method == "notifications/initialized" {
+                self.clone().open_notifications();
+            }
+            return;
+        }
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if is_sse {
+            self.relay_sse(response).await;
+            return;
+        }
+        let body = response.text().await.unwrap_or_default();
+        match serde_json::from_str::<Value>(&body) {
+            Ok(reply) => {
+                if method == "initialize"
+                    && let Some(version) = reply["result"]["protocolVersion"].as_str()
+                {
+                    self.session
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .protocol_version = Some(version.to_string());
+                }
+                self.emit(&reply);
+            }
+            Err(_) => self.fail(
+                id.as_ref(),
+                format!(
+                    "the bot answered HTTP {status} with a body that is not JSON-RPC: {}",
+                    body.chars().take(200).collect::<String>()
+                ),
+            ),
+        }
+    }
+
+    /// Writes every `data:` message of an SSE response to stdout.
+    async fn relay_sse(&self, response: reqwest::Response) {
+        let mut stream = response.bytes_stream();
+        let mut buffer = String::new();
+        while let Some(chunk) = stream.next().await {
+            let Ok(chunk) = chunk else { break };
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if !data.trim().is_empty() {
+                    let _ = self.out.send(data);
+                }
+            }
+        }
+    }
+
+    /// Relays the session's GET notification stream, reconnecting while the session lives.
+    fn open_notifications(self: Arc<Self>) {
+        {
+            let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            if session.notifications_open || session.id.is_none() {
+                return;
+            }
+            session.notifications_open = true;
+        }
+        tokio::spawn(async move {
+            loop {
+                let response = self
+                    .request(reqwest::Method::GET)
+                    .header("accept", "text/event-stream")
+                    .send()
+                    .await;
+                match response {
+                    Ok(r) if r.status().is_success() => self.relay_sse(r).await,
+                    Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => break,
+                    Ok(r) if r.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED => break,
+                    _ => {}
+                }
+                if self
+                    .session
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .id
+                    .is_none()
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            self.session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .notifications_open = false;
+        });
+    }
+
+    async fn end_session(&self) {
+        let has_session = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .id
+            .is_some();
+        if has_session {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                self.request(reqwest::Method::DELETE).send(),
+            )
+            .await;
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let url = std::env::var("PORTHOLE_URL").unwrap_or_else(|_| "http://127.0.0.1:3000/mcp".into());
+    let token = std::env::var("PORTHOLE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    if token.is_none() {
+        log(
+            "PORTHOLE_TOKEN is not set; requests go without a token (fine only if the bot runs with MCP_SERVER_AUTH_DISABLED=true)",
+        );
+    }
+    let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.recv().await {
+            if stdout
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+                || stdout.flush().await.is_err()
+            {
+                break;
+            }
+        }
+    });
+    let relay = Arc::new(Relay {
+        http: reqwest::Client::new(),
+        url,
+        token,
+        session: Mutex::new(Session::default()),
+        out,
+    });
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut in_flight = tokio::task::JoinSet::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        // Each message goes on its own task, so a long tool call never blocks others.
+        in_flight.spawn(relay.clone().relay(line));
+    }
+    while in_flight.join_next().await.is_some() {}
+    relay.end_session().await;
+    drop(relay);
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
