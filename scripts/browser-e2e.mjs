@@ -4,6 +4,11 @@
 // Usage: node scripts/browser-e2e.mjs <base-url> <bot-log-file> <out-dir>
 // Normally started by scripts/browser-e2e.sh, which installs playwright-core
 // into scripts/.e2e/ and starts the bot.
+//
+// Environment:
+//   E2E_MCP_SECRET    bearer token of the bot's /mcp (the bot runs with
+//                     MCP_SERVER_ENABLED=true); without it the MCP check fails
+//   E2E_TIMEOUT_SECS  the whole run is failed after this long (default 300)
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -21,6 +26,9 @@ const outDir = resolve(outDirArg);
 mkdirSync(outDir, { recursive: true });
 
 const CHROMIUM = '/usr/bin/chromium';
+const MCP_SECRET = process.env.E2E_MCP_SECRET || '';
+const MCP_PROTOCOL_VERSION = '2026-07-28';
+const TIMEOUT_SECS = Number(process.env.E2E_TIMEOUT_SECS) > 0 ? Number(process.env.E2E_TIMEOUT_SECS) : 300;
 const e2eRequire = createRequire(join(here, '.e2e', 'package.json'));
 let chromium;
 try {
@@ -42,6 +50,73 @@ function fail(name, detail) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A hung browser or bot must not hold CI until its own time limit.
+const watchdog = setTimeout(() => {
+  console.log(`FAIL watchdog — the run took longer than ${TIMEOUT_SECS} s (E2E_TIMEOUT_SECS)`);
+  console.log(`--- bot log (last 40 lines of ${logFile}) ---`);
+  console.log(tail(readLog(), 40));
+  process.exit(1);
+}, TIMEOUT_SECS * 1000);
+watchdog.unref();
+
+/** The JSON-RPC message of a /mcp reply: plain JSON, or the last `data:` of an SSE stream. */
+function parseMcpBody(contentType, text) {
+  if (/^\s*text\/event-stream/i.test(contentType || '')) {
+    const messages = [];
+    for (const event of text.split(/\r?\n\r?\n/)) {
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''))
+        .join('\n');
+      if (data) messages.push(JSON.parse(data));
+    }
+    const response = messages.reverse().find((m) => m && ('result' in m || 'error' in m));
+    if (!response) throw new Error(`no JSON-RPC response in the SSE stream: ${text.slice(0, 300)}`);
+    return response;
+  }
+  return JSON.parse(text);
+}
+
+/** One stateless (protocol 2026-07-28) tools/call on the bot's /mcp. */
+async function mcpToolCall(name, args) {
+  const body = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name,
+      arguments: args,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': MCP_PROTOCOL_VERSION,
+        'io.modelcontextprotocol/clientCapabilities': {},
+      },
+    },
+  };
+  const res = await fetch(`${baseUrl}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${MCP_SECRET}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': MCP_PROTOCOL_VERSION,
+      'Mcp-Method': 'tools/call',
+      'Mcp-Name': name,
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`POST /mcp tools/call ${name}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  const message = parseMcpBody(res.headers.get('content-type'), text);
+  if (message.error) throw new Error(`tools/call ${name}: JSON-RPC error ${JSON.stringify(message.error).slice(0, 300)}`);
+  if (!message.result) throw new Error(`tools/call ${name}: no result: ${text.slice(0, 300)}`);
+  if (message.result.isError) {
+    throw new Error(`tools/call ${name} reported an error: ${JSON.stringify(message.result.content).slice(0, 300)}`);
+  }
+  return message.result;
+}
 
 function readLog() {
   try {
@@ -162,6 +237,30 @@ try {
       await sleep(200);
     }
     throw new Error(`"${probe}" did not appear in ${logFile} within 10 s`);
+  });
+
+  await step('the same console line reaches the MCP web_log tool', async () => {
+    if (!MCP_SECRET) throw new Error('E2E_MCP_SECRET is not set (run scripts/browser-e2e.sh)');
+    const deadline = Date.now() + 10000;
+    let last = null;
+    for (;;) {
+      const result = await mcpToolCall('web_log', { grep: probe });
+      last = result;
+      const lines = result.structuredContent && result.structuredContent.lines;
+      if (Array.isArray(lines) && lines.length > 0) {
+        const line = lines[0];
+        if (typeof line.message !== 'string' || !line.message.includes(probe)) {
+          throw new Error(`web_log lines[0].message is ${JSON.stringify(line.message)}, expected it to contain ${probe}`);
+        }
+        if (line.source !== 'web') throw new Error(`web_log lines[0].source is ${JSON.stringify(line.source)}, expected "web"`);
+        return `[${line.level}] ${line.message.slice(0, 120)} (source ${line.source})`;
+      }
+      if (Date.now() > deadline) break;
+      await sleep(250);
+    }
+    throw new Error(
+      `web_log found no line containing "${probe}" within 10 s; last result: ${JSON.stringify(last && last.structuredContent).slice(0, 300)}`
+    );
   });
 
   await step('screenshot 1280x800', async () => {

@@ -3,45 +3,71 @@
 #
 # Usage: scripts/browser-e2e.sh [out-dir]
 #   PORTHOLE_BIN  bot binary to start (default: target/debug/porthole)
-#   out-dir       where screenshots and the bot log go (default: target/e2e)
+#   out-dir       where screenshots and the bot log go (default: target/e2e,
+#                 or $E2E_OUT_DIR)
+#   E2E_TIMEOUT_SECS  limit for the browser part (default: 300)
 #
 # Installs Debian's chromium (if /usr/bin/chromium is missing) and a pinned
 # playwright-core into scripts/.e2e/, starts the bot on a free port with a
-# throwaway database, then runs scripts/browser-e2e.mjs against it.
+# throwaway database, a clean environment and its MCP server enabled (random
+# secret), then runs scripts/browser-e2e.mjs against it.
 set -euo pipefail
 
 PLAYWRIGHT_CORE_VERSION="1.65.1"
+NODE_MAJOR_MIN=20
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
 OUT_DIR="${1:-${E2E_OUT_DIR:-target/e2e}}"
 BIN="${PORTHOLE_BIN:-target/debug/porthole}"
+E2E_TIMEOUT_SECS="${E2E_TIMEOUT_SECS:-300}"
 
 log() { printf '[browser-e2e] %s\n' "$*"; }
 die() { printf '[browser-e2e] FAIL: %s\n' "$*" >&2; exit 1; }
 
+# --- system packages (Debian) ----------------------------------------------
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
-  SUDO="sudo"
+  command -v sudo >/dev/null 2>&1 || die "not root and sudo is missing: cannot apt-get install what is needed"
+  SUDO="sudo -n"
 fi
+APT_UPDATED=""
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install $* by hand (this script expects Debian)"
+  if [ -z "$APT_UPDATED" ]; then
+    log "apt-get update"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    APT_UPDATED=1
+  fi
+  log "apt-get install -y $*"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
+}
 
-# --- Chromium -------------------------------------------------------------
+have_fonts() {
+  [ -d /usr/share/fonts ] && [ -n "$(find /usr/share/fonts -type f \( -name '*.ttf' -o -name '*.otf' \) 2>/dev/null | head -n1)" ]
+}
+
 if [ ! -x /usr/bin/chromium ]; then
-  log "installing chromium (Debian package)"
-  $SUDO apt-get update
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+  # fonts-liberation is only a Recommends of chromium (skipped on images that turn
+  # off recommends); without any font the screenshots show empty boxes.
+  apt_install chromium fonts-liberation fonts-dejavu-core
+elif ! have_fonts; then
+  apt_install fonts-liberation fonts-dejavu-core
 fi
 [ -x /usr/bin/chromium ] || die "/usr/bin/chromium is still missing after install"
 
-# --- playwright-core (pinned) --------------------------------------------
-command -v node >/dev/null 2>&1 || die "node is required"
+# --- playwright-core (pinned) ----------------------------------------------
+command -v node >/dev/null 2>&1 || die "node (>= $NODE_MAJOR_MIN) is required"
 command -v npm >/dev/null 2>&1 || die "npm is required"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" -ge "$NODE_MAJOR_MIN" ] ||
+  die "node $(node --version) is too old: playwright-core $PLAYWRIGHT_CORE_VERSION needs node >= $NODE_MAJOR_MIN"
 
 E2E_DIR="scripts/.e2e"
 mkdir -p "$E2E_DIR"
 if [ ! -f "$E2E_DIR/package.json" ] || ! grep -q "\"playwright-core\": \"$PLAYWRIGHT_CORE_VERSION\"" "$E2E_DIR/package.json"; then
-  cat >"$E2E_DIR/package.json" <<EOF
+  cat >"$E2E_DIR/package.json" <<JSON
 {
   "name": "porthole-browser-e2e",
   "private": true,
@@ -50,23 +76,40 @@ if [ ! -f "$E2E_DIR/package.json" ] || ! grep -q "\"playwright-core\": \"$PLAYWR
     "playwright-core": "$PLAYWRIGHT_CORE_VERSION"
   }
 }
-EOF
+JSON
 fi
 installed_version=""
 if [ -f "$E2E_DIR/node_modules/playwright-core/package.json" ]; then
-  installed_version="$(node -p "require('./$E2E_DIR/node_modules/playwright-core/package.json').version" 2>/dev/null || true)"
+  installed_version="$(cd "$E2E_DIR" && node -p "require('./node_modules/playwright-core/package.json').version" 2>/dev/null || true)"
 fi
 if [ "$installed_version" != "$PLAYWRIGHT_CORE_VERSION" ]; then
-  log "installing playwright-core@$PLAYWRIGHT_CORE_VERSION into $E2E_DIR"
-  (cd "$E2E_DIR" && npm install --no-audit --no-fund)
+  # playwright-core downloads no browser on install; it drives /usr/bin/chromium.
+  export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+  if [ -f "$E2E_DIR/package-lock.json" ] &&
+     grep -q "\"node_modules/playwright-core\"" "$E2E_DIR/package-lock.json" &&
+     grep -A1 "\"node_modules/playwright-core\"" "$E2E_DIR/package-lock.json" | grep -q "\"version\": \"$PLAYWRIGHT_CORE_VERSION\""; then
+    log "installing playwright-core@$PLAYWRIGHT_CORE_VERSION into $E2E_DIR (npm ci)"
+    (cd "$E2E_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    log "installing playwright-core@$PLAYWRIGHT_CORE_VERSION into $E2E_DIR (npm install)"
+    (cd "$E2E_DIR" && npm install --no-audit --no-fund --loglevel=error)
+  fi
+  installed_version="$(cd "$E2E_DIR" && node -p "require('./node_modules/playwright-core/package.json').version" 2>/dev/null || true)"
+  [ "$installed_version" = "$PLAYWRIGHT_CORE_VERSION" ] ||
+    die "playwright-core $PLAYWRIGHT_CORE_VERSION did not install into $E2E_DIR (found '${installed_version:-nothing}')"
 fi
 
 # --- bot --------------------------------------------------------------------
-[ -x "$BIN" ] || die "bot binary '$BIN' not found or not executable (build it first, or set PORTHOLE_BIN)"
+[ -x "$BIN" ] || die "bot binary '$BIN' not found or not executable (build it first: cargo build --bin porthole, or set PORTHOLE_BIN)"
 BIN_ABS="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+if [ -z "${PORTHOLE_BIN:-}" ] && [ -d src ] && [ -n "$(find src -newer "$BIN_ABS" -type f 2>/dev/null | head -n1)" ]; then
+  log "warning: $BIN is older than files under src/; the test runs the old build"
+fi
 
 mkdir -p "$OUT_DIR"
 OUT_DIR_ABS="$(cd "$OUT_DIR" && pwd)"
+# Leftovers of an earlier run would pass for this run's output.
+rm -f "$OUT_DIR_ABS"/chat-*.png "$OUT_DIR_ABS"/failure.png
 TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/porthole-e2e.XXXXXX")"
 BOT_LOG="$OUT_DIR_ABS/bot.log"
 : >"$BOT_LOG"
@@ -90,19 +133,31 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# A fresh secret for the bot's MCP server; it reaches the test through the
+# environment only (never argv, never the log).
+MCP_SECRET="$(node -e 'process.stdout.write(require("crypto").randomBytes(32).toString("hex"))')"
+[ "${#MCP_SECRET}" -eq 64 ] || die "could not generate an MCP secret"
+
 log "starting $BIN (log: $BOT_LOG)"
-# Run from the temp dir so no project .env is picked up, and without LLM keys
-# so the bot uses its offline provider.
+# A clean environment (no LLM_*, MCP_*, LOG_FILE, … from the caller or CI), run
+# from the temp dir so no project .env or mcp.json is picked up: the bot uses
+# its offline provider and a throwaway database.
 (
   cd "$TMP_DIR"
-  exec env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY \
+  exec env -i \
+    PATH="$PATH" \
+    HOME="$TMP_DIR" \
+    LANG=C.UTF-8 \
     PORT=0 \
     HOST=127.0.0.1 \
     DATABASE_PATH="$TMP_DIR/e2e.db" \
     WEB_CONSOLE_FORWARDING=false \
+    MCP_SERVER_ENABLED=true \
+    MCP_SERVER_SECRET="$MCP_SECRET" \
     RUST_LOG=info \
+    NO_COLOR=1 \
     "$BIN_ABS"
-) >"$BOT_LOG" 2>&1 &
+) >"$BOT_LOG" 2>&1 </dev/null &
 BOT_PID=$!
 
 strip_ansi() { sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
@@ -130,4 +185,10 @@ if [ -z "$URL" ]; then
 fi
 log "bot is listening on $URL"
 
-node scripts/browser-e2e.mjs "$URL" "$BOT_LOG" "$OUT_DIR_ABS"
+status=0
+E2E_MCP_SECRET="$MCP_SECRET" E2E_TIMEOUT_SECS="$E2E_TIMEOUT_SECS" \
+  node scripts/browser-e2e.mjs "$URL" "$BOT_LOG" "$OUT_DIR_ABS" || status=$?
+if [ "$status" -ne 0 ]; then
+  log "FAILED (exit $status); screenshots and bot.log in $OUT_DIR_ABS"
+fi
+exit "$status"

@@ -1,0 +1,152 @@
+//! Fake LLM providers for tests: real HTTP servers on 127.0.0.1:0 that speak the
+//! OpenAI chat-completions and Anthropic Messages streaming wire formats, answering
+//! from a script and recording every request they receive.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Turn {
+    /// Streamed text, split into these chunks.
+    Text(Vec<&'static str>),
+    /// A tool call: name and JSON arguments (streamed in two pieces).
+    ToolCall(&'static str, Value),
+    /// An HTTP error status with a provider-style error body.
+    Status(u16, &'static str),
+    /// Never answers (for timeouts).
+    Hang,
+}
+
+#[derive(Clone, Default)]
+pub struct Recorded {
+    pub requests: Arc<Mutex<Vec<Value>>>,
+    pub auth: Arc<Mutex<Vec<String>>>,
+}
+
+#[derive(Clone)]
+struct FakeState {
+    script: Arc<Mutex<VecDeque<Turn>>>,
+    recorded: Recorded,
+}
+
+pub struct FakeLlm {
+    pub addr: SocketAddr,
+    pub recorded: Recorded,
+}
+
+impl FakeLlm {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.recorded.requests.lock().unwrap().clone()
+    }
+}
+
+fn sse(events: Vec<String>) -> Response {
+    let body = events.join("");
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Option<Turn> {
+    state.recorded.requests.lock().unwrap().push(body);
+    let auth = headers
+        .get("authorization")
+        .or_else(|| headers.get("x-api-key"))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    state.recorded.auth.lock().unwrap().push(auth);
+    let turn = state.script.lock().unwrap().pop_front();
+    if let Some(Turn::Hang) = turn {
+        std::future::pending::<()>().await;
+    }
+    turn
+}
+
+async fn openai(State(state): State<FakeState>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let turn = next_turn(&state, &headers, body.0)
+        .await
+        .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
+    let chunk = |delta: Value| format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}));
+    match turn {
+        Turn::Text(parts) => {
+            let mut events: Vec<String> = parts.iter().map(|p| chunk(json!({"content": p}))).collect();
+            events.push("data: [DONE]\n\n".into());
+            sse(events)
+        }
+        Turn::ToolCall(name, args) => {
+            let text = args.to_string();
+            let (a, b) = text.split_at(text.len() / 2);
+            sse(vec![
+                chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": a}}]})),
+                chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]})),
+                "data: [DONE]\n\n".into(),
+            ])
+        }
+        Turn::Status(code, message) => (
+            StatusCode::from_u16(code).unwrap(),
+            axum::Json(json!({"error": {"message": message}})),
+        )
+            .into_response(),
+        Turn::Hang => unreachable!(),
+    }
+}
+
+async fn anthropic(State(state): State<FakeState>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let turn = next_turn(&state, &headers, body.0)
+        .await
+        .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
+    let event = |v: Value| format!("event: {}\ndata: {}\n\n", v["type"].as_str().unwrap(), v);
+    match turn {
+        Turn::Text(parts) => {
+            let mut events = vec![event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))];
+            events.extend(parts.iter().map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}))));
+            events.push(event(json!({"type": "message_stop"})));
+            sse(events)
+        }
+        Turn::ToolCall(name, args) => sse(vec![
+            event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}})),
+            event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}})),
+            event(json!({"type": "message_stop"})),
+        ]),
+        Turn::Status(code, message) => (
+            StatusCode::from_u16(code).unwrap(),
+            axum::Json(json!({"type": "error", "error": {"message": message}})),
+        )
+            .into_response(),
+        Turn::Hang => unreachable!(),
+    }
+}
+
+/// Starts a fake provider serving both wire formats (`/v1/chat/completions` and
+/// `/v1/messages`) with the given script.
+pub async fn start(script: Vec<Turn>) -> FakeLlm {
+    let recorded = Recorded::default();
+    let state = FakeState {
+        script: Arc::new(Mutex::new(script.into())),
+        recorded: recorded.clone(),
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .route("/v1/messages", post(anthropic))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    FakeLlm { addr, recorded }
+}
