@@ -31,17 +31,36 @@ async fn openai_tool_call_round_trip_is_persisted() {
     let reply = app
         .bot
         .supervisor
-        .send(None, "what is 6 times 7?", &ExecContext::new(&["user"]), Some(tx))
+        .send(
+            None,
+            "what is 6 times 7?",
+            &ExecContext::new(&["user"]),
+            Some(tx),
+        )
         .await
         .unwrap();
     assert_eq!(reply.response, "The answer is 42.");
     assert!(reply.error.is_none());
 
-    let history = app.bot.store.conversation_history(&reply.conversation_id).await.unwrap();
+    let history = app
+        .bot
+        .store
+        .conversation_history(&reply.conversation_id)
+        .await
+        .unwrap();
     let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
-    assert_eq!(history[1].tool_calls.as_ref().unwrap()[0].name, "calculator");
-    assert_eq!(history[1].tool_calls.as_ref().unwrap()[0].arguments, json!({"expression": "6*7"}));
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(
+        history[1].tool_calls.as_ref().unwrap()[0].name,
+        "calculator"
+    );
+    assert_eq!(
+        history[1].tool_calls.as_ref().unwrap()[0].arguments,
+        json!({"expression": "6*7"})
+    );
     assert!(history[2].content.contains("42"), "{}", history[2].content);
     assert_eq!(history[2].tool_call_id.as_deref(), Some("call_1"));
 
@@ -49,15 +68,33 @@ async fn openai_tool_call_round_trip_is_persisted() {
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0]["model"], "fake-model");
-    assert!(requests[0]["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "calculator"));
     assert!(
-        !requests[0]["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "get_bot_status"),
+        requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "calculator")
+    );
+    assert!(
+        !requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "get_bot_status"),
         "internal tools are never offered to the model"
     );
-    let last = requests[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], "call_1");
-    assert_eq!(llm.recorded.auth.lock().unwrap()[0], "Bearer sk-test-key-0123456789abcdef");
+    assert_eq!(
+        llm.recorded.auth.lock().unwrap()[0],
+        "Bearer sk-test-key-0123456789abcdef"
+    );
 
     // Tokens were streamed as events.
     let mut tokens = String::new();
@@ -97,7 +134,10 @@ async fn anthropic_provider_speaks_the_messages_api() {
     assert_eq!(last["role"], "user");
     assert_eq!(last["content"][0]["type"], "tool_result");
     assert_eq!(last["content"][0]["tool_use_id"], "toolu_1");
-    assert_eq!(llm.recorded.auth.lock().unwrap()[0], "anthropic-test-key-xyz");
+    assert_eq!(
+        llm.recorded.auth.lock().unwrap()[0],
+        "anthropic-test-key-xyz"
+    );
     app.shutdown().await;
 }
 
@@ -112,22 +152,62 @@ async fn provider_errors_become_stored_assistant_messages() {
     let base = format!("{}/v1", llm.url());
     let app = start_bot(&[("LLM_PROVIDER", "openai"), ("LLM_BASE_URL", &base)]).await;
     let ctx = ExecContext::new(&["user"]);
-    let first = app.bot.supervisor.send(None, "hi", &ctx, None).await.unwrap();
+    let first = app
+        .bot
+        .supervisor
+        .send(None, "hi", &ctx, None)
+        .await
+        .unwrap();
     assert!(first.response.contains("LLM_API_KEY"), "{}", first.response);
     assert!(first.error.is_some());
     let id = first.conversation_id.clone();
-    let second = app.bot.supervisor.send(Some(&id), "again", &ctx, None).await.unwrap();
-    assert!(second.response.contains("rate limiting"), "{}", second.response);
-    let third = app.bot.supervisor.send(Some(&id), "and again", &ctx, None).await.unwrap();
-    assert!(third.response.contains("upstream exploded"), "{}", third.response);
+    let second = app
+        .bot
+        .supervisor
+        .send(Some(&id), "again", &ctx, None)
+        .await
+        .unwrap();
+    assert!(
+        second.response.contains("rate limiting"),
+        "{}",
+        second.response
+    );
+    let third = app
+        .bot
+        .supervisor
+        .send(Some(&id), "and again", &ctx, None)
+        .await
+        .unwrap();
+    assert!(
+        third.response.contains("upstream exploded"),
+        "{}",
+        third.response
+    );
     let history = app.bot.store.conversation_history(&id).await.unwrap();
-    assert_eq!(history.len(), 6, "each user message and each error reply is stored");
+    assert_eq!(
+        history.len(),
+        6,
+        "each user message and each error reply is stored"
+    );
 
     // A provider that is not there at all.
     app.shutdown().await;
-    let app = start_bot(&[("LLM_PROVIDER", "openai"), ("LLM_BASE_URL", "http://127.0.0.1:9/v1")]).await;
-    let reply = app.bot.supervisor.send(None, "hi", &ctx, None).await.unwrap();
-    assert!(reply.response.contains("cannot reach"), "{}", reply.response);
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+    ])
+    .await;
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, "hi", &ctx, None)
+        .await
+        .unwrap();
+    assert!(
+        reply.response.contains("cannot reach"),
+        "{}",
+        reply.response
+    );
     app.shutdown().await;
 }
 
@@ -138,22 +218,47 @@ async fn offline_provider_runs_slash_commands_through_real_tools() {
     let reply = app
         .bot
         .supervisor
-        .send(None, r#"/run calculator {"expression": "2^10"}"#, &ctx, None)
+        .send(
+            None,
+            r#"/run calculator {"expression": "2^10"}"#,
+            &ctx,
+            None,
+        )
         .await
         .unwrap();
     assert!(reply.response.contains("1024"), "{}", reply.response);
-    let reply = app.bot.supervisor.send(None, "/run get_bot_status {}", &ctx, None).await.unwrap();
-    assert!(reply.response.contains("internal"), "internal tools refuse users: {}", reply.response);
-    let reply = app.bot.supervisor.send(None, "hello there", &ctx, None).await.unwrap();
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, "/run get_bot_status {}", &ctx, None)
+        .await
+        .unwrap();
+    assert!(
+        reply.response.contains("internal"),
+        "internal tools refuse users: {}",
+        reply.response
+    );
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, "hello there", &ctx, None)
+        .await
+        .unwrap();
     assert!(reply.response.contains("no language model is configured"));
-    assert_eq!(app.bot.tools.get("calculator").unwrap().stats.invocations, 1);
+    assert_eq!(
+        app.bot.tools.get("calculator").unwrap().stats.invocations,
+        1
+    );
     app.shutdown().await;
 }
 
 #[tokio::test]
 async fn delegation_runs_a_worker_agent() {
     let llm = fake_llm::start(vec![
-        Turn::ToolCall("delegate", json!({"task": "compute 2+2", "worker_name": "math"})),
+        Turn::ToolCall(
+            "delegate",
+            json!({"task": "compute 2+2", "worker_name": "math"}),
+        ),
         // The worker's own turn:
         Turn::Text(vec!["4"]),
         // Back in the supervisor:
@@ -169,12 +274,24 @@ async fn delegation_runs_a_worker_agent() {
         .await
         .unwrap();
     assert_eq!(reply.response, "The worker says 4.");
-    let history = app.bot.store.conversation_history(&reply.conversation_id).await.unwrap();
-    assert!(history[2].content.contains("\"answer\": \"4\""), "{}", history[2].content);
+    let history = app
+        .bot
+        .store
+        .conversation_history(&reply.conversation_id)
+        .await
+        .unwrap();
+    assert!(
+        history[2].content.contains("\"answer\": \"4\""),
+        "{}",
+        history[2].content
+    );
     // The worker's request had the task as its user message.
     let worker_request = &llm.requests()[1];
     assert_eq!(worker_request["messages"][1]["content"], "compute 2+2");
-    assert!(app.bot.agents.list().iter().all(|a| a.role != "worker"), "workers leave the registry");
+    assert!(
+        app.bot.agents.list().iter().all(|a| a.role != "worker"),
+        "workers leave the registry"
+    );
     app.shutdown().await;
 }
 
@@ -183,11 +300,21 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
     let app = start_bot(&[("SCHEDULER_ENABLED", "true")]).await;
     // A daily schedule whose time is two seconds from now.
     let at = chrono::Utc::now() + chrono::Duration::seconds(2);
-    let schedule = format!("{} {} {} * * *", at.format("%S"), at.format("%M"), at.format("%H"));
+    let schedule = format!(
+        "{} {} {} * * *",
+        at.format("%S"),
+        at.format("%M"),
+        at.format("%H")
+    );
     let task = app
         .bot
         .tasks
-        .create("tick", "calls current_time", &schedule, json!({"tool": "current_time"}))
+        .create(
+            "tick",
+            "calls current_time",
+            &schedule,
+            json!({"tool": "current_time"}),
+        )
         .await
         .unwrap();
     assert!(task.next_run.is_some());
@@ -197,13 +324,27 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
     let tasks = app.bot.tasks.list().await.unwrap();
     assert_eq!(tasks[0].status, "ok");
     assert!(tasks[0].last_run.is_some());
-    assert!(tasks[0].next_run.as_deref() > tasks[0].last_run.as_deref(), "next run moved on");
+    assert!(
+        tasks[0].next_run.as_deref() > tasks[0].last_run.as_deref(),
+        "next run moved on"
+    );
 
     let run = app.bot.tasks.run_now(task.id).await.unwrap();
     assert_eq!(run.status, "ok");
-    assert_eq!(app.bot.tools.get("current_time").unwrap().stats.invocations, 2);
+    assert_eq!(
+        app.bot.tools.get("current_time").unwrap().stats.invocations,
+        2
+    );
     assert!(app.bot.tasks.run_now(999).await.is_err());
-    let bad = app.bot.tasks.create("bad", "", "every tuesday", json!({"tool": "x"})).await;
-    assert!(bad.unwrap_err().to_string().contains("invalid cron schedule"));
+    let bad = app
+        .bot
+        .tasks
+        .create("bad", "", "every tuesday", json!({"tool": "x"}))
+        .await;
+    assert!(
+        bad.unwrap_err()
+            .to_string()
+            .contains("invalid cron schedule")
+    );
     app.shutdown().await;
 }

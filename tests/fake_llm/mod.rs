@@ -76,14 +76,24 @@ async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Optio
     turn
 }
 
-async fn openai(State(state): State<FakeState>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+async fn openai(
+    State(state): State<FakeState>,
+    headers: HeaderMap,
+    body: axum::Json<Value>,
+) -> Response {
     let turn = next_turn(&state, &headers, body.0)
         .await
         .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
-    let chunk = |delta: Value| format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}));
+    let chunk = |delta: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta}]})
+        )
+    };
     match turn {
         Turn::Text(parts) => {
-            let mut events: Vec<String> = parts.iter().map(|p| chunk(json!({"content": p}))).collect();
+            let mut events: Vec<String> =
+                parts.iter().map(|p| chunk(json!({"content": p}))).collect();
             events.push("data: [DONE]\n\n".into());
             sse(events)
         }
@@ -91,7 +101,9 @@ async fn openai(State(state): State<FakeState>, headers: HeaderMap, body: axum::
             let text = args.to_string();
             let (a, b) = text.split_at(text.len() / 2);
             sse(vec![
-                chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": a}}]})),
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": a}}]}),
+                ),
                 chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]})),
                 "data: [DONE]\n\n".into(),
             ])
@@ -105,21 +117,31 @@ async fn openai(State(state): State<FakeState>, headers: HeaderMap, body: axum::
     }
 }
 
-async fn anthropic(State(state): State<FakeState>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+async fn anthropic(
+    State(state): State<FakeState>,
+    headers: HeaderMap,
+    body: axum::Json<Value>,
+) -> Response {
     let turn = next_turn(&state, &headers, body.0)
         .await
         .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
     let event = |v: Value| format!("event: {}\ndata: {}\n\n", v["type"].as_str().unwrap(), v);
     match turn {
         Turn::Text(parts) => {
-            let mut events = vec![event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))];
+            let mut events = vec![event(
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            )];
             events.extend(parts.iter().map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}))));
             events.push(event(json!({"type": "message_stop"})));
             sse(events)
         }
         Turn::ToolCall(name, args) => sse(vec![
-            event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}})),
-            event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}})),
+            event(
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
+            ),
+            event(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+            ),
             event(json!({"type": "message_stop"})),
         ]),
         Turn::Status(code, message) => (

@@ -1003,6 +1003,7 @@
     // If text was already streamed, keep it as its own bubble and continue
     // the reply in a fresh bubble below the tool call.
     var hadText = req.text && req.text.trim();
+    var stick = req.viewToken === state.viewToken && isNearBottom();
     if (hadText) {
       renderContent(req.content, req.text);
       req.bubble.dataset.state = 'segment';
@@ -1015,7 +1016,7 @@
       startBubble(req);
     } else {
       if (req.bubble.parentNode) req.bubble.parentNode.insertBefore(tool, req.bubble);
-      if (req.viewToken === state.viewToken && isNearBottom()) scrollToBottom();
+      if (stick) scrollToBottom();
     }
   }
 
@@ -1039,6 +1040,9 @@
 
   function finishRequest(req, response) {
     state.pending.delete(req.id);
+    // Measure before the final text replaces the bubble: a reply that arrives in one
+    // piece (no streaming) can grow the view by far more than the "near" margin.
+    var stick = req.viewToken === state.viewToken && isNearBottom();
     var finalText = typeof response === 'string' ? response : '';
     if (req.priorText && finalText.indexOf(req.priorText) === 0) {
       finalText = finalText.slice(req.priorText.length).replace(/^\s+/, '');
@@ -1063,7 +1067,7 @@
     });
     req.bubble.dataset.state = 'done';
     if (req.viewToken === state.viewToken) {
-      if (isNearBottom()) scrollToBottom();
+      if (stick) scrollToBottom();
     } else if (req.conversationId && sameId(req.conversationId, state.currentId) && !isBusy()) {
       // The user navigated away and back: reload to show the stored reply.
       openConversation(state.currentId);
@@ -1074,11 +1078,13 @@
 
   function failRequest(req, message) {
     state.pending.delete(req.id);
+    var stick = req.viewToken === state.viewToken && isNearBottom();
     if (req.bubble.dataset.state === 'pending') req.content.textContent = '';
     else renderContent(req.content, req.text);
     var err = el('div', 'error-text', message || 'Something went wrong.');
     req.content.appendChild(err);
     req.bubble.dataset.state = 'error';
+    if (stick) scrollToBottom();
     updateSendButton();
     if (req.conversationId) refreshConversations();
   }
