@@ -1261,9 +1261,11 @@
       var llm = state.info.llm || {};
       var provider = llm.provider || 'unknown';
       els.provider.textContent = provider;
-      els.model.textContent = llm.model ? llm.model : '';
+      // The offline provider has no model (the server reports "none").
+      var model = llm.model && provider !== 'offline' ? String(llm.model) : '';
+      els.model.textContent = model;
       els.modelBadge.dataset.provider = provider;
-      els.modelBadge.title = 'LLM provider: ' + provider + (llm.model ? ' \u00b7 model: ' + llm.model : '');
+      els.modelBadge.title = 'LLM provider: ' + provider + (model ? ' \u00b7 model: ' + model : '');
       if (state.info.version) els.version.textContent = 'v' + state.info.version;
       window.PortholeConsole.setEnabled(state.info.web_console_forwarding === true);
     } catch (err) {

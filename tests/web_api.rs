@@ -1,0 +1,198 @@
+//! The web surface over real HTTP and WebSocket: `/`, `/api/*`, `/ws`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client, start_bot};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+async fn get(url: String) -> (u16, Value) {
+    let r = client().get(url).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn post(url: String, body: &str) -> (u16, Value) {
+    let r = client()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn page_and_every_api_route() {
+    let app = start_bot(&[]).await;
+    let base = app.url();
+    let page = client().get(&base).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(page.text().await.unwrap().contains("app.js"));
+    for asset in ["/app.js", "/style.css"] {
+        assert_eq!(client().get(format!("{base}{asset}")).send().await.unwrap().status(), 200);
+    }
+
+    let (s, info) = get(format!("{base}/api/info")).await;
+    assert_eq!((s, info["llm"]["provider"].as_str()), (200, Some("offline")));
+
+    let (s, created) = post(format!("{base}/api/conversations"), r#"{"title":"from the api"}"#).await;
+    assert_eq!(s, 201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let (s, sent) = post(format!("{base}/api/messages"), &json!({"content": "/help", "conversation_id": id}).to_string()).await;
+    assert_eq!(s, 200);
+    assert!(sent["response"].as_str().unwrap().contains("/run"));
+    let (_, list) = get(format!("{base}/api/conversations?limit=10")).await;
+    assert_eq!(list["conversations"][0]["id"], id.as_str());
+    assert_eq!(list["conversations"][0]["message_count"], 2);
+    let (s, page) = get(format!("{base}/api/conversations/{id}/messages?limit=1")).await;
+    assert_eq!(s, 200);
+    assert_eq!(page["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(page["has_more"], true);
+    let before = page["messages"][0]["id"].as_i64().unwrap();
+    let (_, older) = get(format!("{base}/api/conversations/{id}/messages?before={before}")).await;
+    assert_eq!(older["messages"][0]["role"], "user");
+
+    let (_, tools) = get(format!("{base}/api/tools")).await;
+    assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "calculator"));
+    let (_, agents) = get(format!("{base}/api/agents")).await;
+    assert_eq!(agents["supervisor"]["status"], "idle");
+    let (_, skills) = get(format!("{base}/api/skills")).await;
+    assert!(skills["skills"].is_array());
+    let (s, task) = post(
+        format!("{base}/api/tasks"),
+        r#"{"name":"clock","schedule":"*/5 * * * *","action":{"tool":"current_time"}}"#,
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (_, tasks) = get(format!("{base}/api/tasks")).await;
+    assert_eq!(tasks["tasks"][0]["name"], "clock");
+    let (s, run) = post(format!("{base}/api/tasks/{}/run", task["id"]), "").await;
+    assert_eq!((s, run["status"].as_str()), (200, Some("ok")));
+
+    // CORS applies to /api only.
+    let preflight = client()
+        .request(reqwest::Method::OPTIONS, format!("{base}/api/info"))
+        .header("origin", "http://example.com")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.headers().get("access-control-allow-origin").is_some());
+    let mcp = client().post(format!("{base}/mcp")).header("origin", "http://example.com").send().await.unwrap();
+    assert!(mcp.headers().get("access-control-allow-origin").is_none(), "/mcp has no CORS");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn api_bad_input_gets_json_errors() {
+    let app = start_bot(&[]).await;
+    let base = app.url();
+    let (s, e) = post(format!("{base}/api/messages"), "{not json").await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("invalid JSON"), "{e}");
+    let (s, e) = post(format!("{base}/api/messages"), r#"{"content": 5}"#).await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("content"), "{e}");
+    let (s, e) = post(format!("{base}/api/messages"), r#"{"content": "  "}"#).await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("empty"));
+    let (s, _) = post(format!("{base}/api/messages"), r#"{"content": "hi", "conversation_id": "nope"}"#).await;
+    assert_eq!(s, 404);
+    let (s, _) = get(format!("{base}/api/conversations/nope/messages")).await;
+    assert_eq!(s, 404);
+    let (s, e) = get(format!("{base}/api/conversations?limit=lots")).await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("query"));
+    let (s, e) = post(format!("{base}/api/tasks"), r#"{"name":"x","schedule":"whenever","action":{"tool":"t"}}"#).await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("cron"));
+    let (s, _) = post(format!("{base}/api/tasks/abc/run"), "").await;
+    assert_eq!(s, 400);
+    let (s, _) = post(format!("{base}/api/tasks/999/run"), "").await;
+    assert_eq!(s, 404);
+    let (s, e) = get(format!("{base}/api/nothing-here")).await;
+    assert_eq!(s, 404);
+    assert!(e["error"].is_string());
+    let huge = format!(r#"{{"content": "{}"}}"#, "a".repeat(2 * 1024 * 1024));
+    let (s, _) = post(format!("{base}/api/messages"), &huge).await;
+    assert_eq!(s, 413);
+    let r = client()
+        .post(format!("{base}/api/messages"))
+        .header("content-type", "text/plain")
+        .body("hi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    // Nothing was half-written by the rejected requests.
+    let (_, list) = get(format!("{base}/api/conversations")).await;
+    assert!(list["conversations"].as_array().unwrap().is_empty());
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
+    let app = start_bot(&[]).await;
+    let url = format!("ws://{}/ws", app.addr);
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut next = async || -> Value {
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+            if let Message::Text(text) = frame {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    };
+    assert_eq!(next().await["type"], "hello");
+    assert_eq!(app.bot.web.connected_clients(), 1);
+    drop(next);
+
+    let send = |v: &str| Message::Text(v.to_string().into());
+    ws.send(send("this is not json")).await.unwrap();
+    ws.send(send(r#"{"type":"web_log","level":"shout","message":"x"}"#)).await.unwrap();
+    ws.send(send(r#"{"type":"web_log","level":"warn","message":"probe-ws-123","timestamp":"2026-01-01T00:00:00Z"}"#)).await.unwrap();
+    ws.send(send(r#"{"type":"chat","content":"/run calculator {\"expression\":\"4*4\"}","conversation_id":null,"request_id":"r1"}"#)).await.unwrap();
+    let mut frames = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+        if let Message::Text(text) = frame {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let done = v["type"] == "done";
+            frames.push(v);
+            if done {
+                break;
+            }
+        }
+    }
+    let kinds: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "error").count(), 2, "two malformed frames: {kinds:?}");
+    for kind in ["conversation", "tool_call", "tool_result", "token", "done"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let done = frames.last().unwrap();
+    assert_eq!(done["request_id"], "r1");
+    assert!(done["response"].as_str().unwrap().contains("16"));
+
+    // The console line reached the sink: with MCP on, the web_log buffer.
+    let r = common::call_tool(&app, "web_log", json!({"grep": "probe-ws-123"})).await;
+    let line = &r["structuredContent"]["lines"][0];
+    assert_eq!(line["level"], "warn");
+    assert_eq!(line["fields"]["browser_timestamp"], "2026-01-01T00:00:00Z");
+
+    ws.close(None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while app.bot.web.connected_clients() != 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the client count drops on close");
+    app.shutdown().await;
+}
