@@ -9,6 +9,10 @@
 //   E2E_MCP_SECRET    bearer token of the bot's /mcp (the bot runs with
 //                     MCP_SERVER_ENABLED=true); without it the MCP check fails
 //   E2E_TIMEOUT_SECS  the whole run is failed after this long (default 300)
+//   E2E_PAGE_FROM_SRC=1  serve /, /app.js and /style.css from
+//                     src/bot/web/static instead of the copies embedded in the
+//                     binary (to try page edits without a rebuild; /api and /ws
+//                     are still the real bot's). Never set in CI.
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -28,6 +32,10 @@ mkdirSync(outDir, { recursive: true });
 const CHROMIUM = '/usr/bin/chromium';
 const MCP_SECRET = process.env.E2E_MCP_SECRET || '';
 const MCP_PROTOCOL_VERSION = '2026-07-28';
+const STATIC_DIR = resolve(here, '..', 'src', 'bot', 'web', 'static');
+const PAGE_ASSETS = { '/': 'index.html', '/app.js': 'app.js', '/style.css': 'style.css' };
+const PAGE_TYPES = { '/': 'text/html; charset=utf-8', '/app.js': 'text/javascript; charset=utf-8', '/style.css': 'text/css; charset=utf-8' };
+const PAGE_FROM_SRC = /^(1|true|yes)$/i.test(process.env.E2E_PAGE_FROM_SRC || '');
 const TIMEOUT_SECS = Number(process.env.E2E_TIMEOUT_SECS) > 0 ? Number(process.env.E2E_TIMEOUT_SECS) : 300;
 const e2eRequire = createRequire(join(here, '.e2e', 'package.json'));
 let chromium;
@@ -161,9 +169,42 @@ try {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      // A page the test serves itself has no address space of its own, and
+      // Chromium would block its requests to the loopback bot.
+      ...(PAGE_FROM_SRC ? ['--disable-features=LocalNetworkAccessChecks'] : []),
     ],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  if (PAGE_FROM_SRC) {
+    const origin = new URL(baseUrl).origin;
+    await context.route(
+      (url) => url.origin === origin && Object.hasOwn(PAGE_ASSETS, url.pathname),
+      (route) =>
+        route.fulfill({
+          status: 200,
+          headers: { 'content-type': PAGE_TYPES[new URL(route.request().url()).pathname], 'cache-control': 'no-cache' },
+          body: readFileSync(join(STATIC_DIR, PAGE_ASSETS[new URL(route.request().url()).pathname]), 'utf8'),
+        })
+    );
+    console.log(`NOTE E2E_PAGE_FROM_SRC=1: the page comes from ${STATIC_DIR}, not from the bot binary`);
+  } else {
+    // The page is embedded in the binary at build time: say so when it is stale.
+    const stale = [];
+    for (const [path, file] of Object.entries(PAGE_ASSETS)) {
+      try {
+        const served = await (await fetch(baseUrl + path, { signal: AbortSignal.timeout(5000) })).text();
+        if (existsSync(join(STATIC_DIR, file)) && served !== readFileSync(join(STATIC_DIR, file), 'utf8')) stale.push(file);
+      } catch {
+        /* the 'page loads' step reports an unreachable bot */
+      }
+    }
+    if (stale.length) {
+      console.log(
+        `NOTE the bot serves a ${stale.join(', ')} that differs from src/bot/web/static (binary built before the last page edit?); ` +
+          'rebuild, or set E2E_PAGE_FROM_SRC=1 to test the edited page'
+      );
+    }
+  }
   page = await context.newPage();
   page.on('console', (msg) => pageConsole.push(`[${msg.type()}] ${msg.text()}`));
   page.on('pageerror', (err) => pageErrors.push(err.stack || err.message || String(err)));

@@ -9,9 +9,13 @@
 #                       stateless one (per-request _meta). Each runs the runner's frozen
 #                       required set plus the not-scored scenarios.
 #   --scenario NAME     run only this scenario (at each requested revision where it applies)
+#   --fixture           test the conformance fixture (examples/conformance.rs: the suite's
+#                       test tools, resources and prompts on Porthole's mcp module) instead
+#                       of the bot, gated on scripts/conformance/required-fixture.txt
 #
 # Environment:
-#   PORTHOLE_BIN        bot binary to start (default: target/debug/porthole)
+#   PORTHOLE_BIN        bot binary to start (default: target/debug/porthole, or
+#                       target/debug/examples/conformance with --fixture)
 #   CONFORMANCE_URL     test an already-running server at this URL (e.g.
 #                       http://127.0.0.1:3000/mcp) instead of starting the bot; its bearer
 #                       token comes from MCP_TOKEN (unset: no Authorization header)
@@ -45,12 +49,14 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 # --- arguments --------------------------------------------------------------------------
 REQUIREMENTS="both"
 SCENARIO=""
+FIXTURE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --requirements) [ $# -ge 2 ] || die "--requirements needs a value"; REQUIREMENTS="$2"; shift 2 ;;
     --requirements=*) REQUIREMENTS="${1#*=}"; shift ;;
     --scenario) [ $# -ge 2 ] || die "--scenario needs a value"; SCENARIO="$2"; shift 2 ;;
     --scenario=*) SCENARIO="${1#*=}"; shift ;;
+    --fixture) FIXTURE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -109,7 +115,12 @@ if [ -n "${CONFORMANCE_URL:-}" ]; then
   BOT_LOG=""
   log "testing the running server at $TARGET_URL${TOKEN:+ (bearer token from MCP_TOKEN)}"
 else
-  BIN="${PORTHOLE_BIN:-target/debug/porthole}"
+  if [ "$FIXTURE" = 1 ]; then
+    BIN="${PORTHOLE_BIN:-target/debug/examples/conformance}"
+    REQUIRED_FILE="$TOOLS_DIR/required-fixture.txt"
+  else
+    BIN="${PORTHOLE_BIN:-target/debug/porthole}"
+  fi
   [ -x "$BIN" ] || die "bot binary '$BIN' not found or not executable (build it first, or set PORTHOLE_BIN)"
   BIN_ABS="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
   TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/porthole-conformance.XXXXXX")"

@@ -33,19 +33,43 @@ async fn page_and_every_api_route() {
     let base = app.url();
     let page = client().get(&base).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     assert!(page.text().await.unwrap().contains("app.js"));
     for asset in ["/app.js", "/style.css"] {
-        assert_eq!(client().get(format!("{base}{asset}")).send().await.unwrap().status(), 200);
+        assert_eq!(
+            client()
+                .get(format!("{base}{asset}"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
     }
 
     let (s, info) = get(format!("{base}/api/info")).await;
-    assert_eq!((s, info["llm"]["provider"].as_str()), (200, Some("offline")));
+    assert_eq!(
+        (s, info["llm"]["provider"].as_str()),
+        (200, Some("offline"))
+    );
 
-    let (s, created) = post(format!("{base}/api/conversations"), r#"{"title":"from the api"}"#).await;
+    let (s, created) = post(
+        format!("{base}/api/conversations"),
+        r#"{"title":"from the api"}"#,
+    )
+    .await;
     assert_eq!(s, 201);
     let id = created["id"].as_str().unwrap().to_string();
-    let (s, sent) = post(format!("{base}/api/messages"), &json!({"content": "/help", "conversation_id": id}).to_string()).await;
+    let (s, sent) = post(
+        format!("{base}/api/messages"),
+        &json!({"content": "/help", "conversation_id": id}).to_string(),
+    )
+    .await;
     assert_eq!(s, 200);
     assert!(sent["response"].as_str().unwrap().contains("/run"));
     let (_, list) = get(format!("{base}/api/conversations?limit=10")).await;
@@ -56,11 +80,20 @@ async fn page_and_every_api_route() {
     assert_eq!(page["messages"].as_array().unwrap().len(), 1);
     assert_eq!(page["has_more"], true);
     let before = page["messages"][0]["id"].as_i64().unwrap();
-    let (_, older) = get(format!("{base}/api/conversations/{id}/messages?before={before}")).await;
+    let (_, older) = get(format!(
+        "{base}/api/conversations/{id}/messages?before={before}"
+    ))
+    .await;
     assert_eq!(older["messages"][0]["role"], "user");
 
     let (_, tools) = get(format!("{base}/api/tools")).await;
-    assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "calculator"));
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "calculator")
+    );
     let (_, agents) = get(format!("{base}/api/agents")).await;
     assert_eq!(agents["supervisor"]["status"], "idle");
     let (_, skills) = get(format!("{base}/api/skills")).await;
@@ -84,9 +117,22 @@ async fn page_and_every_api_route() {
         .send()
         .await
         .unwrap();
-    assert!(preflight.headers().get("access-control-allow-origin").is_some());
-    let mcp = client().post(format!("{base}/mcp")).header("origin", "http://example.com").send().await.unwrap();
-    assert!(mcp.headers().get("access-control-allow-origin").is_none(), "/mcp has no CORS");
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .is_some()
+    );
+    let mcp = client()
+        .post(format!("{base}/mcp"))
+        .header("origin", "http://example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        mcp.headers().get("access-control-allow-origin").is_none(),
+        "/mcp has no CORS"
+    );
     app.shutdown().await;
 }
 
@@ -103,14 +149,22 @@ async fn api_bad_input_gets_json_errors() {
     let (s, e) = post(format!("{base}/api/messages"), r#"{"content": "  "}"#).await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("empty"));
-    let (s, _) = post(format!("{base}/api/messages"), r#"{"content": "hi", "conversation_id": "nope"}"#).await;
+    let (s, _) = post(
+        format!("{base}/api/messages"),
+        r#"{"content": "hi", "conversation_id": "nope"}"#,
+    )
+    .await;
     assert_eq!(s, 404);
     let (s, _) = get(format!("{base}/api/conversations/nope/messages")).await;
     assert_eq!(s, 404);
     let (s, e) = get(format!("{base}/api/conversations?limit=lots")).await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("query"));
-    let (s, e) = post(format!("{base}/api/tasks"), r#"{"name":"x","schedule":"whenever","action":{"tool":"t"}}"#).await;
+    let (s, e) = post(
+        format!("{base}/api/tasks"),
+        r#"{"name":"x","schedule":"whenever","action":{"tool":"t"}}"#,
+    )
+    .await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("cron"));
     let (s, _) = post(format!("{base}/api/tasks/abc/run"), "").await;
@@ -144,7 +198,11 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
     let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
     let mut next = async || -> Value {
         loop {
-            let frame = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+            let frame = tokio::time::timeout(Duration::from_secs(5), ws.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
             if let Message::Text(text) = frame {
                 return serde_json::from_str(&text).unwrap();
             }
@@ -156,12 +214,18 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
 
     let send = |v: &str| Message::Text(v.to_string().into());
     ws.send(send("this is not json")).await.unwrap();
-    ws.send(send(r#"{"type":"web_log","level":"shout","message":"x"}"#)).await.unwrap();
+    ws.send(send(r#"{"type":"web_log","level":"shout","message":"x"}"#))
+        .await
+        .unwrap();
     ws.send(send(r#"{"type":"web_log","level":"warn","message":"probe-ws-123","timestamp":"2026-01-01T00:00:00Z"}"#)).await.unwrap();
     ws.send(send(r#"{"type":"chat","content":"/run calculator {\"expression\":\"4*4\"}","conversation_id":null,"request_id":"r1"}"#)).await.unwrap();
     let mut frames = Vec::new();
     loop {
-        let frame = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+        let frame = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         if let Message::Text(text) = frame {
             let v: Value = serde_json::from_str(&text).unwrap();
             let done = v["type"] == "done";
@@ -172,7 +236,11 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
         }
     }
     let kinds: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds.iter().filter(|k| **k == "error").count(), 2, "two malformed frames: {kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "error").count(),
+        2,
+        "two malformed frames: {kinds:?}"
+    );
     for kind in ["conversation", "tool_call", "tool_result", "token", "done"] {
         assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
     }

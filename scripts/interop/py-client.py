@@ -53,6 +53,15 @@ def leaf_exceptions(e: BaseException):
         yield e
 
 
+def describe_error(e: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(e), e)).strip()
+    err = getattr(e, "error", None)  # mcp.shared.exceptions.MCPError carries the JSON-RPC error
+    if err is not None and hasattr(err, "code"):
+        text += f" [JSON-RPC error code={err.code} message={err.message!r}"
+        text += f" data={short(err.data, 400)}]" if getattr(err, "data", None) is not None else "]"
+    return text
+
+
 async def run(url: str, mode: str, token: str, timeout: float) -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -120,7 +129,7 @@ def main() -> int:
         if checks:
             reason = "; ".join(str(x) for x in checks)
         else:
-            reason = " | ".join("".join(traceback.format_exception_only(type(x), x)).strip() for x in leaves)
+            reason = " | ".join(describe_error(x) for x in leaves)
             for x in leaves:
                 tb = "".join(traceback.format_exception(type(x), x, x.__traceback__)[-4:])
                 say("error:\n" + "\n".join("      " + line for line in tb.rstrip().splitlines()))

@@ -95,11 +95,18 @@ try {
     }
   }
   client = new Client({ name: 'porthole-interop-ts', version: '1.0.0' }, clientOptions);
+  // SDK v1 keeps the negotiated version only on transports that track it (not stdio): note it.
+  let seenVersion;
+  const setVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => {
+    seenVersion = v;
+    setVersion?.(v);
+  };
 
   // 1. connect (handshake or discovery, depending on the era)
   const started = Date.now();
   await client.connect(transport, { timeout });
-  const negotiated = client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion;
+  const negotiated = client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion ?? seenVersion;
   const protoEra = client.getProtocolEra?.();
   const server = client.getServerVersion();
   say(
@@ -147,8 +154,16 @@ try {
     await transport.terminateSession();
     say('terminate session (DELETE): ok');
   }
+  const child = stdioCommand ? transport._process : undefined; // to report how the relay ends
+  const closing = Date.now();
   await client.close();
   client = undefined;
+  if (child) {
+    // close() ends the relay's stdin and waits up to 2 s before it sends SIGTERM.
+    const how = child.signalCode ? `killed by ${child.signalCode}` : `exit code ${child.exitCode}`;
+    say(`close: stdin closed; relay ended in ${Date.now() - closing} ms (${how})`);
+    if (child.signalCode) say('WARN: the relay did not exit on stdin EOF; the SDK had to signal it');
+  }
   console.log(`PASS: ${label}`);
   process.exit(0);
 } catch (e) {

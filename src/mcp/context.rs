@@ -19,8 +19,17 @@ use super::session::Session;
 /// How long a legacy server→client request waits for the client's answer.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A message for the request's own response stream.
-pub type Outbound = mpsc::UnboundedSender<Value>;
+/// What a handler sends on its request's response stream.
+#[derive(Debug)]
+pub enum StreamEvent {
+    /// A JSON-RPC message (notification or server→client request).
+    Message(Value),
+    /// Legacy era: close the HTTP connection now; the rest of the stream (result
+    /// included) waits for the client to resume with `Last-Event-ID`.
+    Disconnect,
+}
+
+pub type Outbound = mpsc::UnboundedSender<StreamEvent>;
 
 pub struct RequestContext {
     pub era: Era,
@@ -83,7 +92,17 @@ impl RequestContext {
     fn send(&self, message: Value) {
         if let Some(out) = &self.outbound {
             // The stream may be gone (client left); the work goes on regardless.
-            let _ = out.send(message);
+            let _ = out.send(StreamEvent::Message(message));
+        }
+    }
+
+    /// Legacy era: ends the client's current SSE connection mid-request (after the
+    /// priming event told it how to resume). The work goes on; its remaining events,
+    /// result included, are replayed when the client reconnects with `GET` and
+    /// `Last-Event-ID`. Does nothing in the modern era or without an SSE stream.
+    pub fn disconnect_stream(&self) {
+        if let (Era::Legacy(_), Some(out)) = (&self.era, &self.outbound) {
+            let _ = out.send(StreamEvent::Disconnect);
         }
     }
 

@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::ServerInner;
-use super::context::RequestContext;
+use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
 use super::guard::refuse;
 use super::jsonrpc::{self, Incoming, RpcError};
@@ -428,11 +428,15 @@ async fn run_legacy(
     };
     // The handler is talking to the client: answer as an SSE stream of this session.
     let (stream, rx) = session.open_stream(false);
-    session.push(stream, &first);
     let pump_session = session.clone();
     tokio::spawn(async move {
-        while let Some(message) = out_rx.recv().await {
-            pump_session.push(stream, &message);
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                StreamEvent::Message(message) => pump_session.push(stream, &message),
+                StreamEvent::Disconnect => pump_session.detach(stream),
+            }
+            next = out_rx.recv().await;
         }
         let result = task.await;
         pump_session.untrack(&id);
@@ -826,11 +830,15 @@ async fn run_modern(
         return final_json(&id, result, true);
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(sse_event(&first));
     let pump = tokio::spawn(async move {
         let _cancel_on_drop = cancel_on_drop;
-        while let Some(message) = out_rx.recv().await {
-            let _ = tx.send(sse_event(&message));
+        let mut next = Some(first);
+        while let Some(event) = next {
+            // Modern streams cannot be resumed, so there is nothing to disconnect.
+            if let StreamEvent::Message(message) = event {
+                let _ = tx.send(sse_event(&message));
+            }
+            next = out_rx.recv().await;
         }
         if let Some(message) = final_message(&id, task.await) {
             let _ = tx.send(sse_event(&message));

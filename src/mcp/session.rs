@@ -229,6 +229,14 @@ impl Session {
         }
     }
 
+    /// Closes a stream's current connection but keeps the stream: later events wait
+    /// in the backlog for a resume.
+    pub fn detach(&self, stream: u64) {
+        if let Some(s) = lock(&self.streams).map.get_mut(&stream) {
+            s.live = None;
+        }
+    }
+
     /// Ends a stream: its body closes; its backlog stays for a late resume.
     pub fn finish(&self, stream: u64) {
         let mut streams = lock(&self.streams);
