@@ -196,21 +196,18 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
     let app = start_bot(&[]).await;
     let url = format!("ws://{}/ws", app.addr);
     let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-    let mut next = async || -> Value {
-        loop {
-            let frame = tokio::time::timeout(Duration::from_secs(5), ws.next())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            if let Message::Text(text) = frame {
-                return serde_json::from_str(&text).unwrap();
-            }
+    let hello = loop {
+        let frame = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Message::Text(text) = frame {
+            break serde_json::from_str::<Value>(&text).unwrap();
         }
     };
-    assert_eq!(next().await["type"], "hello");
+    assert_eq!(hello["type"], "hello");
     assert_eq!(app.bot.web.connected_clients(), 1);
-    drop(next);
 
     let send = |v: &str| Message::Text(v.to_string().into());
     ws.send(send("this is not json")).await.unwrap();
