@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # the check functions are called indirectly (by name, via check_fn)
 # Prove that real third-party MCP clients work against the bot's /mcp endpoint, in both the
 # 2025-era session protocol and the stateless 2026-07-28 protocol.
 #
@@ -49,7 +50,7 @@ T_START=$SECONDS
 
 log() { printf '[interop] %s\n' "$*" >&2; }
 die() { printf '[interop] ERROR: %s\n' "$*" >&2; exit 2; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 strip_ansi() { sed -E 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
 
 ALL_CHECKS=(ts-sdk-v1 ts-client-v2-auto ts-client-v2-modern python-auto python-legacy
@@ -222,8 +223,8 @@ limited() { # label, command...: run with the per-client time limit
   local label="$1"; shift
   timeout --kill-after=5 "$CLIENT_TIMEOUT" "$@"
   local rc=$?
-  [ $rc -eq 124 ] && echo "  FAIL: $label timed out after ${CLIENT_TIMEOUT}s" >&2
-  return $rc
+  [ "$rc" -eq 124 ] && echo "  FAIL: $label timed out after ${CLIENT_TIMEOUT}s" >&2
+  return "$rc"
 }
 run_client() { # label, command...: echo the command, then run it with a time limit
   show_cmd "${@:2}"
@@ -254,7 +255,7 @@ check_inspector() { # url, era: tools/list and tools/call health through the Ins
     >"$home/list.json" 2>"$home/list.err"
   rc=$?
   mask <"$home/list.err" | grep -v '^Schema portability' | sed 's/^/  | /' || true
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" -ne 0 ]; then
     head -c 2000 "$home/list.json" | mask | sed 's/^/  | /'
     echo "  FAIL: inspector tools/list exited $rc"
     return 1
@@ -281,7 +282,7 @@ PY
     >"$home/call.json" 2>"$home/call.err"
   rc=$?
   mask <"$home/call.err" | sed 's/^/  | /' || true
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" -ne 0 ]; then
     head -c 2000 "$home/call.json" | mask | sed 's/^/  | /'
     echo "  FAIL: inspector tools/call health exited $rc"
     return 1
@@ -323,14 +324,14 @@ claude_list() { # url, token, home: add the server, then `claude mcp list` into 
     --header "Authorization: Bearer $token" >"$home/add.txt" 2>&1
   rc=$?
   sed -e 's/^/  | /' "$home/add.txt"
-  [ $rc -eq 0 ] || { echo "  FAIL: claude mcp add exited $rc"; return 1; }
+  [ "$rc" -eq 0 ] || { echo "  FAIL: claude mcp add exited $rc"; return 1; }
   show_cmd claude mcp list
   t0=$(now_ms)
   claude_env "$home" limited "claude mcp list" "$CLAUDE" mcp list >"$home/list.txt" 2>&1
   rc=$?
   CLAUDE_MS=$(( $(now_ms) - t0 ))
   sed -e 's/^/  | /' "$home/list.txt"
-  [ $rc -eq 0 ] || { echo "  FAIL: claude mcp list exited $rc"; return 1; }
+  [ "$rc" -eq 0 ] || { echo "  FAIL: claude mcp list exited $rc"; return 1; }
   return 0
 }
 
@@ -446,11 +447,11 @@ for name in "${SELECTED[@]}"; do
     rc=${PIPESTATUS[0]}
   fi
   ms=$(( $(now_ms) - t0 )); secs="$((ms / 1000)).$(( (ms % 1000) / 100 ))"
-  if [ $rc -eq 0 ]; then
+  if [ "$rc" -eq 0 ]; then
     echo "PASS: $name (${secs}s)"
     RESULTS+=("PASS  $name  (${secs}s)")
     n_pass=$((n_pass + 1))
-  elif [ $rc -eq 3 ]; then
+  elif [ "$rc" -eq 3 ]; then
     RESULTS+=("SKIP  $name  ($(grep -m1 '^SKIP:' "$out_file" | sed 's/^SKIP: //'))")
     n_skip=$((n_skip + 1))
   else

@@ -78,6 +78,10 @@ pub struct Config {
     pub mcp_servers_config: PathBuf,
     pub scheduler_enabled: bool,
     pub web_console_forwarding: bool,
+    /// Extra `Host` names the web page, `/api` and `/ws` answer to (`*` = any).
+    pub web_allowed_hosts: Vec<String>,
+    /// Extra browser origins allowed to call `/api` and open `/ws`.
+    pub web_allowed_origins: Vec<String>,
     pub log_filter: String,
     pub log_file: Option<PathBuf>,
     pub mcp: McpServerConfig,
@@ -262,6 +266,8 @@ impl Config {
             mcp_servers_config: vars.string("MCP_SERVERS_CONFIG", "mcp.json").into(),
             scheduler_enabled: vars.bool("SCHEDULER_ENABLED", true)?,
             web_console_forwarding: vars.bool("WEB_CONSOLE_FORWARDING", false)?,
+            web_allowed_hosts: vars.list("WEB_ALLOWED_HOSTS"),
+            web_allowed_origins: vars.list("WEB_ALLOWED_ORIGINS"),
             log_filter: vars.string("RUST_LOG", "info"),
             log_file: vars.raw("LOG_FILE").map(PathBuf::from),
             mcp,

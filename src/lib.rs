@@ -13,4 +13,5 @@ pub mod bot;
 pub mod config;
 pub mod diagnostics;
 pub mod mcp;
+pub mod net;
 pub mod text;

@@ -51,7 +51,9 @@ pub struct TracingWebLogSink;
 
 impl WebLogSink for TracingWebLogSink {
     fn record(&self, line: WebLogLine) {
-        let message = line.message.as_str();
+        // A page must not be able to forge extra server log lines with line breaks.
+        let message = line.message.replace('\r', "\\r").replace('\n', "\\n");
+        let message = message.as_str();
         match line.level.as_str() {
             "error" => tracing::error!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),
             "warn" => tracing::warn!(target: WEB_CONSOLE_TARGET, "browser console: {message}"),

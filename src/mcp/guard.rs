@@ -111,35 +111,11 @@ pub async fn not_misconfigured(
     next.run(request).await
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
-}
-
-/// Splits `host[:port]`, keeping IPv6 brackets.
-fn host_without_port(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority
-            .find(']')
-            .map(|end| &authority[..=end])
-            .unwrap_or(authority);
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
-        _ => authority,
-    }
-}
-
 fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return Err("a Host header is required".into());
     };
-    let name = host_without_port(host.trim()).to_ascii_lowercase();
-    if is_loopback_host(&name)
-        || config
-            .allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(&name))
-    {
+    if crate::net::host_is_allowed(host, &config.allowed_hosts) {
         Ok(())
     } else {
         Err(format!(
@@ -152,22 +128,13 @@ fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), Strin
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
     };
-    let origin = origin.to_str().unwrap_or_default().trim();
-    if config.allowed_origins.iter().any(|o| o == origin) {
-        return Ok(());
-    }
-    let authority = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"));
-    match authority {
-        Some(a)
-            if !a.contains('/') && is_loopback_host(&host_without_port(a).to_ascii_lowercase()) =>
-        {
-            Ok(())
-        }
-        _ => Err(format!(
+    let origin = origin.to_str().unwrap_or_default();
+    if crate::net::origin_is_allowed(origin, &config.allowed_origins) {
+        Ok(())
+    } else {
+        Err(format!(
             "Origin `{origin}` is not a loopback origin (possible DNS rebinding); add it to MCP_ALLOWED_ORIGINS if it is yours"
-        )),
+        ))
     }
 }
 
@@ -224,68 +191,4 @@ pub async fn bearer_token(
         HeaderValue::from_static("Bearer realm=\"porthole\""),
     );
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.insert(
-                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                HeaderValue::from_str(v).unwrap(),
-            );
-        }
-        map
-    }
-
-    #[test]
-    fn host_and_origin_checks() {
-        let config = GuardConfig {
-            auth: Auth::Disabled,
-            allowed_origins: vec!["https://tools.example".into()],
-            allowed_hosts: vec!["devbox".into()],
-        };
-        for ok in [
-            "127.0.0.1:3000",
-            "localhost",
-            "[::1]:8080",
-            "LOCALHOST:1",
-            "devbox:3000",
-        ] {
-            assert!(
-                host_allowed(&config, &headers(&[("host", ok)])).is_ok(),
-                "{ok}"
-            );
-        }
-        for bad in ["evil.example.com", "127.0.0.1.evil.com:80", "10.0.0.1:3000"] {
-            assert!(
-                host_allowed(&config, &headers(&[("host", bad)])).is_err(),
-                "{bad}"
-            );
-        }
-        for ok in [
-            "http://localhost:3000",
-            "https://127.0.0.1",
-            "https://tools.example",
-        ] {
-            assert!(
-                origin_allowed(&config, &headers(&[("origin", ok)])).is_ok(),
-                "{ok}"
-            );
-        }
-        for bad in [
-            "http://evil.example.com",
-            "null",
-            "http://localhost.evil.com",
-            "file://",
-        ] {
-            assert!(
-                origin_allowed(&config, &headers(&[("origin", bad)])).is_err(),
-                "{bad}"
-            );
-        }
-    }
 }

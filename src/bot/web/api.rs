@@ -11,7 +11,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_http::cors::CorsLayer;
+use axum::http::{Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::bot::Bot;
@@ -135,8 +136,22 @@ pub fn router(bot: Arc<Bot>) -> Router {
             ApiError::new(StatusCode::NOT_FOUND, "no such API route; see docs/api.md")
         })
         .layer(RequestBodyLimitLayer::new(API_BODY_LIMIT))
-        .layer(CorsLayer::permissive())
+        .layer(cors(&bot.config.web_allowed_origins))
         .with_state(bot)
+}
+
+/// Cross-origin calls are allowed from this machine's origins (a front-end dev server
+/// on another port, say) and from `WEB_ALLOWED_ORIGINS`; never from arbitrary sites.
+fn cors(allowed: &[String]) -> CorsLayer {
+    let allowed = allowed.to_vec();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(move |origin, _| {
+            origin
+                .to_str()
+                .is_ok_and(|o| crate::net::origin_is_allowed(o, &allowed))
+        }))
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::CONTENT_TYPE])
 }
 
 async fn info(State(bot): State<Arc<Bot>>) -> Json<Value> {

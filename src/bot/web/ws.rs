@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,7 +30,30 @@ pub fn router(bot: Arc<Bot>) -> Router {
     Router::new().route("/ws", get(upgrade)).with_state(bot)
 }
 
-async fn upgrade(State(bot): State<Arc<Bot>>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(bot): State<Arc<Bot>>,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    // Browsers send Origin on WebSocket handshakes and apply no CORS to them: refuse
+    // pages from other sites, so they cannot chat as the user.
+    if let Some(origin) = headers.get(axum::http::header::ORIGIN).and_then(|o| o.to_str().ok()) {
+        let host = headers
+            .get(axum::http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        let same_origin = origin
+            .split_once("://")
+            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host));
+        if !same_origin && !crate::net::origin_is_allowed(origin, &bot.config.web_allowed_origins) {
+            tracing::warn!(%origin, "refused a WebSocket from another site");
+            return (
+                axum::http::StatusCode::FORBIDDEN,
+                format!("Origin `{origin}` may not open /ws; add it to WEB_ALLOWED_ORIGINS if it is yours"),
+            )
+                .into_response();
+        }
+    }
     ws.max_message_size(MAX_FRAME_BYTES)
         .on_upgrade(move |socket| serve(bot, socket))
 }

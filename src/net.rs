@@ -1,0 +1,69 @@
+//! Same-machine checks shared by the web surface and the `/mcp` guards: is a `Host`
+//! header a loopback name, is an `Origin` a loopback origin (or one the user allowed).
+//! These are what stop a web page on another site from reaching the bot through the
+//! browser (cross-site requests and DNS rebinding).
+
+/// `host[:port]` without the port, keeping IPv6 brackets.
+pub fn host_without_port(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority
+            .find(']')
+            .map(|end| &authority[..=end])
+            .unwrap_or(authority);
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+pub fn is_loopback_name(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+}
+
+/// Whether a `Host` header names this machine, or a host in `allowed` (`*` allows any).
+pub fn host_is_allowed(host_header: &str, allowed: &[String]) -> bool {
+    let name = host_without_port(host_header.trim()).to_ascii_lowercase();
+    is_loopback_name(&name)
+        || allowed
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(&name))
+}
+
+/// Whether an `Origin` header is a loopback origin (http or https, any port) or one of
+/// `allowed` exactly.
+pub fn origin_is_allowed(origin: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim();
+    if allowed.iter().any(|o| o == origin) {
+        return true;
+    }
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    matches!(authority, Some(a) if !a.contains('/')
+        && is_loopback_name(&host_without_port(a).to_ascii_lowercase()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins() {
+        let hosts = vec!["devbox".to_string()];
+        for ok in ["127.0.0.1:3000", "localhost", "[::1]:8080", "LOCALHOST:1", "devbox:3000"] {
+            assert!(host_is_allowed(ok, &hosts), "{ok}");
+        }
+        for bad in ["evil.example.com", "127.0.0.1.evil.com:80", "10.0.0.1:3000"] {
+            assert!(!host_is_allowed(bad, &hosts), "{bad}");
+        }
+        assert!(host_is_allowed("anything", &["*".to_string()]));
+        let origins = vec!["https://tools.example".to_string()];
+        for ok in ["http://localhost:3000", "https://127.0.0.1", "https://tools.example"] {
+            assert!(origin_is_allowed(ok, &origins), "{ok}");
+        }
+        for bad in ["http://evil.example.com", "null", "http://localhost.evil.com", "file://"] {
+            assert!(!origin_is_allowed(bad, &origins), "{bad}");
+        }
+    }
+}
