@@ -51,7 +51,13 @@ mod tests {
     #[test]
     fn hosts_and_origins() {
         let hosts = vec!["devbox".to_string()];
-        for ok in ["127.0.0.1:3000", "localhost", "[::1]:8080", "LOCALHOST:1", "devbox:3000"] {
+        for ok in [
+            "127.0.0.1:3000",
+            "localhost",
+            "[::1]:8080",
+            "LOCALHOST:1",
+            "devbox:3000",
+        ] {
             assert!(host_is_allowed(ok, &hosts), "{ok}");
         }
         for bad in ["evil.example.com", "127.0.0.1.evil.com:80", "10.0.0.1:3000"] {
@@ -59,10 +65,19 @@ mod tests {
         }
         assert!(host_is_allowed("anything", &["*".to_string()]));
         let origins = vec!["https://tools.example".to_string()];
-        for ok in ["http://localhost:3000", "https://127.0.0.1", "https://tools.example"] {
+        for ok in [
+            "http://localhost:3000",
+            "https://127.0.0.1",
+            "https://tools.example",
+        ] {
             assert!(origin_is_allowed(ok, &origins), "{ok}");
         }
-        for bad in ["http://evil.example.com", "null", "http://localhost.evil.com", "file://"] {
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "http://localhost.evil.com",
+            "file://",
+        ] {
             assert!(!origin_is_allowed(bad, &origins), "{bad}");
         }
     }

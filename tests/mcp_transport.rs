@@ -586,6 +586,23 @@ async fn legacy_get_stream_receives_list_changed() {
     .await
     .expect("notification on the GET stream");
     assert!(got.contains("id: "), "events carry ids for resumption");
+    // Ending the session closes its GET stream instead of idling on keep-alives.
+    let deleted = client()
+        .delete(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = stream.next().await {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the GET stream closed when the session ended"
+    );
     app.shutdown().await;
 }
 

@@ -67,11 +67,11 @@ impl Relay {
         }
     }
 
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+    fn request(&self, method: reqwest::Method, accept: &str) -> reqwest::RequestBuilder {
         let mut request = self
             .http
             .request(method, &self.url)
-            .header("accept", "application/json, text/event-stream");
+            .header("accept", accept);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -100,7 +100,7 @@ impl Relay {
             .cloned();
         let method = message["method"].as_str().unwrap_or_default().to_string();
         let mut request = self
-            .request(reqwest::Method::POST)
+            .request(reqwest::Method::POST, "application/json, text/event-stream")
             .header("content-type", "application/json");
         // 2026-era clients put their version in _meta; mirror it (and the method and
         // name) in the headers the server checks.
@@ -227,8 +227,7 @@ impl Relay {
         tokio::spawn(async move {
             loop {
                 let response = self
-                    .request(reqwest::Method::GET)
-                    .header("accept", "text/event-stream")
+                    .request(reqwest::Method::GET, "text/event-stream")
                     .send()
                     .await;
                 match response {
@@ -265,7 +264,7 @@ impl Relay {
         if has_session {
             let _ = tokio::time::timeout(
                 Duration::from_secs(2),
-                self.request(reqwest::Method::DELETE).send(),
+                self.request(reqwest::Method::DELETE, "*/*").send(),
             )
             .await;
         }

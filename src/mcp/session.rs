@@ -289,6 +289,15 @@ impl Session {
         Some(rx)
     }
 
+    /// Ends every stream of the session (it was deleted or evicted): open GET streams
+    /// and replies in flight close instead of idling on keep-alives.
+    fn close_streams(&self) {
+        let mut streams = lock(&self.streams);
+        streams.map.clear();
+        streams.notifications = None;
+        streams.finished.clear();
+    }
+
     fn touch(&self, now: u64) {
         self.last_seen.store(now, Ordering::Relaxed);
     }
@@ -389,7 +398,9 @@ impl Sessions {
                 .min_by_key(|s| s.idle_since())
                 .map(|s| s.id.clone())
             {
-                live.remove(&oldest);
+                if let Some(evicted) = live.remove(&oldest) {
+                    evicted.close_streams();
+                }
                 tracing::info!(
                     session = %short(&oldest),
                     cap = self.config.max_sessions,
@@ -452,6 +463,9 @@ impl Sessions {
     /// Ends a session (DELETE); its id answers 404 from now on.
     pub fn end(&self, id: &str) -> bool {
         let removed = lock(&self.live).remove(id);
+        if let Some(session) = &removed {
+            session.close_streams();
+        }
         let existed = removed.is_some() || self.verify(id).is_some();
         if existed {
             self.remember_ended(id.to_string());
@@ -470,7 +484,9 @@ impl Sessions {
             .map(|s| s.id.clone())
             .collect();
         for id in &expired {
-            lock(&self.live).remove(id);
+            if let Some(session) = lock(&self.live).remove(id) {
+                session.close_streams();
+            }
             tracing::info!(session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
             self.remember_ended(id.clone());
         }

@@ -43,7 +43,10 @@ pub fn router(bot: Arc<Bot>) -> Router {
         .merge(assets::router())
         .nest("/api", api::router(bot.clone()))
         .merge(ws::router(bot))
-        .layer(axum::middleware::from_fn_with_state(allowed_hosts, local_host_only))
+        .layer(axum::middleware::from_fn_with_state(
+            allowed_hosts,
+            local_host_only,
+        ))
 }
 
 async fn local_host_only(

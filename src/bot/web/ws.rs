@@ -37,7 +37,10 @@ async fn upgrade(
 ) -> Response {
     // Browsers send Origin on WebSocket handshakes and apply no CORS to them: refuse
     // pages from other sites, so they cannot chat as the user.
-    if let Some(origin) = headers.get(axum::http::header::ORIGIN).and_then(|o| o.to_str().ok()) {
+    if let Some(origin) = headers
+        .get(axum::http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+    {
         let host = headers
             .get(axum::http::header::HOST)
             .and_then(|h| h.to_str().ok())
