@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
-use crate::diagnostics::{self, Diagnostics};
+use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::redact::{Redactor, is_secret_key};
 use crate::mcp::{Auth, McpServer, SessionConfig};
@@ -78,8 +78,22 @@ fn known_secrets(bot: &Bot) -> Vec<String> {
     secrets
 }
 
+/// What the process's logging setup hands to the app.
+#[derive(Default, Clone)]
+pub struct Logging {
+    /// The buffer the process's tracing layer feeds (MCP enabled); a fresh one is made
+    /// when `None`, e.g. in tests that install no layer.
+    pub buffer: Option<Arc<LogBuffer>>,
+    /// The reloadable filter, for the `set_log_level` tool.
+    pub filter: Option<Arc<dyn LogFilterControl>>,
+}
+
 /// Builds the `/mcp` server over the bot's services.
-fn build_mcp(bot: &Arc<Bot>, buffer: Arc<LogBuffer>) -> anyhow::Result<McpServer> {
+fn build_mcp(
+    bot: &Arc<Bot>,
+    buffer: Arc<LogBuffer>,
+    filter: Option<Arc<dyn LogFilterControl>>,
+) -> anyhow::Result<McpServer> {
     let c = &bot.config.mcp;
     let auth = match (&c.secret, c.auth_disabled) {
         (_, true) => {
@@ -101,6 +115,7 @@ fn build_mcp(bot: &Arc<Bot>, buffer: Arc<LogBuffer>) -> anyhow::Result<McpServer
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
+        filter,
         diagnostics::Settings {
             db_query_readonly: c.db_query_readonly,
             send_message_timeout: c.send_message_timeout,
@@ -147,16 +162,14 @@ fn build_mcp(bot: &Arc<Bot>, buffer: Arc<LogBuffer>) -> anyhow::Result<McpServer
     Ok(server)
 }
 
-/// Builds every service and starts serving on `config.host:config.port`. With MCP
-/// enabled, `log_buffer` is the buffer the process's tracing layer feeds (a fresh one
-/// is made when `None`, e.g. in tests that install no layer).
-pub async fn start(
-    config: Config,
-    log_buffer: Option<Arc<LogBuffer>>,
-) -> anyhow::Result<RunningApp> {
+/// Builds every service and starts serving on `config.host:config.port`.
+pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningApp> {
     let mcp_enabled = config.mcp.enabled;
-    let buffer = mcp_enabled
-        .then(|| log_buffer.unwrap_or_else(|| LogBuffer::new(config.mcp.log_buffer_size)));
+    let buffer = mcp_enabled.then(|| {
+        logging
+            .buffer
+            .unwrap_or_else(|| LogBuffer::new(config.mcp.log_buffer_size))
+    });
     let sink: Arc<dyn WebLogSink> = match &buffer {
         Some(buffer) => Arc::new(BufferedWebLogSink {
             buffer: buffer.clone(),
@@ -167,7 +180,7 @@ pub async fn start(
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {
-        let server = build_mcp(&bot, buffer)?;
+        let server = build_mcp(&bot, buffer, logging.filter)?;
         server.spawn_housekeeping(std::time::Duration::from_secs(30));
         router = router.merge(server.router());
         mcp = Some(server);

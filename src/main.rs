@@ -12,8 +12,12 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use std::sync::{Arc, Mutex};
+
+use porthole::app::Logging;
 use porthole::bot::WEB_CONSOLE_TARGET;
 use porthole::config::Config;
+use porthole::diagnostics::LogFilterControl;
 use porthole::mcp::log_buffer::LogBuffer;
 
 const USAGE: &str = "usage: porthole [token | --help]
@@ -59,13 +63,22 @@ async fn run() -> ExitCode {
         .mcp
         .enabled
         .then(|| LogBuffer::new(config.mcp.log_buffer_size));
+    let initial_filter = filter.to_string();
+    let (filter, reload) = tracing_subscriber::reload::Layer::new(filter);
     tracing_subscriber::registry()
         .with(filter)
         .with(tracing_subscriber::fmt::layer())
         .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
         .init();
+    let logging = Logging {
+        buffer,
+        filter: Some(Arc::new(ReloadableFilter {
+            handle: reload,
+            current: Mutex::new(initial_filter),
+        })),
+    };
 
-    let app = match porthole::app::start(config, buffer).await {
+    let app = match porthole::app::start(config, logging).await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!("start-up failed: {e:#}");
@@ -81,6 +94,28 @@ async fn run() -> ExitCode {
     app.wait().await;
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// The `set_log_level` tool's handle on the subscriber's filter.
+struct ReloadableFilter<S> {
+    handle: tracing_subscriber::reload::Handle<EnvFilter, S>,
+    current: Mutex<String>,
+}
+
+impl<S: 'static> LogFilterControl for ReloadableFilter<S> {
+    fn current(&self) -> String {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set(&self, filter: &str) -> Result<(), String> {
+        let parsed = EnvFilter::try_new(filter).map_err(|e| e.to_string())?;
+        self.handle.reload(parsed).map_err(|e| e.to_string())?;
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = filter.to_string();
+        Ok(())
+    }
 }
 
 /// Writes a new `MCP_SERVER_SECRET` to `.env` unless one is already set there or in

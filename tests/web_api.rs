@@ -118,16 +118,27 @@ async fn page_and_every_api_route() {
             .send()
     };
     let local = preflight("http://localhost:5173").await.unwrap();
-    assert_eq!(local.headers()["access-control-allow-origin"], "http://localhost:5173");
+    assert_eq!(
+        local.headers()["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
     let foreign = preflight("http://evil.example.com").await.unwrap();
-    assert!(foreign.headers().get("access-control-allow-origin").is_none());
+    assert!(
+        foreign
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
     let mcp = client()
         .post(format!("{base}/mcp"))
         .header("origin", "http://localhost:5173")
         .send()
         .await
         .unwrap();
-    assert!(mcp.headers().get("access-control-allow-origin").is_none(), "/mcp has no CORS");
+    assert!(
+        mcp.headers().get("access-control-allow-origin").is_none(),
+        "/mcp has no CORS"
+    );
     app.shutdown().await;
 }
 
@@ -137,16 +148,33 @@ async fn other_sites_cannot_reach_the_web_surface() {
     let base = app.url();
     // DNS rebinding: a foreign Host name is refused on every web route.
     for path in ["/", "/api/info", "/ws"] {
-        let r = client().get(format!("{base}{path}")).header("host", "evil.example.com").send().await.unwrap();
+        let r = client()
+            .get(format!("{base}{path}"))
+            .header("host", "evil.example.com")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 403, "{path}");
     }
     // A WebSocket from a page on another site is refused; same-origin is fine.
     let url = format!("ws://{}/ws", app.addr);
-    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).unwrap();
-    request.headers_mut().insert("origin", "http://evil.example.com".parse().unwrap());
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            url.as_str(),
+        )
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("origin", "http://evil.example.com".parse().unwrap());
     assert!(tokio_tungstenite::connect_async(request).await.is_err());
-    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).unwrap();
-    request.headers_mut().insert("origin", format!("http://{}", app.addr).parse().unwrap());
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            url.as_str(),
+        )
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("origin", format!("http://{}", app.addr).parse().unwrap());
     assert!(tokio_tungstenite::connect_async(request).await.is_ok());
     app.shutdown().await;
 }

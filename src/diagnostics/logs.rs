@@ -27,7 +27,87 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
             source: LogSource::Web,
         }),
         Arc::new(Health(d.clone())),
+        Arc::new(SetLogLevel(d.clone())),
     ]
+}
+
+struct SetLogLevel(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct SetLogLevelArgs {
+    filter: String,
+    duration_secs: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for SetLogLevel {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "set_log_level".into(),
+            title: Some("Change the log level".into()),
+            description: "Changes what the bot logs, at runtime, in RUST_LOG syntax: a level (`debug`) or per-module \
+                          directives (`info,porthole::bot::agents=trace`). With duration_secs the previous filter comes \
+                          back by itself afterwards — turn on detail, reproduce, read server_log."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "filter": {"type": "string", "minLength": 1, "maxLength": 1000,
+                               "description": "RUST_LOG-style filter, e.g. debug or info,porthole::bot=trace"},
+                    "duration_secs": {"type": "integer", "minimum": 1, "maximum": 86400,
+                                      "description": "Restore the previous filter after this many seconds"}
+                }),
+                &["filter"],
+            ),
+            output_schema: Some(output_schema(
+                json!({"previous": {"type": "string"}, "current": {"type": "string"},
+                       "restores_at": {"type": ["string", "null"]}}),
+                &["previous", "current"],
+            )),
+            annotations: Annotations {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: SetLogLevelArgs = args_or_error!("set_log_level", args);
+        let Some(control) = self.0.log_filter.clone() else {
+            return Ok(failed(
+                "this process has no reloadable log filter (it is only available in the porthole binary)",
+            ));
+        };
+        let previous = control.current();
+        if let Err(e) = control.set(&args.filter) {
+            return Ok(failed(format!(
+                "invalid filter `{}`: {e}; use a level (trace, debug, info, warn, error) or directives like info,porthole::bot=debug",
+                args.filter
+            )));
+        }
+        tracing::info!(target: "porthole::mcp::audit", from = %previous, to = %args.filter, "log filter changed");
+        let restores_at = args.duration_secs.map(|secs| {
+            let restore = previous.clone();
+            let applied = args.filter.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+                // Only undo our own change: a later change by someone else stays.
+                if control.current() == applied {
+                    let _ = control.set(&restore);
+                    tracing::info!(target: "porthole::mcp::audit", to = %restore, "log filter restored");
+                }
+            });
+            (Utc::now() + chrono::Duration::seconds(secs as i64)).to_rfc3339()
+        });
+        Ok(done(
+            json!({"previous": previous, "current": args.filter, "restores_at": restores_at}),
+        ))
+    }
 }
 
 struct LogTool {

@@ -46,20 +46,37 @@ pub struct Settings {
     pub statement_timeout: Duration,
 }
 
+/// Changes the process's log filter at runtime (the `tracing-subscriber` reload
+/// handle, provided by the binary that installed the subscriber).
+pub trait LogFilterControl: Send + Sync {
+    /// The filter in force, in `RUST_LOG` syntax.
+    fn current(&self) -> String;
+    /// Replaces the filter; the error says what is wrong with `filter`.
+    fn set(&self, filter: &str) -> Result<(), String>;
+}
+
 /// What every diagnostics tool can reach.
 pub struct Diagnostics {
     pub bot: Arc<Bot>,
     pub logs: Arc<LogBuffer>,
+    /// `None` when the process installed no reloadable filter (tests, embedding).
+    pub log_filter: Option<Arc<dyn LogFilterControl>>,
     /// The server these tools are served by (set once it is built), for `health`.
     pub server: OnceLock<McpServer>,
     pub settings: Settings,
 }
 
 impl Diagnostics {
-    pub fn new(bot: Arc<Bot>, logs: Arc<LogBuffer>, settings: Settings) -> Arc<Self> {
+    pub fn new(
+        bot: Arc<Bot>,
+        logs: Arc<LogBuffer>,
+        log_filter: Option<Arc<dyn LogFilterControl>>,
+        settings: Settings,
+    ) -> Arc<Self> {
         Arc::new(Diagnostics {
             bot,
             logs,
+            log_filter,
             server: OnceLock::new(),
             settings,
         })

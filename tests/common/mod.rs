@@ -40,7 +40,9 @@ pub async fn start_bot(extra: &[(&str, &str)]) -> RunningApp {
         vars.insert(k.to_string(), v.to_string());
     }
     let config = Config::from_map(&vars).expect("test config is valid");
-    start(config, None).await.expect("bot starts")
+    start(config, porthole::app::Logging::default())
+        .await
+        .expect("bot starts")
 }
 
 pub fn client() -> reqwest::Client {
