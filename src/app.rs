@@ -151,11 +151,16 @@ fn build_mcp(
     let notifier = server.notifier();
     let mut changes = bot.tools.subscribe_changes();
     tokio::spawn(async move {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
         // Lagged means changes were missed: still a change worth announcing.
-        while !matches!(
-            changes.recv().await,
-            Err(tokio::sync::broadcast::error::RecvError::Closed)
-        ) {
+        while !matches!(changes.recv().await, Err(RecvError::Closed)) {
+            // One notification per burst: a connecting MCP server registers its tools
+            // one by one.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            while !matches!(
+                changes.try_recv(),
+                Err(TryRecvError::Empty | TryRecvError::Closed)
+            ) {}
             notifier.tools_changed();
         }
     });
@@ -192,9 +197,6 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     })?;
     let addr = listener.local_addr()?;
     tracing::info!("listening on http://{addr}");
-    if let Some(server) = &mcp {
-        announce_mcp(&bot.config, addr, server);
-    }
 
     let (shutdown, shutdown_rx) = watch::channel(false);
     let scheduler = bot
@@ -217,26 +219,6 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         server,
         scheduler,
     })
-}
-
-/// Tells a newcomer, once, how to connect Claude Code. Never prints the token.
-fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
-    let host = if addr.ip().is_unspecified() {
-        "127.0.0.1".to_string()
-    } else {
-        addr.ip().to_string()
-    };
-    let url = format!("http://{host}:{}/mcp", addr.port());
-    let auth = if config.mcp.auth_disabled {
-        String::new()
-    } else {
-        " --header \"Authorization: Bearer $MCP_SERVER_SECRET\"".to_string()
-    };
-    tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
-    println!(
-        "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
-         claude mcp add --transport http porthole {url}{auth}\n"
-    );
 }
 
 /// How long shutdown waits for open connections before it stops anyway.

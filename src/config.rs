@@ -83,7 +83,6 @@ pub struct Config {
     /// Extra browser origins allowed to call `/api` and open `/ws`.
     pub web_allowed_origins: Vec<String>,
     pub log_filter: String,
-    pub log_file: Option<PathBuf>,
     pub mcp: McpServerConfig,
 }
 
@@ -269,7 +268,6 @@ impl Config {
             web_allowed_hosts: vars.list("WEB_ALLOWED_HOSTS"),
             web_allowed_origins: vars.list("WEB_ALLOWED_ORIGINS"),
             log_filter: vars.string("RUST_LOG", "info"),
-            log_file: vars.raw("LOG_FILE").map(PathBuf::from),
             mcp,
         })
     }

@@ -5,7 +5,6 @@
 //! - `porthole token` — creates `MCP_SERVER_SECRET` in `.env` if it is absent and prints
 //!   the `claude mcp add` line to connect with it.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
@@ -18,7 +17,9 @@ use porthole::app::Logging;
 use porthole::bot::WEB_CONSOLE_TARGET;
 use porthole::config::Config;
 use porthole::diagnostics::LogFilterControl;
+use porthole::mcp::McpServer;
 use porthole::mcp::log_buffer::LogBuffer;
+use std::net::SocketAddr;
 
 const USAGE: &str = "usage: porthole [token | --help]
 
@@ -85,6 +86,9 @@ async fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(server) = &app.mcp {
+        announce_mcp(&app.bot.config, app.addr, server);
+    }
     let stop = app.shutdown_handle();
     tokio::spawn(async move {
         wait_for_signal().await;
@@ -94,6 +98,26 @@ async fn run() -> ExitCode {
     app.wait().await;
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// Tells a newcomer, once, how to connect Claude Code. Never prints the token.
+fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        addr.ip().to_string()
+    };
+    let url = format!("http://{host}:{}/mcp", addr.port());
+    let auth = if config.mcp.auth_disabled {
+        String::new()
+    } else {
+        " --header \"Authorization: Bearer $MCP_SERVER_SECRET\"".to_string()
+    };
+    tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
+    println!(
+        "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
+         claude mcp add --transport http porthole {url}{auth}\n"
+    );
 }
 
 /// The `set_log_level` tool's handle on the subscriber's filter.
@@ -118,49 +142,65 @@ impl<S: 'static> LogFilterControl for ReloadableFilter<S> {
     }
 }
 
-/// Writes a new `MCP_SERVER_SECRET` to `.env` unless one is already set there or in
-/// the environment.
+/// The value of `NAME=value` in `.env` text (uncommented lines only).
+fn env_file_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix(name)?.strip_prefix('='))
+        .map(|v| v.trim().trim_matches(['"', '\'']))
+        .next_back()
+}
+
+/// Makes sure `.env` enables MCP with a secret: keeps an existing secret, otherwise
+/// writes a new random one; replaces any `MCP_SERVER_ENABLED` line (an earlier `false`
+/// would win over an appended `true`). Writes atomically.
 fn token() -> ExitCode {
     let path = std::path::Path::new(".env");
     let existing = std::fs::read_to_string(path).unwrap_or_default();
-    let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
+    let port = env_file_value(&existing, "PORT")
+        .map(str::to_string)
+        .or_else(|| std::env::var("PORT").ok())
+        .unwrap_or_else(|| "3000".into());
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let already = existing.lines().any(|l| {
-        l.trim_start().starts_with("MCP_SERVER_SECRET=")
-            && l.trim().len() > "MCP_SERVER_SECRET=".len()
+    let kept_secret = env_file_value(&existing, "MCP_SERVER_SECRET").filter(|v| !v.is_empty());
+    let from_environment = std::env::var("MCP_SERVER_SECRET").is_ok_and(|v| !v.is_empty());
+    let new_secret = (kept_secret.is_none() && !from_environment).then(|| {
+        rand::random::<[u8; 32]>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     });
-    if already || std::env::var("MCP_SERVER_SECRET").is_ok_and(|v| !v.is_empty()) {
-        println!(
-            "MCP_SERVER_SECRET is already set (in .env or the environment); nothing changed.\n\
-             Connect Claude Code with:\n  claude mcp add --transport http porthole {url} --header \"Authorization: Bearer $MCP_SERVER_SECRET\""
-        );
-        return ExitCode::SUCCESS;
-    }
-    let secret: String = rand::random::<[u8; 32]>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
+
+    let mut lines: Vec<String> = existing
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.starts_with("MCP_SERVER_ENABLED=")
+                && !(new_secret.is_some() && t.starts_with("MCP_SERVER_SECRET="))
+        })
+        .map(str::to_string)
         .collect();
-    let mut lines = String::new();
-    if !existing.is_empty() && !existing.ends_with('\n') {
-        lines.push('\n');
+    lines.push("MCP_SERVER_ENABLED=true".into());
+    if let Some(secret) = &new_secret {
+        lines.push(format!("MCP_SERVER_SECRET={secret}"));
     }
-    lines.push_str(&format!(
-        "MCP_SERVER_ENABLED=true\nMCP_SERVER_SECRET={secret}\n"
-    ));
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(lines.as_bytes()));
+    let temporary = std::path::Path::new(".env.porthole-tmp");
+    let written = std::fs::write(temporary, lines.join("\n") + "\n")
+        .and_then(|_| std::fs::rename(temporary, path));
     if let Err(e) = written {
         eprintln!("porthole: cannot write .env: {e}");
         return ExitCode::FAILURE;
     }
-    println!(
-        "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env.\n\
-         Start the bot (cargo run --release), then connect Claude Code with:\n  \
-         claude mcp add --transport http porthole {url} --header \"Authorization: Bearer {secret}\""
-    );
+    match new_secret {
+        Some(secret) => println!(
+            "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env.\n\
+             Start the bot (cargo run --release), then connect Claude Code with:\n  \
+             claude mcp add --transport http porthole {url} --header \"Authorization: Bearer {secret}\""
+        ),
+        None => println!(
+            "MCP_SERVER_SECRET is already set (in .env or the environment); kept it and made sure MCP_SERVER_ENABLED=true.\n\
+             Connect Claude Code with:\n  claude mcp add --transport http porthole {url} --header \"Authorization: Bearer $MCP_SERVER_SECRET\""
+        ),
+    }
     ExitCode::SUCCESS
 }
 

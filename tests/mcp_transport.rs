@@ -488,6 +488,46 @@ async fn progress_turns_the_reply_into_an_sse_stream() {
 }
 
 #[tokio::test]
+async fn replies_follow_what_the_client_accepts() {
+    let app = start_bot(&[]).await;
+    let body = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_message",
+        "arguments":{"content":"/help"},"_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
+            "progressToken": "p"}}});
+    let send = |accept: &'static str| {
+        let url = format!("{}/mcp", app.url());
+        let body = body.to_string();
+        async move {
+            let request = client()
+                .post(url)
+                .bearer_auth(TOKEN)
+                .header("content-type", "application/json")
+                .header("accept", accept)
+                .header("mcp-protocol-version", MODERN)
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "send_message")
+                .body(body);
+            tokio::time::timeout(Duration::from_secs(10), async {
+                into_reply(request.send().await.unwrap()).await
+            })
+            .await
+            .expect("an answer, not a hang")
+        }
+    };
+    // JSON only: progress is dropped, the result arrives as JSON.
+    let r = send("application/json").await;
+    assert!(!r.is_sse());
+    assert_eq!(r.body()["id"], 3);
+    // SSE only: even a plain result comes as an event stream.
+    let r = send("text/event-stream").await;
+    assert!(r.is_sse());
+    assert_eq!(r.body()["id"], 3);
+    let r = modern(&app, 4, "tools/list", json!({})).await;
+    assert!(!r.is_sse());
+    app.shutdown().await;
+}
+
+#[tokio::test]
 async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
     let app = start_bot(&[]).await;
     let mut meta = modern_meta();

@@ -104,6 +104,13 @@ async fn page_and_every_api_route() {
     )
     .await;
     assert_eq!(s, 201);
+    let (s, e) = post(
+        format!("{base}/api/tasks"),
+        r#"{"name":"clock","schedule":"0 * * * *","action":{"tool":"current_time"}}"#,
+    )
+    .await;
+    assert_eq!(s, 409, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("already exists"));
     let (_, tasks) = get(format!("{base}/api/tasks")).await;
     assert_eq!(tasks["tasks"][0]["name"], "clock");
     let (s, run) = post(format!("{base}/api/tasks/{}/run", task["id"]), "").await;

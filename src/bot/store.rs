@@ -72,6 +72,9 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("{0}")]
     NotFound(String),
+    /// A uniqueness rule was broken (e.g. a task name already taken).
+    #[error("{0}")]
+    Conflict(String),
     #[error("the database worker stopped unexpectedly")]
     WorkerGone,
 }
@@ -470,7 +473,7 @@ impl Store {
             schedule.to_string(),
         );
         self.call(move |c| {
-            c.execute(
+            let inserted = c.execute(
                 "INSERT INTO tasks (name, description, schedule, action, next_run, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
@@ -481,7 +484,17 @@ impl Store {
                     next_run,
                     now_rfc3339()
                 ],
-            )?;
+            );
+            match inserted {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    return Err(StoreError::Conflict(format!(
+                        "a task named `{name}` already exists; pick another name"
+                    )));
+                }
+                other => other?,
+            };
             let id = c.last_insert_rowid();
             Ok(c.query_row(&format!("{TASK_SELECT} WHERE id = ?1"), [id], task_from_row)?)
         })

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::jsonrpc::{self, RpcError};
 use super::mrtr::StateSealer;
 use super::protocol::{Era, log_level_rank};
+use super::redact::Redactor;
 use super::session::Session;
 
 /// How long a legacy server→client request waits for the client's answer.
@@ -46,6 +47,8 @@ pub struct RequestContext {
     pub input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
     pub(crate) sealer: Arc<StateSealer>,
+    /// Notifications carry text from the bot too (progress messages, log data).
+    pub(crate) redactor: Arc<Redactor>,
 }
 
 impl RequestContext {
@@ -89,7 +92,8 @@ impl RequestContext {
         }
     }
 
-    fn send(&self, message: Value) {
+    fn send(&self, mut message: Value) {
+        self.redactor.redact(&mut message);
         if let Some(out) = &self.outbound {
             // The stream may be gone (client left); the work goes on regardless.
             let _ = out.send(StreamEvent::Message(message));

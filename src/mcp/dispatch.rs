@@ -166,7 +166,12 @@ impl ServerInner {
                     }
                 };
                 match self.prompts.get(name, args, ctx).await? {
-                    Outcome::Complete(messages) => Outcome::Complete(messages.to_json()),
+                    Outcome::Complete(messages) => {
+                        // Prompts quote logs and messages: redact them like tool results.
+                        let mut rendered = messages.to_json();
+                        self.redactor.redact(&mut rendered);
+                        Outcome::Complete(rendered)
+                    }
                     Outcome::InputRequired(i) => Outcome::InputRequired(i),
                 }
             }

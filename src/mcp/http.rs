@@ -418,13 +418,16 @@ async fn run_legacy(
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     if accept.sse {
         ctx.outbound = Some(out_tx);
+    } else {
+        // Nowhere to stream: drop the sender so only the result is awaited.
+        drop(out_tx);
     }
     let task = spawn_dispatch(inner.clone(), method, params, ctx);
     session.track(&id, task.abort_handle());
     let Some(first) = out_rx.recv().await else {
         let result = task.await;
         session.untrack(&id);
-        return final_json(&id, result, false);
+        return final_reply(&id, result, false, accept);
     };
     // The handler is talking to the client: answer as an SSE stream of this session.
     let (stream, rx) = session.open_stream(false);
@@ -820,6 +823,9 @@ async fn run_modern(
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     if accept.sse {
         ctx.outbound = Some(out_tx);
+    } else {
+        // Nowhere to stream: drop the sender so only the result is awaited.
+        drop(out_tx);
     }
     let task = spawn_dispatch(inner.clone(), method, params, ctx);
     // If the client goes away before the reply, the work stops.
@@ -827,7 +833,7 @@ async fn run_modern(
     let Some(first) = out_rx.recv().await else {
         let result = task.await;
         drop(cancel_on_drop);
-        return final_json(&id, result, true);
+        return final_reply(&id, result, true, accept);
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let pump = tokio::spawn(async move {
@@ -926,6 +932,30 @@ fn final_message(
         }
         Err(_) => None,
     }
+}
+
+/// The reply for a handler that sent nothing before its result: JSON, or a one-event
+/// SSE stream for a client that accepts only `text/event-stream`.
+fn final_reply(
+    id: &Value,
+    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
+    modern: bool,
+    accept: Accepts,
+) -> Response {
+    if accept.json {
+        return final_json(id, result, modern);
+    }
+    let message = final_message(id, result).unwrap_or_else(|| {
+        jsonrpc::error_response(Some(id), &RpcError::internal("Request cancelled"))
+    });
+    let mut response = Response::new(Body::from(sse_event(&message)));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 fn final_json(

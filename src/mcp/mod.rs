@@ -73,7 +73,7 @@ pub(crate) struct ServerInner {
     sessions: session::Sessions,
     notifier: Notifier,
     sealer: Arc<StateSealer>,
-    redactor: Redactor,
+    redactor: Arc<Redactor>,
     guard: GuardConfig,
     max_body_bytes: usize,
     keepalive: Duration,
@@ -104,6 +104,7 @@ impl ServerInner {
             input_responses: None,
             request_state: None,
             sealer: self.sealer.clone(),
+            redactor: self.redactor.clone(),
         }
     }
 }
@@ -211,7 +212,7 @@ impl McpServerBuilder {
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
                 sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
-                redactor: self.redactor,
+                redactor: Arc::new(self.redactor),
                 guard: GuardConfig {
                     auth: self.auth,
                     allowed_origins: self.allowed_origins,

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, send_error, sse, status_error,
+    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, ToolNames, send_error, sse,
+    status_error,
 };
 use crate::bot::store::{Role, ToolCall};
 use crate::config::LlmConfig;
@@ -36,7 +37,7 @@ impl AnthropicProvider {
         }
     }
 
-    fn body(&self, request: &ChatRequest<'_>) -> Value {
+    fn body(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Value {
         // Anthropic wants tool results as user messages made of `tool_result` blocks,
         // and consecutive ones merged into one message.
         let mut messages: Vec<Value> = Vec::new();
@@ -56,7 +57,7 @@ impl AnthropicProvider {
                         blocks.push(json!({"type": "text", "text": m.content}));
                     }
                     for c in &m.tool_calls {
-                        blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
+                        blocks.push(json!({"type": "tool_use", "id": c.id, "name": names.wire(&c.name), "input": c.arguments}));
                     }
                     ("assistant", blocks)
                 }
@@ -87,7 +88,7 @@ impl AnthropicProvider {
             body["tools"] = request
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .map(|t| json!({"name": names.wire(&t.name), "description": t.description, "input_schema": t.input_schema}))
                 .collect();
         }
         body
@@ -109,11 +110,12 @@ impl LlmProvider for AnthropicProvider {
         request: &ChatRequest<'_>,
         on_token: TokenSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
+        let names = request.tool_names();
         let mut http = self
             .client
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
-            .json(&self.body(request));
+            .json(&self.body(request, &names));
         if let Some(key) = &self.api_key {
             http = http.header("x-api-key", key);
         }
@@ -186,7 +188,7 @@ impl LlmProvider for AnthropicProvider {
                 };
                 Ok(ToolCall {
                     id,
-                    name,
+                    name: names.original(&name),
                     arguments,
                 })
             })

@@ -61,6 +61,19 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
 }
 
+impl ChatRequest<'_> {
+    /// Wire names for every tool offered and every tool called in the history.
+    pub(crate) fn tool_names(&self) -> ToolNames {
+        ToolNames::new(
+            self.tools.iter().map(|t| t.name.as_str()).chain(
+                self.messages
+                    .iter()
+                    .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str())),
+            ),
+        )
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("the model did not answer within {0} s (raise LLM_TIMEOUT_SECS if it is slow)")]
@@ -102,6 +115,55 @@ pub fn from_config(config: &LlmConfig) -> Arc<dyn LlmProvider> {
     }
 }
 
+/// Provider tool names allow only `A-Z a-z 0-9 _ -` (64 at most), while ours may hold
+/// dots (`mcp.files__read`). This maps both ways for one request.
+pub(crate) struct ToolNames {
+    to_wire: std::collections::HashMap<String, String>,
+    from_wire: std::collections::HashMap<String, String>,
+}
+
+impl ToolNames {
+    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut map = ToolNames {
+            to_wire: Default::default(),
+            from_wire: Default::default(),
+        };
+        for name in names {
+            let base: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .take(60)
+                .collect();
+            let mut wire = base.clone();
+            let mut n = 2;
+            while map.from_wire.contains_key(&wire) {
+                wire = format!("{base}_{n}");
+                n += 1;
+            }
+            map.to_wire.insert(name.to_string(), wire.clone());
+            map.from_wire.insert(wire, name.to_string());
+        }
+        map
+    }
+
+    pub(crate) fn wire<'a>(&'a self, name: &'a str) -> &'a str {
+        self.to_wire.get(name).map(String::as_str).unwrap_or(name)
+    }
+
+    pub(crate) fn original(&self, wire: &str) -> String {
+        self.from_wire
+            .get(wire)
+            .cloned()
+            .unwrap_or_else(|| wire.to_string())
+    }
+}
+
 /// Maps an HTTP error status and body to an [`LlmError`], keeping the provider's own
 /// message (shortened) when it has one.
 fn status_error(status: u16, body: &str) -> LlmError {
@@ -132,5 +194,24 @@ fn send_error(url: &str, error: reqwest::Error, timeout_secs: u64) -> LlmError {
             url: url.to_string(),
             reason: error.without_url().to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_round_trip_through_provider_rules() {
+        let names = ToolNames::new(["mcp.files__read", "calculator", "mcp_files__read"]);
+        assert_eq!(names.wire("mcp.files__read"), "mcp_files__read");
+        assert_eq!(names.wire("calculator"), "calculator");
+        assert_eq!(
+            names.wire("mcp_files__read"),
+            "mcp_files__read_2",
+            "collisions stay distinct"
+        );
+        assert_eq!(names.original("mcp_files__read"), "mcp.files__read");
+        assert_eq!(names.original("unknown"), "unknown");
     }
 }

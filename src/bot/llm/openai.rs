@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, send_error, sse, status_error,
+    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, ToolNames, send_error, sse,
+    status_error,
 };
 use crate::bot::store::{Role, ToolCall};
 use crate::config::LlmConfig;
@@ -34,7 +35,7 @@ impl OpenAiProvider {
         }
     }
 
-    fn body(&self, request: &ChatRequest<'_>) -> Value {
+    fn body(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Value {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
         for m in request.messages {
             messages.push(match m.role {
@@ -49,7 +50,7 @@ impl OpenAiProvider {
                     "tool_calls": m.tool_calls.iter().map(|c| json!({
                         "id": c.id,
                         "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                        "function": {"name": names.wire(&c.name), "arguments": c.arguments.to_string()},
                     })).collect::<Vec<_>>(),
                 }),
                 role => json!({"role": role.as_str(), "content": m.content}),
@@ -64,7 +65,7 @@ impl OpenAiProvider {
                     json!({
                         "type": "function",
                         "function": {
-                            "name": t.name,
+                            "name": names.wire(&t.name),
                             "description": t.description,
                             "parameters": t.input_schema,
                         }
@@ -99,7 +100,11 @@ impl LlmProvider for OpenAiProvider {
         request: &ChatRequest<'_>,
         on_token: TokenSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
-        let mut http = self.client.post(&self.url).json(&self.body(request));
+        let names = request.tool_names();
+        let mut http = self
+            .client
+            .post(&self.url)
+            .json(&self.body(request, &names));
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key);
         }
@@ -172,7 +177,7 @@ impl LlmProvider for OpenAiProvider {
                     } else {
                         c.id
                     },
-                    name: c.name,
+                    name: names.original(&c.name),
                     arguments,
                 })
             })

@@ -77,6 +77,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, m),
+            StoreError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, m),
             other => {
                 tracing::error!(error = %other, "store error in /api");
                 ApiError::new(

@@ -60,7 +60,8 @@ async fn local_host_only(
         .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default();
-    if crate::net::host_is_allowed(host, &allowed) {
+    // `*` in WEB_ALLOWED_HOSTS serves the page to any host name (a LAN address, say).
+    if allowed.iter().any(|h| h == "*") || crate::net::host_is_allowed(host, &allowed) {
         return next.run(request).await;
     }
     (
