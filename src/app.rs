@@ -134,6 +134,7 @@ fn build_mcp(
         .allowed_origins(c.allowed_origins.clone())
         .allowed_hosts(c.allowed_hosts.clone())
         .max_body_bytes(c.max_body_bytes)
+        .body_timeout(c.body_timeout)
         .sessions(SessionConfig {
             max_sessions: c.max_sessions,
             idle_timeout: c.session_idle,

@@ -56,6 +56,7 @@ pub struct McpServerConfig {
     pub auth_disabled: bool,
     pub log_buffer_size: usize,
     pub max_body_bytes: usize,
+    pub body_timeout: Duration,
     pub max_sessions: usize,
     pub session_idle: Duration,
     pub allowed_origins: Vec<String>,
@@ -234,6 +235,12 @@ impl Config {
                 1024,
                 256 * 1024 * 1024,
             )?,
+            body_timeout: Duration::from_secs(vars.number(
+                "MCP_BODY_TIMEOUT_SECS",
+                30u64,
+                1,
+                3600,
+            )?),
             max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
             session_idle: Duration::from_secs(vars.number(
                 "MCP_SESSION_IDLE_SECS",

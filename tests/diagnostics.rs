@@ -734,3 +734,116 @@ async fn prompts_and_completion() {
     assert_eq!(r.result()["messages"][0]["role"], "user");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn db_query_writes_ask_clients_that_can_confirm() {
+    let app = start_bot(&[]).await;
+    let call = |id: u64, extra: Value| {
+        let mut params = json!({"name": "db_query", "arguments": {"sql": "DELETE FROM tasks"},
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        if let Some(map) = extra.as_object() {
+            for (k, v) in map {
+                params[k] = v.clone();
+            }
+        }
+        modern(&app, id, "tools/call", params)
+    };
+    // 2026: the first answer asks; the retry with the user's answer runs it.
+    let first = call(1, json!({})).await;
+    let ask = first.result();
+    assert_eq!(ask["resultType"], "input_required", "{}", first.raw);
+    assert_eq!(
+        ask["inputRequests"]["confirm_write"]["method"],
+        "elicitation/create"
+    );
+    let state = ask["requestState"].as_str().unwrap().to_string();
+    let yes = json!({"confirm_write": {"action": "accept", "content": {"confirm": true}}});
+    let done = call(2, json!({"inputResponses": yes, "requestState": state})).await;
+    assert_eq!(
+        done.result()["structuredContent"]["rows_affected"],
+        0,
+        "{}",
+        done.raw
+    );
+    let no = json!({"confirm_write": {"action": "decline"}});
+    let declined = call(3, json!({"inputResponses": no, "requestState": state})).await;
+    assert!(declined.raw.contains("declined"), "{}", declined.raw);
+    let tampered = call(
+        4,
+        json!({"inputResponses": yes, "requestState": format!("{state}x")}),
+    )
+    .await;
+    assert_eq!(tampered.error_code(), Some(-32602));
+    // Reads never ask; clients without elicitation are not asked.
+    let read = modern(
+        &app,
+        5,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"sql": "SELECT 1"},
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}),
+    )
+    .await;
+    assert_eq!(read.result()["resultType"], "complete");
+    let plain = call_tool(&app, "db_query", json!({"sql": "DELETE FROM tasks"})).await;
+    assert_eq!(plain["structuredContent"]["rows_affected"], 0);
+
+    // 2025: the question travels as a server request on the call's SSE stream.
+    let session = legacy_session(&app, "2025-11-25", json!({"elicitation": {}})).await;
+    let url = format!("{}/mcp", app.url());
+    let response = client()
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"db_query","arguments":{"sql":"DELETE FROM tasks"}}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let request = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            seen.push_str(&String::from_utf8_lossy(
+                &stream.next().await.unwrap().unwrap(),
+            ));
+            if let Some(r) = parse_sse(&seen)
+                .into_iter()
+                .find(|m| m["method"] == "elicitation/create")
+            {
+                return r;
+            }
+        }
+    })
+    .await
+    .expect("an elicitation request");
+    let answer = json!({"jsonrpc":"2.0","id":request["id"],"result":{"action":"accept","content":{"confirm":true}}});
+    let ack = post(
+        &app,
+        &answer,
+        &[
+            ("mcp-session-id", &session),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    )
+    .await;
+    assert_eq!(ack.status, 202);
+    let result = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            seen.push_str(&String::from_utf8_lossy(
+                &stream.next().await.unwrap().unwrap(),
+            ));
+            if let Some(r) = parse_sse(&seen).into_iter().find(|m| m["id"] == 9) {
+                return r;
+            }
+        }
+    })
+    .await
+    .expect("the result after the answer");
+    assert_eq!(
+        result["result"]["structuredContent"]["rows_affected"], 0,
+        "{result}"
+    );
+    app.shutdown().await;
+}

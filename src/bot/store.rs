@@ -683,6 +683,14 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Whether SQLite considers `sql` read-only (it compiles the statement, runs nothing).
+    pub async fn is_read_only_sql(&self, sql: &str) -> Result<bool, StoreError> {
+        let sql = sql.to_string();
+        self.call(move |c| Ok(c.prepare(&sql)?.readonly())).await
+    }
+}
+
 fn execute_one(
     c: &mut Connection,
     sql: &str,

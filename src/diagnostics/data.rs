@@ -43,7 +43,8 @@ impl Tool for DbQuery {
             description: format!(
                 "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database \
                  (tables: conversations, messages, tasks, embeddings, memories). Use ?1, ?2… with `params`. Rows come back \
-                 as arrays matching `columns`; blobs as {{\"base64\": …}}. {mode}"
+                 as arrays matching `columns`; blobs as {{\"base64\": …}}. {mode} Clients that support elicitation \
+                 are asked to confirm a write before it runs."
             ),
             input_schema: object_schema(
                 json!({
@@ -73,11 +74,32 @@ impl Tool for DbQuery {
     async fn call(
         &self,
         args: Value,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: DbQueryArgs = args_or_error!("db_query", args);
         let limit = args.limit.unwrap_or(100).clamp(1, 1000);
         let settings = &self.0.settings;
+        // A write on a client that can ask its user: ask first. Clients that cannot ask
+        // get the full-access behaviour unchanged.
+        let writes = !settings.db_query_readonly
+            && !self
+                .0
+                .bot
+                .store
+                .is_read_only_sql(&args.sql)
+                .await
+                .unwrap_or(true);
+        if writes && ctx.has_capability("elicitation") {
+            match confirm_write(ctx, &args.sql).await? {
+                Confirmation::Confirmed => {}
+                Confirmation::Declined => {
+                    return Ok(failed(
+                        "the user declined to run the statement; nothing was changed",
+                    ));
+                }
+                Confirmation::Ask(input) => return Ok(Outcome::InputRequired(input)),
+            }
+        }
         let outcome = self
             .0
             .bot
@@ -118,6 +140,64 @@ impl Tool for DbQuery {
             }
             Err(e) => Ok(failed(format!("database error: {e}"))),
         }
+    }
+}
+
+enum Confirmation {
+    Confirmed,
+    Declined,
+    /// 2026: ask through an `input_required` result first.
+    Ask(crate::mcp::InputRequired),
+}
+
+const CONFIRM_KEY: &str = "confirm_write";
+
+fn confirmation_request(sql: &str) -> Value {
+    let shown: String = sql.chars().take(500).collect();
+    json!({
+        "mode": "form",
+        "message": format!("Run this statement on the live bot database?\n\n{shown}"),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
+            "required": ["confirm"],
+        },
+    })
+}
+
+fn accepted(answer: &Value) -> bool {
+    answer["action"] == "accept" && answer["content"]["confirm"] == true
+}
+
+/// Asks the user to confirm a write: a server request in the legacy era, an MRTR input
+/// request in the modern one. The sealed state ties the answer to this exact statement.
+async fn confirm_write(ctx: &RequestContext, sql: &str) -> Result<Confirmation, RpcError> {
+    if !ctx.era.is_modern() {
+        let answer = ctx
+            .request_client(
+                "elicitation/create",
+                confirmation_request(sql),
+                "elicitation",
+            )
+            .await?;
+        return Ok(if accepted(&answer) {
+            Confirmation::Confirmed
+        } else {
+            Confirmation::Declined
+        });
+    }
+    let state = ctx.request_state()?;
+    match (state, ctx.input_response(CONFIRM_KEY)) {
+        (Some(state), Some(answer)) if state["sql"] == sql => Ok(if accepted(answer) {
+            Confirmation::Confirmed
+        } else {
+            Confirmation::Declined
+        }),
+        _ => Ok(Confirmation::Ask(crate::mcp::dispatch::ask(
+            CONFIRM_KEY,
+            crate::mcp::dispatch::input_request("elicitation/create", confirmation_request(sql)),
+            Some(ctx.seal_state(&json!({"sql": sql}))),
+        ))),
     }
 }
 

@@ -202,9 +202,25 @@ pub(crate) async fn handle_post(
             "Not Acceptable: send `Accept: application/json, text/event-stream`",
         );
     }
-    let bytes = match axum::body::to_bytes(body, inner.max_body_bytes).await {
-        Ok(b) => b,
+    // A client that sends its body slowly (or never finishes it) must not hold a task
+    // forever: the whole body has to arrive within the body timeout.
+    let read = tokio::time::timeout(
+        inner.body_timeout,
+        axum::body::to_bytes(body, inner.max_body_bytes),
+    );
+    let bytes = match read.await {
+        Ok(Ok(b)) => b,
         Err(_) => {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s (MCP_BODY_TIMEOUT_SECS)",
+                    inner.body_timeout.as_secs()
+                ),
+            );
+        }
+        Ok(Err(_)) => {
             return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 jsonrpc::INVALID_REQUEST,

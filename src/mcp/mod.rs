@@ -76,6 +76,7 @@ pub(crate) struct ServerInner {
     redactor: Arc<Redactor>,
     guard: GuardConfig,
     max_body_bytes: usize,
+    body_timeout: Duration,
     keepalive: Duration,
     /// Turns true when the server shuts down; open streams end.
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -115,6 +116,7 @@ pub struct McpServerBuilder {
     allowed_origins: Vec<String>,
     allowed_hosts: Vec<String>,
     max_body_bytes: usize,
+    body_timeout: Duration,
     sessions: SessionConfig,
     secret: Option<String>,
     tools: Vec<Arc<dyn Tool>>,
@@ -161,6 +163,12 @@ impl McpServerBuilder {
 
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a request body may take to arrive in full.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
         self
     }
 
@@ -219,6 +227,7 @@ impl McpServerBuilder {
                     allowed_hosts: self.allowed_hosts,
                 },
                 max_body_bytes: self.max_body_bytes,
+                body_timeout: self.body_timeout,
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
             }),
@@ -246,6 +255,7 @@ impl McpServer {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
+            body_timeout: Duration::from_secs(30),
             sessions: SessionConfig {
                 max_sessions: 1000,
                 idle_timeout: Duration::from_secs(3600),
