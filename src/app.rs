@@ -11,6 +11,7 @@ use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::log_file::LogFile;
 use crate::mcp::redact::{Redactor, is_secret_key};
 use crate::mcp::{Auth, McpServer, SessionConfig};
 
@@ -86,13 +87,15 @@ pub struct Logging {
     pub buffer: Option<Arc<LogBuffer>>,
     /// The reloadable filter, for the `set_log_level` tool.
     pub filter: Option<Arc<dyn LogFilterControl>>,
+    /// The log file the process writes (`LOG_FILE`), for `server_log`.
+    pub file: Option<Arc<LogFile>>,
 }
 
 /// Builds the `/mcp` server over the bot's services.
 fn build_mcp(
     bot: &Arc<Bot>,
     buffer: Arc<LogBuffer>,
-    filter: Option<Arc<dyn LogFilterControl>>,
+    logging: Logging,
 ) -> anyhow::Result<McpServer> {
     let c = &bot.config.mcp;
     let auth = match (&c.secret, c.auth_disabled) {
@@ -115,7 +118,8 @@ fn build_mcp(
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
-        filter,
+        logging.filter,
+        logging.file,
         diagnostics::Settings {
             db_query_readonly: c.db_query_readonly,
             send_message_timeout: c.send_message_timeout,
@@ -174,6 +178,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     let buffer = mcp_enabled.then(|| {
         logging
             .buffer
+            .clone()
             .unwrap_or_else(|| LogBuffer::new(config.mcp.log_buffer_size))
     });
     let sink: Arc<dyn WebLogSink> = match &buffer {
@@ -186,7 +191,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {
-        let server = build_mcp(&bot, buffer, logging.filter)?;
+        let server = build_mcp(&bot, buffer, logging)?;
         server.spawn_housekeeping(std::time::Duration::from_secs(30));
         router = router.merge(server.router());
         mcp = Some(server);

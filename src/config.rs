@@ -84,6 +84,10 @@ pub struct Config {
     /// Extra browser origins allowed to call `/api` and open `/ws`.
     pub web_allowed_origins: Vec<String>,
     pub log_filter: String,
+    /// Also write the log (JSON lines) here; `server_log` reads it back.
+    pub log_file: Option<PathBuf>,
+    /// Size at which the log file is rotated to `<LOG_FILE>.1`.
+    pub log_file_max_bytes: u64,
     pub mcp: McpServerConfig,
 }
 
@@ -275,6 +279,13 @@ impl Config {
             web_allowed_hosts: vars.list("WEB_ALLOWED_HOSTS"),
             web_allowed_origins: vars.list("WEB_ALLOWED_ORIGINS"),
             log_filter: vars.string("RUST_LOG", "info"),
+            log_file: vars.raw("LOG_FILE").map(PathBuf::from),
+            log_file_max_bytes: vars.number(
+                "LOG_FILE_MAX_BYTES",
+                10 * 1024 * 1024u64,
+                64 * 1024,
+                10 * 1024 * 1024 * 1024,
+            )?,
             mcp,
         })
     }

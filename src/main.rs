@@ -19,6 +19,7 @@ use porthole::config::Config;
 use porthole::diagnostics::LogFilterControl;
 use porthole::mcp::McpServer;
 use porthole::mcp::log_buffer::LogBuffer;
+use porthole::mcp::log_file::LogFile;
 use std::net::SocketAddr;
 
 const USAGE: &str = "usage: porthole [token | --help]
@@ -64,12 +65,26 @@ async fn run() -> ExitCode {
         .mcp
         .enabled
         .then(|| LogBuffer::new(config.mcp.log_buffer_size));
+    let log_file = match &config.log_file {
+        None => None,
+        Some(path) => match LogFile::open(path, config.log_file_max_bytes) {
+            Ok(file) => Some(file),
+            Err(e) => {
+                eprintln!(
+                    "porthole: LOG_FILE={} cannot be opened for writing: {e}; fix the path or unset LOG_FILE",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+        },
+    };
     let initial_filter = filter.to_string();
     let (filter, reload) = tracing_subscriber::reload::Layer::new(filter);
     tracing_subscriber::registry()
         .with(filter)
         .with(tracing_subscriber::fmt::layer())
         .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
+        .with(log_file.as_ref().map(|f| f.layer(WEB_CONSOLE_TARGET)))
         .init();
     let logging = Logging {
         buffer,
@@ -77,6 +92,7 @@ async fn run() -> ExitCode {
             handle: reload,
             current: Mutex::new(initial_filter),
         })),
+        file: log_file,
     };
 
     let app = match porthole::app::start(config, logging).await {
@@ -174,8 +190,10 @@ fn token() -> ExitCode {
         .lines()
         .filter(|l| {
             let t = l.trim_start();
-            !t.starts_with("MCP_SERVER_ENABLED=")
-                && !(new_secret.is_some() && t.starts_with("MCP_SERVER_SECRET="))
+            // Lines this run replaces.
+            let replaced = t.starts_with("MCP_SERVER_ENABLED=")
+                || (new_secret.is_some() && t.starts_with("MCP_SERVER_SECRET="));
+            !replaced
         })
         .map(str::to_string)
         .collect();

@@ -847,3 +847,41 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn server_log_reads_older_lines_from_the_log_file() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file =
+        porthole::mcp::log_file::LogFile::open(&dir.path().join("bot.log"), 1024 * 1024).unwrap();
+    let subscriber = tracing_subscriber::registry().with(file.layer("web_console"));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::error!(target: "porthole::bot::store", "yesterday's disk full error");
+        tracing::info!(target: "porthole::bot", "an ordinary line");
+    });
+    let logging = porthole::app::Logging {
+        file: Some(file),
+        ..Default::default()
+    };
+    let app = start_bot_with(&[], logging).await;
+    let r = call_tool(&app, "server_log", json!({"level": "error"})).await;
+    let s = structured(&r);
+    let lines = s["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{s}");
+    assert_eq!(lines[0]["message"], "yesterday's disk full error");
+    assert_eq!(lines[0]["reader"], "log_file");
+    assert_eq!(s["readers"][1]["available"], true);
+    let r = call_tool(&app, "server_log", json!({"limit": 1})).await;
+    assert_eq!(
+        structured(&r)["lines"][0]["message"],
+        "an ordinary line",
+        "newest wins"
+    );
+    assert_eq!(structured(&r)["truncated"], true);
+    app.shutdown().await;
+
+    let app = start_bot(&[]).await;
+    let r = call_tool(&app, "server_log", json!({})).await;
+    assert_eq!(structured(&r)["readers"][1]["available"], false);
+    app.shutdown().await;
+}

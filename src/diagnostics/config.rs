@@ -259,6 +259,8 @@ pub(super) fn config_snapshot(c: &Config) -> Value {
     let mcp = &c.mcp;
     json!({
             "server": {"host": c.host.to_string(), "port": c.port, "log_filter": c.log_filter,
+                       "log_file": c.log_file.as_ref().map(|p| p.display().to_string()),
+                       "log_file_max_bytes": c.log_file_max_bytes,
                        "web_console_forwarding": c.web_console_forwarding},
             "database": {"path": c.database_path},
             "llm": {"provider": c.llm.provider.as_str(), "base_url": c.llm.base_url, "model": c.llm.model,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Diagnostics, done, failed, object_schema, output_schema};
-use crate::mcp::log_buffer::{LogQuery, LogSource, parse_level};
+use crate::mcp::log_buffer::{LogQuery, LogRecord, LogSource, parse_level, select};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
@@ -179,7 +179,8 @@ impl Tool for LogTool {
                 .into(),
             ),
             description: format!(
-                "Reads {what} from an in-memory ring buffer, newest last. Filter by minimum level, substring (grep), \
+                "Reads {what} from an in-memory ring buffer — and, when LOG_FILE is set, from the log file for lines \
+                 older than the buffer holds (each line says its `reader`) — newest last. Filter by minimum level, substring (grep), \
                  and since (a time or the `cursor` from your previous call, to get only new lines). \
                  Bounded by `limit` and `max_bytes`; says when lines were cut."
             ),
@@ -238,9 +239,6 @@ impl Tool for LogTool {
         }
         let page = self.d.logs.query(&query);
         let mut notes = Vec::new();
-        if page.truncated_by_limit {
-            notes.push(format!("more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)", query.limit));
-        }
         if page.truncated_by_budget {
             notes.push("max_bytes cut older lines".to_string());
         }
@@ -250,17 +248,78 @@ impl Tool for LogTool {
                 page.dropped - query.after_seq.unwrap_or(0)
             ));
         }
-        let lines: Vec<Value> = page.records.iter().map(|r| r.to_json()).collect();
+        let label = |records: &[LogRecord], reader: &str| -> Vec<Value> {
+            records
+                .iter()
+                .map(|r| {
+                    let mut line = r.to_json();
+                    line["reader"] = json!(reader);
+                    line
+                })
+                .collect()
+        };
+        let mut lines = label(&page.records, "ring_buffer");
+        let mut truncated_by_limit = page.truncated_by_limit;
+        let mut truncated = page.truncated_by_budget;
+
+        // Older lines than the buffer holds come from the log file, when there is one
+        // and the page still has room. A cursor (`since` a sequence) only asks for new
+        // lines, which the buffer has.
+        let log_file = match &self.d.log_file {
+            None => json!({"reader": "log_file", "available": false,
+                           "reason": "LOG_FILE is not set; only the ring buffer is searched"}),
+            Some(file) => {
+                let mut from_file = 0;
+                if !truncated_by_limit
+                    && !truncated
+                    && query.after_seq.is_none()
+                    && page.records.len() < query.limit
+                {
+                    let used: usize = lines.iter().map(|l| l.to_string().len()).sum();
+                    let older = LogQuery {
+                        limit: query.limit - page.records.len(),
+                        bytes_used: used,
+                        ..query.clone()
+                    };
+                    let before = self.d.logs.oldest_time_us();
+                    let file = file.clone();
+                    let picked = tokio::task::spawn_blocking(move || {
+                        let records: Vec<LogRecord> = file.newest_first(before).collect();
+                        select(records.iter(), &older)
+                    })
+                    .await;
+                    if let Ok((records, by_limit, by_budget)) = picked {
+                        from_file = records.len();
+                        let mut merged = label(&records, "log_file");
+                        merged.append(&mut lines);
+                        lines = merged;
+                        truncated_by_limit = by_limit;
+                        truncated = truncated || by_budget;
+                    }
+                }
+                json!({"reader": "log_file", "available": true, "path": file.path().display().to_string(),
+                       "lines_returned": from_file})
+            }
+        };
+        if truncated_by_limit {
+            notes.push(format!("more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)", query.limit));
+        }
         let mut result = json!({
             "lines": lines,
             "cursor": page.cursor,
-            "truncated": page.truncated_by_limit || page.truncated_by_budget,
+            "truncated": truncated_by_limit || truncated,
             "buffer": {
                 "reader": "ring_buffer",
                 "lines_held": self.d.logs.len(),
                 "capacity": self.d.logs.capacity(),
                 "dropped_since_start": page.dropped,
             },
+            "readers": [
+                {"reader": "ring_buffer", "available": true},
+                log_file,
+                {"reader": "audit", "available": true, "included": query.include_mcp,
+                 "how": "tools/call audit lines (target porthole::mcp::audit); set include_mcp to see them"},
+            ],
         });
         if !notes.is_empty() {
             result["note"] = json!(notes.join("; "));

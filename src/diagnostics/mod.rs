@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 
 use crate::bot::Bot;
 use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::log_file::LogFile;
 use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
 
 /// Settings the diagnostics read besides the bot's own.
@@ -61,6 +62,8 @@ pub struct Diagnostics {
     pub logs: Arc<LogBuffer>,
     /// `None` when the process installed no reloadable filter (tests, embedding).
     pub log_filter: Option<Arc<dyn LogFilterControl>>,
+    /// The log file `server_log` reads beyond the ring buffer (`LOG_FILE`).
+    pub log_file: Option<Arc<LogFile>>,
     /// The server these tools are served by (set once it is built), for `health`.
     pub server: OnceLock<McpServer>,
     pub settings: Settings,
@@ -71,12 +74,14 @@ impl Diagnostics {
         bot: Arc<Bot>,
         logs: Arc<LogBuffer>,
         log_filter: Option<Arc<dyn LogFilterControl>>,
+        log_file: Option<Arc<LogFile>>,
         settings: Settings,
     ) -> Arc<Self> {
         Arc::new(Diagnostics {
             bot,
             logs,
             log_filter,
+            log_file,
             server: OnceLock::new(),
             settings,
         })

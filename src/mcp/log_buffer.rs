@@ -8,6 +8,7 @@
 //! bot's lines. Browser console lines arrive through [`LogBuffer::push_web`] with
 //! source `web`.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +46,7 @@ pub struct LogRecord {
     pub target: String,
     pub message: String,
     /// Structured fields other than the message, as `key=value` text.
-    pub fields: Vec<(&'static str, String)>,
+    pub fields: Vec<(Cow<'static, str>, String)>,
     pub source: LogSource,
     /// Emitted by the MCP endpoint's own work.
     pub from_mcp: bool,
@@ -67,12 +68,44 @@ impl LogRecord {
             .collect();
         json!({
             "seq": self.seq,
+            "time_us": self.time_us,
             "timestamp": self.timestamp(),
             "level": level_name(self.level),
             "target": self.target,
             "message": self.message,
             "fields": fields,
             "source": self.source.as_str(),
+        })
+    }
+
+    /// Reads back a line written by [`LogRecord::to_json`] (the log file's format).
+    pub fn from_json(value: &Value) -> Option<LogRecord> {
+        let source = match value["source"].as_str()? {
+            "web" => LogSource::Web,
+            _ => LogSource::Server,
+        };
+        let target = value["target"].as_str()?.to_string();
+        Some(LogRecord {
+            seq: value["seq"].as_u64()?,
+            time_us: value["time_us"].as_i64()?,
+            level: parse_level(value["level"].as_str()?)?,
+            from_mcp: target.starts_with("porthole::mcp"),
+            target,
+            message: value["message"].as_str()?.to_string(),
+            fields: value["fields"]
+                .as_object()
+                .map(|f| {
+                    f.iter()
+                        .map(|(k, v)| {
+                            (
+                                Cow::Owned(k.clone()),
+                                v.as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            source,
         })
     }
 
@@ -138,6 +171,8 @@ pub struct LogQuery {
     pub limit: usize,
     /// Stop adding lines once their size passes this many bytes.
     pub byte_budget: Option<usize>,
+    /// Bytes already used by lines from another reader (counts against the budget).
+    pub bytes_used: usize,
 }
 
 impl Default for LogQuery {
@@ -152,6 +187,7 @@ impl Default for LogQuery {
             include_mcp: false,
             limit: 50,
             byte_budget: None,
+            bytes_used: 0,
         }
     }
 }
@@ -219,7 +255,7 @@ impl LogBuffer {
     /// Records a browser console line (source `web`).
     pub fn push_web(&self, level: &str, message: &str, browser_time: Option<&str>) {
         let fields = browser_time
-            .map(|t| vec![("browser_timestamp", t.to_string())])
+            .map(|t| vec![(Cow::Borrowed("browser_timestamp"), t.to_string())])
             .unwrap_or_default();
         self.push(LogRecord {
             seq: 0,
@@ -235,18 +271,6 @@ impl LogBuffer {
 
     /// Runs a query. Newest lines win when the limit or budget cuts.
     pub fn query(&self, query: &LogQuery) -> LogPage {
-        let needle = query.grep.as_ref().map(|g| {
-            if query.case_insensitive {
-                g.to_lowercase()
-            } else {
-                g.clone()
-            }
-        });
-        let since_us = query.since.map(|t| t.timestamp_micros());
-        let limit = query.limit.max(1);
-        let mut picked: Vec<LogRecord> = Vec::new();
-        let (mut truncated_by_limit, mut truncated_by_budget) = (false, false);
-        let mut used = 0usize;
         let records = self.lock();
         let cursor = records
             .back()
@@ -254,53 +278,7 @@ impl LogBuffer {
             .unwrap_or(0)
             .max(query.after_seq.unwrap_or(0));
         let dropped = records.front().map(|r| r.seq - 1).unwrap_or(0);
-        for record in records.iter().rev() {
-            if query.after_seq.is_some_and(|after| record.seq <= after) {
-                break;
-            }
-            if since_us.is_some_and(|since| record.time_us < since) {
-                break;
-            }
-            if query.source.is_some_and(|s| s != record.source)
-                || (!query.include_mcp && record.from_mcp)
-                || query
-                    .min_level
-                    .is_some_and(|min| severity(record.level) < severity(min))
-            {
-                continue;
-            }
-            if let Some(needle) = &needle {
-                let hit = |text: &str| {
-                    if query.case_insensitive {
-                        text.to_lowercase().contains(needle.as_str())
-                    } else {
-                        text.contains(needle.as_str())
-                    }
-                };
-                if !hit(&record.message)
-                    && !hit(&record.target)
-                    && !record.fields.iter().any(|(_, v)| hit(v))
-                {
-                    continue;
-                }
-            }
-            if picked.len() == limit {
-                truncated_by_limit = true;
-                break;
-            }
-            let weight = record.weight();
-            if let Some(budget) = query.byte_budget
-                && used + weight > budget
-                && !picked.is_empty()
-            {
-                truncated_by_budget = true;
-                break;
-            }
-            used += weight;
-            picked.push(record.clone());
-        }
-        drop(records);
-        picked.reverse();
+        let (picked, truncated_by_limit, truncated_by_budget) = select(records.iter().rev(), query);
         LogPage {
             records: picked,
             truncated_by_limit,
@@ -308,6 +286,11 @@ impl LogBuffer {
             cursor,
             dropped,
         }
+    }
+
+    /// The time of the oldest line held, if any.
+    pub fn oldest_time_us(&self) -> Option<i64> {
+        self.lock().front().map(|r| r.time_us)
     }
 
     /// The `tracing` layer feeding this buffer. `skip_target` events (browser console
@@ -320,6 +303,99 @@ impl LogBuffer {
     }
 }
 
+/// Picks the lines `query` wants from `newest_first` records; returns them oldest
+/// first, with whether the limit or the byte budget cut older ones. Shared by the ring
+/// buffer and the log file reader.
+pub fn select<'a>(
+    newest_first: impl Iterator<Item = &'a LogRecord>,
+    query: &LogQuery,
+) -> (Vec<LogRecord>, bool, bool) {
+    let needle = query.grep.as_ref().map(|g| {
+        if query.case_insensitive {
+            g.to_lowercase()
+        } else {
+            g.clone()
+        }
+    });
+    let since_us = query.since.map(|t| t.timestamp_micros());
+    let limit = query.limit.max(1);
+    let mut picked: Vec<LogRecord> = Vec::new();
+    let (mut truncated_by_limit, mut truncated_by_budget) = (false, false);
+    let mut used = query.bytes_used;
+    for record in newest_first {
+        if query.after_seq.is_some_and(|after| record.seq <= after) {
+            break;
+        }
+        if since_us.is_some_and(|since| record.time_us < since) {
+            break;
+        }
+        if query.source.is_some_and(|s| s != record.source)
+            || (!query.include_mcp && record.from_mcp)
+            || query
+                .min_level
+                .is_some_and(|min| severity(record.level) < severity(min))
+        {
+            continue;
+        }
+        if let Some(needle) = &needle {
+            let hit = |text: &str| {
+                if query.case_insensitive {
+                    text.to_lowercase().contains(needle.as_str())
+                } else {
+                    text.contains(needle.as_str())
+                }
+            };
+            if !hit(&record.message)
+                && !hit(&record.target)
+                && !record.fields.iter().any(|(_, v)| hit(v))
+            {
+                continue;
+            }
+        }
+        if picked.len() == limit {
+            truncated_by_limit = true;
+            break;
+        }
+        let weight = record.weight();
+        if let Some(budget) = query.byte_budget
+            && used + weight > budget
+            && (used > 0 || !picked.is_empty())
+        {
+            truncated_by_budget = true;
+            break;
+        }
+        used += weight;
+        picked.push(record.clone());
+    }
+    picked.reverse();
+    (picked, truncated_by_limit, truncated_by_budget)
+}
+
+/// Builds a record from a `tracing` event; `web_target` events are browser lines.
+pub(crate) fn record_from_event(event: &Event<'_>, web_target: &str) -> LogRecord {
+    let meta = event.metadata();
+    let target = meta.target();
+    let mut collector = FieldCollector {
+        message: String::new(),
+        fields: Vec::new(),
+    };
+    event.record(&mut collector);
+    LogRecord {
+        seq: 0,
+        time_us: Utc::now().timestamp_micros(),
+        level: *meta.level(),
+        target: target.to_string(),
+        message: collector.message,
+        fields: collector.fields,
+        source: if target == web_target {
+            LogSource::Web
+        } else {
+            LogSource::Server
+        },
+        from_mcp: target.starts_with("porthole::mcp"),
+    }
+}
+
 pub struct BufferLayer {
     buffer: Arc<LogBuffer>,
     skip_target: &'static str,
@@ -328,7 +404,7 @@ pub struct BufferLayer {
 /// Collects an event's message and fields.
 struct FieldCollector {
     message: String,
-    fields: Vec<(&'static str, String)>,
+    fields: Vec<(Cow<'static, str>, String)>,
 }
 
 impl Visit for FieldCollector {
@@ -336,7 +412,8 @@ impl Visit for FieldCollector {
         if field.name() == "message" {
             let _ = write!(self.message, "{value:?}");
         } else {
-            self.fields.push((field.name(), format!("{value:?}")));
+            self.fields
+                .push((Cow::Borrowed(field.name()), format!("{value:?}")));
         }
     }
 
@@ -344,33 +421,18 @@ impl Visit for FieldCollector {
         if field.name() == "message" {
             self.message.push_str(value);
         } else {
-            self.fields.push((field.name(), value.to_string()));
+            self.fields
+                .push((Cow::Borrowed(field.name()), value.to_string()));
         }
     }
 }
 
 impl<S: Subscriber> Layer<S> for BufferLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let meta = event.metadata();
-        let target = meta.target();
-        if target == self.skip_target {
+        if event.metadata().target() == self.skip_target {
             return;
         }
-        let mut collector = FieldCollector {
-            message: String::new(),
-            fields: Vec::new(),
-        };
-        event.record(&mut collector);
-        self.buffer.push(LogRecord {
-            seq: 0,
-            time_us: Utc::now().timestamp_micros(),
-            level: *meta.level(),
-            target: target.to_string(),
-            message: collector.message,
-            fields: collector.fields,
-            source: LogSource::Server,
-            from_mcp: target.starts_with("porthole::mcp"),
-        });
+        self.buffer.push(record_from_event(event, self.skip_target));
     }
 }
 
@@ -398,7 +460,10 @@ mod tests {
         let page = buffer.query(&LogQuery::default());
         let messages: Vec<_> = page.records.iter().map(|r| r.message.as_str()).collect();
         assert_eq!(messages, ["line 2", "line 3", "line 4"]);
-        assert_eq!(page.records[0].fields, vec![("n", "2".to_string())]);
+        assert_eq!(
+            page.records[0].fields,
+            vec![(Cow::Borrowed("n"), "2".to_string())]
+        );
         assert_eq!(page.dropped, 2);
     }
 

@@ -25,6 +25,7 @@ mod guard;
 mod http;
 pub mod jsonrpc;
 pub mod log_buffer;
+pub mod log_file;
 mod mrtr;
 pub mod protocol;
 pub mod redact;

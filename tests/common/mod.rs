@@ -14,6 +14,11 @@ pub const MODERN: &str = "2026-07-28";
 
 /// Starts a bot with MCP enabled (plus `extra` settings) on an ephemeral port.
 pub async fn start_bot(extra: &[(&str, &str)]) -> RunningApp {
+    start_bot_with(extra, porthole::app::Logging::default()).await
+}
+
+/// Like [`start_bot`], with the logging setup a binary would pass.
+pub async fn start_bot_with(extra: &[(&str, &str)], logging: porthole::app::Logging) -> RunningApp {
     let dir = tempfile::tempdir().unwrap().keep();
     let mut vars: HashMap<String, String> = [
         ("HOST", "127.0.0.1"),
@@ -40,9 +45,7 @@ pub async fn start_bot(extra: &[(&str, &str)]) -> RunningApp {
         vars.insert(k.to_string(), v.to_string());
     }
     let config = Config::from_map(&vars).expect("test config is valid");
-    start(config, porthole::app::Logging::default())
-        .await
-        .expect("bot starts")
+    start(config, logging).await.expect("bot starts")
 }
 
 pub fn client() -> reqwest::Client {
