@@ -427,18 +427,11 @@ async fn run_legacy(
     session: Arc<Session>,
     method: Method,
     params: Map<String, Value>,
-    mut ctx: RequestContext,
+    ctx: RequestContext,
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-    if accept.sse {
-        ctx.outbound = Some(out_tx);
-    } else {
-        // Nowhere to stream: drop the sender so only the result is awaited.
-        drop(out_tx);
-    }
-    let task = spawn_dispatch(inner.clone(), method, params, ctx);
+    let (task, mut out_rx) = spawn_call(inner.clone(), method, params, ctx, accept);
     session.track(&id, task.abort_handle());
     let Some(first) = out_rx.recv().await else {
         let result = task.await;
@@ -832,18 +825,11 @@ async fn run_modern(
     inner: Arc<ServerInner>,
     method: Method,
     params: Map<String, Value>,
-    mut ctx: RequestContext,
+    ctx: RequestContext,
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-    if accept.sse {
-        ctx.outbound = Some(out_tx);
-    } else {
-        // Nowhere to stream: drop the sender so only the result is awaited.
-        drop(out_tx);
-    }
-    let task = spawn_dispatch(inner.clone(), method, params, ctx);
+    let (task, mut out_rx) = spawn_call(inner.clone(), method, params, ctx, accept);
     // If the client goes away before the reply, the work stops.
     let cancel_on_drop = AbortOnDrop(task.abort_handle());
     let Some(first) = out_rx.recv().await else {
@@ -919,6 +905,26 @@ fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> 
 }
 
 // ---- shared by both eras ---------------------------------------------------------------
+
+/// Runs a request's handler in its own task. Messages it sends before its result come
+/// out of the receiver (only when the client accepts SSE; otherwise the receiver just
+/// closes when the handler ends, and only the result is awaited).
+fn spawn_call(
+    inner: Arc<ServerInner>,
+    method: Method,
+    params: Map<String, Value>,
+    mut ctx: RequestContext,
+    accept: Accepts,
+) -> (
+    JoinHandle<Result<Value, RpcError>>,
+    mpsc::UnboundedReceiver<StreamEvent>,
+) {
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    if accept.sse {
+        ctx.outbound = Some(out_tx);
+    }
+    (spawn_dispatch(inner, method, params, ctx), out_rx)
+}
 
 fn spawn_dispatch(
     inner: Arc<ServerInner>,

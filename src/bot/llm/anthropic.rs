@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, ToolNames, send_error, sse,
-    status_error,
+    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames,
+    parse_arguments, sse,
 };
 use crate::bot::store::{Role, ToolCall};
 use crate::config::LlmConfig;
@@ -16,24 +16,13 @@ const API_VERSION: &str = "2023-06-01";
 const MAX_TOKENS: u32 = 4096;
 
 pub struct AnthropicProvider {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
-    model: String,
-    timeout_secs: u64,
+    endpoint: Endpoint,
 }
 
 impl AnthropicProvider {
     pub fn new(config: &LlmConfig) -> Self {
         AnthropicProvider {
-            client: reqwest::Client::builder()
-                .timeout(config.timeout)
-                .build()
-                .unwrap_or_default(),
-            url: format!("{}/v1/messages", config.base_url),
-            api_key: config.api_key.clone(),
-            model: config.model.clone(),
-            timeout_secs: config.timeout.as_secs(),
+            endpoint: Endpoint::new(config, "/v1/messages"),
         }
     }
 
@@ -78,7 +67,7 @@ impl AnthropicProvider {
             }
         }
         let mut body = json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "max_tokens": MAX_TOKENS,
             "system": request.system,
             "messages": messages,
@@ -102,7 +91,7 @@ impl LlmProvider for AnthropicProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     async fn chat(
@@ -111,28 +100,19 @@ impl LlmProvider for AnthropicProvider {
         on_token: TokenSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let names = request.tool_names();
-        let mut http = self
-            .client
-            .post(&self.url)
-            .header("anthropic-version", API_VERSION)
-            .json(&self.body(request, &names));
-        if let Some(key) = &self.api_key {
-            http = http.header("x-api-key", key);
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(status_error(status.as_u16(), &body));
-        }
+        let response = self
+            .endpoint
+            .post(
+                &self.body(request, &names),
+                &[("anthropic-version", API_VERSION)],
+                |http, key| http.header("x-api-key", key),
+            )
+            .await?;
 
         let mut content = String::new();
         // Tool-use blocks by index: (id, name, partial JSON input).
         let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
-        sse::for_each_event(response, self.timeout_secs, |_event, data| {
+        sse::for_each_event(response, self.endpoint.timeout_secs, |_event, data| {
             let event: Value = serde_json::from_str(data)
                 .map_err(|e| LlmError::Malformed(format!("bad stream event ({e})")))?;
             match event["type"].as_str().unwrap_or_default() {
@@ -179,13 +159,7 @@ impl LlmProvider for AnthropicProvider {
         let tool_calls = tools
             .into_values()
             .map(|(id, name, input)| {
-                let arguments = if input.trim().is_empty() {
-                    json!({})
-                } else {
-                    serde_json::from_str(&input).map_err(|e| {
-                        LlmError::Malformed(format!("tool input for `{name}` is not JSON ({e})"))
-                    })?
-                };
+                let arguments = parse_arguments(&input, &name)?;
                 Ok(ToolCall {
                     id,
                     name: names.original(&name),

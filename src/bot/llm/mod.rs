@@ -186,6 +186,71 @@ fn status_error(status: u16, body: &str) -> LlmError {
     }
 }
 
+/// The HTTP side both remote providers share: where to POST, with which key, and how
+/// long to wait; turns transport failures and error statuses into [`LlmError`]s.
+struct Endpoint {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    model: String,
+    timeout_secs: u64,
+}
+
+impl Endpoint {
+    fn new(config: &LlmConfig, path: &str) -> Self {
+        Endpoint {
+            client: reqwest::Client::builder()
+                .timeout(config.timeout)
+                .build()
+                .unwrap_or_default(),
+            url: format!("{}{path}", config.base_url),
+            api_key: config.api_key.clone(),
+            model: config.model.clone(),
+            timeout_secs: config.timeout.as_secs(),
+        }
+    }
+
+    /// POSTs `body` with `headers`; `authorize` adds the key (when there is one) the
+    /// provider's way. A non-2xx status becomes the matching error, with the
+    /// provider's message.
+    async fn post(
+        &self,
+        body: &Value,
+        headers: &[(&'static str, &'static str)],
+        authorize: impl FnOnce(reqwest::RequestBuilder, &str) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut http = self.client.post(&self.url).json(body);
+        for (name, value) in headers {
+            http = http.header(*name, *value);
+        }
+        if let Some(key) = &self.api_key {
+            http = authorize(http, key);
+        }
+        let response = http
+            .send()
+            .await
+            .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(status_error(status.as_u16(), &body));
+        }
+        Ok(response)
+    }
+}
+
+/// Parses streamed tool-call arguments; none at all means `{}`.
+fn parse_arguments(text: &str, tool: &str) -> Result<Value, LlmError> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        LlmError::Malformed(format!(
+            "the arguments for tool `{tool}` are not JSON ({e})"
+        ))
+    })
+}
+
 fn send_error(url: &str, error: reqwest::Error, timeout_secs: u64) -> LlmError {
     if error.is_timeout() {
         LlmError::Timeout(timeout_secs)

@@ -7,31 +7,20 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink, ToolNames, send_error, sse,
-    status_error,
+    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames,
+    parse_arguments, sse,
 };
 use crate::bot::store::{Role, ToolCall};
 use crate::config::LlmConfig;
 
 pub struct OpenAiProvider {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
-    model: String,
-    timeout_secs: u64,
+    endpoint: Endpoint,
 }
 
 impl OpenAiProvider {
     pub fn new(config: &LlmConfig) -> Self {
         OpenAiProvider {
-            client: reqwest::Client::builder()
-                .timeout(config.timeout)
-                .build()
-                .unwrap_or_default(),
-            url: format!("{}/chat/completions", config.base_url),
-            api_key: config.api_key.clone(),
-            model: config.model.clone(),
-            timeout_secs: config.timeout.as_secs(),
+            endpoint: Endpoint::new(config, "/chat/completions"),
         }
     }
 
@@ -56,7 +45,7 @@ impl OpenAiProvider {
                 role => json!({"role": role.as_str(), "content": m.content}),
             });
         }
-        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        let mut body = json!({"model": self.endpoint.model, "messages": messages, "stream": true});
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -92,7 +81,7 @@ impl LlmProvider for OpenAiProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     async fn chat(
@@ -101,26 +90,16 @@ impl LlmProvider for OpenAiProvider {
         on_token: TokenSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let names = request.tool_names();
-        let mut http = self
-            .client
-            .post(&self.url)
-            .json(&self.body(request, &names));
-        if let Some(key) = &self.api_key {
-            http = http.bearer_auth(key);
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(status_error(status.as_u16(), &body));
-        }
+        let response = self
+            .endpoint
+            .post(&self.body(request, &names), &[], |http, key| {
+                http.bearer_auth(key)
+            })
+            .await?;
 
         let mut content = String::new();
         let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
-        sse::for_each_event(response, self.timeout_secs, |_event, data| {
+        sse::for_each_event(response, self.endpoint.timeout_secs, |_event, data| {
             if data == "[DONE]" {
                 return Ok(false);
             }
@@ -161,16 +140,7 @@ impl LlmProvider for OpenAiProvider {
         let tool_calls = calls
             .into_values()
             .map(|c| {
-                let arguments = if c.arguments.trim().is_empty() {
-                    json!({})
-                } else {
-                    serde_json::from_str(&c.arguments).map_err(|e| {
-                        LlmError::Malformed(format!(
-                            "tool call `{}` has arguments that are not JSON ({e})",
-                            c.name
-                        ))
-                    })?
-                };
+                let arguments = parse_arguments(&c.arguments, &c.name)?;
                 Ok(ToolCall {
                     id: if c.id.is_empty() {
                         format!("call_{}", uuid::Uuid::new_v4().simple())

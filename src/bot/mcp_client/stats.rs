@@ -7,16 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// Usage figures of a server or of one of its tools.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct ServerStats {
-    pub invocations: u64,
-    pub errors: u64,
-    pub mean_ms: f64,
-    pub p95_ms: f64,
-    pub last_error: Option<String>,
-}
+pub type ServerStats = crate::bot::stats::CallStats;
 
-/// The figures of one tool, by the server's own tool name.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ToolStatsEntry {
     pub name: String,
@@ -25,59 +17,8 @@ pub struct ToolStatsEntry {
 }
 
 /// Latencies kept for the p95; older ones are overwritten.
-const WINDOW: usize = 256;
+pub(crate) use crate::bot::stats::Recorder;
 
-#[derive(Debug, Default)]
-pub(crate) struct Recorder {
-    invocations: u64,
-    errors: u64,
-    total_ms: f64,
-    recent_ms: Vec<f64>,
-    next_slot: usize,
-    last_error: Option<String>,
-}
-
-impl Recorder {
-    pub(crate) fn record(&mut self, elapsed: Duration, error: Option<&str>) {
-        let ms = elapsed.as_secs_f64() * 1000.0;
-        self.invocations += 1;
-        self.total_ms += ms;
-        if self.recent_ms.len() < WINDOW {
-            self.recent_ms.push(ms);
-        } else {
-            self.recent_ms[self.next_slot] = ms;
-        }
-        self.next_slot = (self.next_slot + 1) % WINDOW;
-        if let Some(error) = error {
-            self.errors += 1;
-            self.last_error = Some(error.to_string());
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> ServerStats {
-        let mut sorted = self.recent_ms.clone();
-        sorted.sort_by(|a, b| a.total_cmp(b));
-        let p95_ms = if sorted.is_empty() {
-            0.0
-        } else {
-            let rank = (sorted.len() as f64 * 0.95).ceil() as usize;
-            sorted[rank.clamp(1, sorted.len()) - 1]
-        };
-        ServerStats {
-            invocations: self.invocations,
-            errors: self.errors,
-            mean_ms: if self.invocations == 0 {
-                0.0
-            } else {
-                self.total_ms / self.invocations as f64
-            },
-            p95_ms,
-            last_error: self.last_error.clone(),
-        }
-    }
-}
-
-/// A server's figures and those of each of its tools.
 #[derive(Debug, Default)]
 pub(crate) struct StatsBook {
     pub server: Recorder,

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::bot::stats::Recorder;
+
 use async_trait::async_trait;
 use futures::FutureExt;
 use serde::Serialize;
@@ -133,73 +135,14 @@ fn suggestion_text(suggestions: &[String]) -> String {
 }
 
 /// Usage figures for one tool.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolStats {
-    pub invocations: u64,
-    pub errors: u64,
-    pub mean_ms: f64,
-    pub p95_ms: f64,
-    pub last_error: Option<String>,
-}
-
-/// Latencies kept per tool for the p95; older ones are overwritten.
-const LATENCY_WINDOW: usize = 256;
-
-#[derive(Default)]
-struct StatsRecorder {
-    invocations: u64,
-    errors: u64,
-    total_ms: f64,
-    recent_ms: Vec<f64>,
-    next_slot: usize,
-    last_error: Option<String>,
-}
-
-impl StatsRecorder {
-    fn record(&mut self, elapsed: Duration, error: Option<String>) {
-        let ms = elapsed.as_secs_f64() * 1000.0;
-        self.invocations += 1;
-        self.total_ms += ms;
-        if self.recent_ms.len() < LATENCY_WINDOW {
-            self.recent_ms.push(ms);
-        } else {
-            self.recent_ms[self.next_slot] = ms;
-        }
-        self.next_slot = (self.next_slot + 1) % LATENCY_WINDOW;
-        if let Some(e) = error {
-            self.errors += 1;
-            self.last_error = Some(e);
-        }
-    }
-
-    fn snapshot(&self) -> ToolStats {
-        let mut sorted = self.recent_ms.clone();
-        sorted.sort_by(|a, b| a.total_cmp(b));
-        let p95 = if sorted.is_empty() {
-            0.0
-        } else {
-            sorted[((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1]
-        };
-        ToolStats {
-            invocations: self.invocations,
-            errors: self.errors,
-            mean_ms: if self.invocations == 0 {
-                0.0
-            } else {
-                self.total_ms / self.invocations as f64
-            },
-            p95_ms: p95,
-            last_error: self.last_error.clone(),
-        }
-    }
-}
+pub type ToolStats = crate::bot::stats::CallStats;
 
 struct ToolEntry {
     def: ToolDef,
     enabled: AtomicBool,
     validator: jsonschema::Validator,
     handler: Arc<dyn ToolHandler>,
-    stats: Mutex<StatsRecorder>,
+    stats: Mutex<Recorder>,
 }
 
 /// A listed tool: its definition, state and stats.
@@ -239,7 +182,7 @@ impl ToolRunner {
             enabled: AtomicBool::new(true),
             validator,
             handler,
-            stats: Mutex::new(StatsRecorder::default()),
+            stats: Mutex::new(Recorder::default()),
         });
         self.write().insert(entry.def.name.clone(), entry);
         self.notify();
@@ -395,7 +338,7 @@ impl ToolRunner {
             .stats
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .record(started.elapsed(), error_text);
+            .record(started.elapsed(), error_text.as_deref());
         result
     }
 }
@@ -580,16 +523,5 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("did you mean calculator"), "{err}");
-    }
-
-    #[test]
-    fn p95_reflects_the_slow_tail() {
-        let mut stats = StatsRecorder::default();
-        for ms in 1..=100 {
-            stats.record(Duration::from_millis(ms), None);
-        }
-        let snap = stats.snapshot();
-        assert_eq!(snap.p95_ms.round(), 95.0);
-        assert!((snap.mean_ms - 50.5).abs() < 0.5);
     }
 }
