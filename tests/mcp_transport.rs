@@ -696,3 +696,109 @@ async fn disabled_mcp_is_not_mounted_and_misconfigured_answers_500() {
     assert!(r.raw.contains("Server misconfigured"));
     misconfigured.shutdown().await;
 }
+
+#[tokio::test]
+async fn batches_only_in_2025_03_26_sessions() {
+    let app = start_bot(&[]).await;
+    let old = legacy_session(&app, "2025-03-26", json!({})).await;
+    let batch = json!([
+        {"jsonrpc":"2.0","id":1,"method":"ping"},
+        {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}},
+        {"jsonrpc":"2.0","id":"two","method":"tools/list"},
+        {"jsonrpc":"2.0","id":3,"method":"no/such"}
+    ]);
+    let r = post(
+        &app,
+        &batch,
+        &[
+            ("mcp-session-id", &old),
+            ("mcp-protocol-version", "2025-03-26"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let answers = r.body().as_array().unwrap().clone();
+    assert_eq!(
+        answers.len(),
+        3,
+        "one answer per request, none for the notification"
+    );
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers[1]["id"], "two");
+    assert!(answers[1]["result"]["tools"].is_array());
+    assert_eq!(answers[2]["error"]["code"], -32601);
+
+    let new = legacy_session(&app, "2025-11-25", json!({})).await;
+    let r = post(
+        &app,
+        &batch,
+        &[
+            ("mcp-session-id", &new),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32600)));
+    assert!(r.raw.contains("2025-03-26"));
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_cancellation_stops_the_work() {
+    let llm_never_answers = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accepts connections and never answers: the agent waits on the model.
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        format!("http://{addr}/v1")
+    };
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", &llm_never_answers),
+    ])
+    .await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let url = format!("{}/mcp", app.url());
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move {
+            client()
+                .post(url)
+                .bearer_auth(TOKEN)
+                .header("content-type", "application/json")
+                .header("accept", "application/json")
+                .header("mcp-session-id", session)
+                .body(json!({"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"send_message","arguments":{"content":"hi"}}}).to_string())
+                .send()
+                .await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while app.bot.supervisor.state().status != "processing" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the agent starts");
+    let r = post(
+        &app,
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user stop"}}),
+        &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")],
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while app.bot.supervisor.state().status != "idle" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the agent stopped");
+    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    app.shutdown().await;
+}
