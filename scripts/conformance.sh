@@ -107,7 +107,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-strip_ansi() { sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
+# shellcheck source=scripts/lib/bot.sh
+. "$REPO_ROOT/scripts/lib/bot.sh"
 
 if [ -n "${CONFORMANCE_URL:-}" ]; then
   TARGET_URL="$CONFORMANCE_URL"
@@ -122,50 +123,11 @@ else
     BIN="${PORTHOLE_BIN:-target/debug/porthole}"
   fi
   [ -x "$BIN" ] || die "bot binary '$BIN' not found or not executable (build it first, or set PORTHOLE_BIN)"
-  BIN_ABS="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
   TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/porthole-conformance.XXXXXX")"
   BOT_LOG="$OUT_ROOT/bot.log"
-  : >"$BOT_LOG"
-  TOKEN="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
-  [ ${#TOKEN} -eq 64 ] || die "could not generate a random secret"
-
-  # A clean environment for the bot: no LLM provider settings and no inherited MCP_*
-  # settings (auth switches, host allow-lists, ...), so results don't depend on the shell.
-  unset_args=()
-  while IFS= read -r name; do
-    case "$name" in LLM_*|MCP_*) unset_args+=(-u "$name") ;; esac
-  done < <(compgen -e)
-
-  log "starting $BIN (log: $BOT_LOG)"
-  (
-    cd "$TMP_DIR"   # no project .env is picked up from here
-    exec env "${unset_args[@]}" \
-      PORT=0 \
-      HOST=127.0.0.1 \
-      DATABASE_PATH=:memory: \
-      MCP_SERVER_ENABLED=true \
-      MCP_SERVER_SECRET="$TOKEN" \
-      SCHEDULER_ENABLED=false \
-      RUST_LOG=info \
-      "$BIN_ABS"
-  ) >"$BOT_LOG" 2>&1 &
-  BOT_PID=$!
-
-  PORT=""
-  deadline=$((SECONDS + 30))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    PORT="$(strip_ansi <"$BOT_LOG" | sed -nE 's#.*listening on http://127\.0\.0\.1:([0-9]+).*#\1#p' | head -n1)"
-    [ -n "$PORT" ] && break
-    if ! kill -0 "$BOT_PID" 2>/dev/null; then
-      tail -n 40 "$BOT_LOG" >&2 || true
-      die "the bot exited before it was listening"
-    fi
-    sleep 0.2
-  done
-  if [ -z "$PORT" ]; then
-    tail -n 40 "$BOT_LOG" >&2 || true
-    die "no 'listening on http://127.0.0.1:PORT' line within 30 s"
-  fi
+  TOKEN="$(random_token)"
+  start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN"
+  PORT="$BOT_PORT"
   TARGET_URL="http://127.0.0.1:$PORT/mcp"
   log "bot (pid $BOT_PID) is listening; MCP endpoint $TARGET_URL"
 fi

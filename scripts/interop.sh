@@ -52,7 +52,8 @@ T_START=$SECONDS
 log() { printf '[interop] %s\n' "$*" >&2; }
 die() { printf '[interop] ERROR: %s\n' "$*" >&2; exit 2; }
 usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-strip_ansi() { sed -E 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
+# shellcheck source=scripts/lib/bot.sh
+. "$REPO_ROOT/scripts/lib/bot.sh"
 
 ALL_CHECKS=(ts-sdk-v1 ts-client-v2-auto ts-client-v2-modern python-auto python-legacy
   inspector-legacy inspector-modern claude-code claude-code-bad-token stdio-relay)
@@ -157,39 +158,10 @@ BIN="${PORTHOLE_BIN:-target/debug/porthole}"
 # The binary may be mid-rebuild (briefly absent while the linker replaces it): wait a little.
 for _ in $(seq 1 50); do [ -x "$BIN" ] && break; sleep 0.2; done
 [ -x "$BIN" ] || die "bot binary '$BIN' not found (build it first, or set PORTHOLE_BIN)"
-BIN_ABS="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
-TOKEN="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
-[ ${#TOKEN} -eq 64 ] || die "could not generate a random secret"
+TOKEN="$(random_token)"
 export INTEROP_TOKEN="$TOKEN"   # the helpers read the token from here (kept out of argv)
-
-# A clean environment: no LLM provider settings and no inherited MCP_* switches.
-unset_args=()
-while IFS= read -r name; do
-  case "$name" in LLM_*|MCP_*|PORTHOLE_URL|PORTHOLE_TOKEN) unset_args+=(-u "$name") ;; esac
-done < <(compgen -e)
-
-log "starting $BIN (log: $BOT_LOG)"
-(
-  cd "$TMP_DIR"   # no project .env is picked up from here
-  exec env "${unset_args[@]}" PORT=0 HOST=127.0.0.1 DATABASE_PATH=:memory: \
-    MCP_SERVER_ENABLED=true MCP_SERVER_SECRET="$TOKEN" SCHEDULER_ENABLED=false "$BIN_ABS"
-) >"$BOT_LOG" 2>&1 &
-BOT_PID=$!
-PORT=""
-deadline=$((SECONDS + 30))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  PORT="$(strip_ansi <"$BOT_LOG" | sed -nE 's#.*listening on http://127\.0\.0\.1:([0-9]+).*#\1#p' | head -n1)"
-  [ -n "$PORT" ] && break
-  if ! kill -0 "$BOT_PID" 2>/dev/null; then
-    tail -n 40 "$BOT_LOG" >&2 || true
-    die "the bot exited before it was listening"
-  fi
-  sleep 0.2
-done
-if [ -z "$PORT" ]; then
-  tail -n 40 "$BOT_LOG" >&2 || true
-  die "no 'listening on http://127.0.0.1:PORT' line within 30 s"
-fi
+start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN"
+PORT="$BOT_PORT"
 URL="http://127.0.0.1:$PORT/mcp"
 log "bot (pid $BOT_PID) listening; MCP endpoint $URL"
 
