@@ -241,7 +241,7 @@ impl ServerInner {
                     self.redactor.redact(s);
                 }
                 let status = if result.is_error { "tool_error" } else { "ok" };
-                (status, Ok(Outcome::Complete(result.to_json())))
+                (status, Ok(Outcome::Complete(result.into_json())))
             }
             Ok(Outcome::InputRequired(input)) => {
                 ("input_required", Ok(Outcome::InputRequired(input)))

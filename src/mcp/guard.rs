@@ -69,7 +69,7 @@ pub fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Resp
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        body.to_string(),
+        serde_json::to_vec(&body).unwrap_or_default(),
     )
         .into_response()
 }

@@ -86,7 +86,8 @@ fn json_body(status: StatusCode, body: &Value) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        body.to_string(),
+        // `to_vec` writes straight into a buffer; `to_string` goes through `Display`.
+        serde_json::to_vec(body).unwrap_or_default(),
     )
         .into_response()
 }
@@ -170,7 +171,10 @@ fn keepalive(period: Duration) -> tokio::time::Interval {
 
 /// One plain (modern) SSE event.
 fn sse_event(message: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+    let mut event = b"event: message\ndata: ".to_vec();
+    let _ = serde_json::to_writer(&mut event, message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
 }
 
 // ---- POST -------------------------------------------------------------------------------

@@ -70,9 +70,13 @@ impl RpcError {
     }
 }
 
-/// The envelope of a successful response.
+/// The envelope of a successful response. Moves `result` in (`json!` would copy it).
 pub fn response(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    let mut envelope = Map::with_capacity(3);
+    envelope.insert("jsonrpc".into(), Value::String("2.0".into()));
+    envelope.insert("id".into(), id.clone());
+    envelope.insert("result".into(), result);
+    Value::Object(envelope)
 }
 
 /// The envelope of an error response; `id` is left out when unknown.

@@ -210,7 +210,7 @@ impl Session {
 
     /// Sends a JSON-RPC message on a stream (kept for replay).
     pub fn push(&self, stream: u64, message: &Value) {
-        let data = message.to_string();
+        let data = serde_json::to_string(message).unwrap_or_default();
         let mut streams = lock(&self.streams);
         let Some(s) = streams.map.get_mut(&stream) else {
             return;
@@ -320,7 +320,8 @@ pub struct Sessions {
     sealer: StateSealer,
     config: SessionConfig,
     live: Mutex<HashMap<String, Arc<Session>>>,
-    ended: Mutex<HashMap<String, Instant>>,
+    /// Ended ids, and the order they ended in (oldest forgotten first, in O(1)).
+    ended: Mutex<(HashSet<String>, VecDeque<String>)>,
     epoch: Instant,
 }
 
@@ -413,16 +414,16 @@ impl Sessions {
     }
 
     fn remember_ended(&self, id: String) {
-        let mut ended = lock(&self.ended);
-        if ended.len() >= ENDED_REMEMBERED
-            && let Some(oldest) = ended
-                .iter()
-                .min_by_key(|(_, t)| **t)
-                .map(|(k, _)| k.clone())
+        let mut guard = lock(&self.ended);
+        let (ids, order) = &mut *guard;
+        if ids.len() >= ENDED_REMEMBERED
+            && let Some(oldest) = order.pop_front()
         {
-            ended.remove(&oldest);
+            ids.remove(&oldest);
         }
-        ended.insert(id, Instant::now());
+        if ids.insert(id.clone()) {
+            order.push_back(id);
+        }
     }
 
     /// Finds a session, restoring one minted before a restart from its id.
@@ -431,7 +432,7 @@ impl Sessions {
             session.touch(self.now());
             return Lookup::Found(session);
         }
-        if lock(&self.ended).contains_key(id) {
+        if lock(&self.ended).0.contains(id) {
             return Lookup::Ended;
         }
         let Some((version, caps)) = self.verify(id) else {

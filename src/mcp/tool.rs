@@ -90,11 +90,11 @@ impl CallToolResult {
         }
     }
 
-    /// Structured output plus its JSON text for clients that ignore `structuredContent`.
+    /// Structured output; its JSON text (for clients that ignore `structuredContent`)
+    /// is rendered when the result is sent, after redaction, from the same value.
     pub fn structured(value: Value) -> Self {
-        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         CallToolResult {
-            content: vec![json!({"type": "text", "text": text})],
+            content: Vec::new(),
             structured: Some(value),
             is_error: false,
         }
@@ -109,15 +109,24 @@ impl CallToolResult {
         }
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut result = json!({"content": self.content});
-        if let Some(s) = &self.structured {
-            result["structuredContent"] = s.clone();
+    /// The `CallToolResult` object, moving the values in.
+    pub fn into_json(self) -> Value {
+        let mut result = serde_json::Map::with_capacity(3);
+        let content = match (&self.structured, self.content.is_empty()) {
+            (Some(structured), true) => vec![json!({
+                "type": "text",
+                "text": serde_json::to_string_pretty(structured).unwrap_or_default(),
+            })],
+            _ => self.content,
+        };
+        result.insert("content".into(), Value::Array(content));
+        if let Some(structured) = self.structured {
+            result.insert("structuredContent".into(), structured);
         }
         if self.is_error {
-            result["isError"] = json!(true);
+            result.insert("isError".into(), Value::Bool(true));
         }
-        result
+        Value::Object(result)
     }
 }
 
