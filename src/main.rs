@@ -28,6 +28,12 @@ const USAGE: &str = "usage: porthole [token | --help]
   porthole token    add a random MCP_SERVER_SECRET to .env (if absent) and print
                     the command that connects Claude Code";
 
+/// mimalloc instead of glibc's allocator: the request path allocates many small JSON
+/// values, and glibc `malloc`/`free` were a quarter of the server's time under load
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
