@@ -180,6 +180,30 @@ impl ServerInner {
         self.shape(method, outcome, &ctx.era)
     }
 
+    /// `tools/list` without a cursor, served from a cache of its serialised result.
+    /// `None` when the request needs the general path (a cursor, or several pages).
+    pub(crate) fn cached_tools_list(
+        &self,
+        method: Method,
+        params: &Map<String, Value>,
+        era: &Era,
+    ) -> Option<&serde_json::value::RawValue> {
+        let first_page = matches!(params.get("cursor"), None | Some(Value::Null));
+        if method != Method::ToolsList || !first_page || self.tools.len() > PAGE_SIZE {
+            return None;
+        }
+        let slot = &self.tools_list_cache[usize::from(era.is_modern())];
+        let cached = slot.get_or_init(|| {
+            let listing = page("tools", self.tools.listing(), params)
+                .and_then(|result| self.shape(method, Outcome::Complete(result), era))
+                .unwrap_or_default();
+            serde_json::value::to_raw_value(&listing).unwrap_or_else(|_| {
+                serde_json::value::RawValue::from_string("{}".into()).expect("valid JSON")
+            })
+        });
+        Some(cached)
+    }
+
     fn initialize(&self, params: &Map<String, Value>) -> Value {
         let version =
             protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));

@@ -413,6 +413,9 @@ async fn legacy_post(
                 progress_token(&params),
                 log_threshold,
             );
+            if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+                return raw_reply(&id, listing, accept);
+            }
             run_legacy(inner, session, parsed, params, ctx, accept).await
         }
     }
@@ -742,6 +745,9 @@ async fn modern_post(
             ),
         );
     }
+    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+        return raw_reply(&id, listing, accept);
+    }
     run_modern(inner, parsed, params, ctx, accept).await
 }
 
@@ -958,6 +964,37 @@ fn final_message(
         }
         Err(_) => None,
     }
+}
+
+/// A reply whose result is already serialised (the cached tool listing): the
+/// envelope is written around the bytes instead of copying a `Value` tree.
+fn raw_reply(id: &Value, result: &serde_json::value::RawValue, accept: Accepts) -> Response {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a serde_json::value::RawValue,
+    }
+    let body = serde_json::to_vec(&Envelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_default();
+    let (content_type, body) = if accept.json {
+        ("application/json", body)
+    } else {
+        let mut event = b"event: message\ndata: ".to_vec();
+        event.extend_from_slice(&body);
+        event.extend_from_slice(b"\n\n");
+        ("text/event-stream", event)
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
+    )
+        .into_response()
 }
 
 /// The reply for a handler that sent nothing before its result: JSON, or a one-event

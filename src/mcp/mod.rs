@@ -81,6 +81,9 @@ pub(crate) struct ServerInner {
     keepalive: Duration,
     /// Turns true when the server shuts down; open streams end.
     shutdown: tokio::sync::watch::Sender<bool>,
+    /// The serialised first page of `tools/list` per era (legacy, modern): the tool set
+    /// never changes after build, so it is shaped and serialised once.
+    tools_list_cache: [std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2],
 }
 
 impl ServerInner {
@@ -231,6 +234,7 @@ impl McpServerBuilder {
                 body_timeout: self.body_timeout,
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
+                tools_list_cache: Default::default(),
             }),
         })
     }
