@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
+use porthole::bot::sse::SseDecoder;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -197,19 +198,13 @@ impl Relay {
     /// Writes every `data:` message of an SSE response to stdout.
     async fn relay_sse(&self, response: reqwest::Response) {
         let mut stream = response.bytes_stream();
-        let mut buffer = String::new();
-        while let Some(chunk) = stream.next().await {
-            let Ok(chunk) = chunk else { break };
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let event: String = buffer.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
+        let mut decoder = SseDecoder::default();
+        while let Some(Ok(chunk)) = stream.next().await {
+            for data in decoder.push(&chunk) {
+                // One message per stdout line: a message split over several `data:`
+                // lines is JSON broken between tokens, so the line breaks can go.
                 if !data.trim().is_empty() {
-                    let _ = self.out.send(data);
+                    let _ = self.out.send(data.replace('\n', ""));
                 }
             }
         }

@@ -10,6 +10,7 @@ pub mod agents;
 pub mod llm;
 pub mod mcp_client;
 pub mod skills;
+pub mod sse;
 pub mod stats;
 pub mod store;
 pub mod tasks;

@@ -617,24 +617,14 @@ async fn modern_post(
         );
     }
     // 2. The version header must match _meta.
-    match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
-        Some(v) if v == meta_version => {}
-        Some(v) => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                RpcError::header_mismatch(format!(
-                    "MCP-Protocol-Version header `{v}` does not match _meta version `{meta_version}`"
-                )),
-            );
-        }
-        None => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                RpcError::header_mismatch(
-                    "the MCP-Protocol-Version header is required and must equal the _meta version",
-                ),
-            );
-        }
+    if let Err(error) = header_equals(
+        headers,
+        protocol::HEADER_PROTOCOL_VERSION,
+        "MCP-Protocol-Version",
+        meta_version,
+        false,
+    ) {
+        return fail(StatusCode::BAD_REQUEST, error);
     }
     // 3. The version must be one we serve.
     let Some(version) = protocol::modern_version(meta_version) else {
@@ -648,24 +638,14 @@ async fn modern_post(
         );
     };
     // 4. Mcp-Method and, where required, Mcp-Name must match the body.
-    match header(headers, protocol::HEADER_METHOD) {
-        Some(m) if m == method => {}
-        Some(m) => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                RpcError::header_mismatch(format!(
-                    "Mcp-Method header `{m}` does not match body method `{method}`"
-                )),
-            );
-        }
-        None => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                RpcError::header_mismatch(format!(
-                    "the Mcp-Method header is required (it must be `{method}`)"
-                )),
-            );
-        }
+    if let Err(error) = header_equals(
+        headers,
+        protocol::HEADER_METHOD,
+        "Mcp-Method",
+        &method,
+        false,
+    ) {
+        return fail(StatusCode::BAD_REQUEST, error);
     }
     let name_member = match method.as_str() {
         "tools/call" | "prompts/get" => Some("name"),
@@ -677,11 +657,10 @@ async fn modern_post(
             .get(member)
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if let Err(reason) = check_encoded_header(headers, protocol::HEADER_NAME, body_value) {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                RpcError::header_mismatch(format!("Mcp-Name: {reason}")),
-            );
+        if let Err(error) =
+            header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
+        {
+            return fail(StatusCode::BAD_REQUEST, error);
         }
     }
     // 5. The method must exist in this era.
@@ -769,16 +748,31 @@ fn decode_sentinel(value: &str) -> Result<String, String> {
     }
 }
 
-fn check_encoded_header(headers: &HeaderMap, name: &str, expected: &str) -> Result<(), String> {
-    let raw = header(headers, name)
-        .ok_or_else(|| format!("the header is required and must be `{expected}`"))?;
-    let value = decode_sentinel(raw)?;
+/// A header that must repeat a value of the body (2026 era): missing, malformed or
+/// different is a `-32020`. `encoded` headers may use the `=?base64?…?=` sentinel.
+fn header_equals(
+    headers: &HeaderMap,
+    name: &str,
+    label: &str,
+    expected: &str,
+    encoded: bool,
+) -> Result<(), RpcError> {
+    let raw = header(headers, name).ok_or_else(|| {
+        RpcError::header_mismatch(format!(
+            "the {label} header is required and must be `{expected}`"
+        ))
+    })?;
+    let value = if encoded {
+        decode_sentinel(raw).map_err(|e| RpcError::header_mismatch(format!("{label}: {e}")))?
+    } else {
+        raw.to_string()
+    };
     if value == expected {
         Ok(())
     } else {
-        Err(format!(
-            "header value `{value}` does not match body value `{expected}`"
-        ))
+        Err(RpcError::header_mismatch(format!(
+            "{label} header `{value}` does not match body value `{expected}`"
+        )))
     }
 }
 

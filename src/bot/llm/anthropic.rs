@@ -112,7 +112,7 @@ impl LlmProvider for AnthropicProvider {
         let mut content = String::new();
         // Tool-use blocks by index: (id, name, partial JSON input).
         let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
-        sse::for_each_event(response, self.endpoint.timeout_secs, |_event, data| {
+        sse::for_each_event(response, self.endpoint.timeout_secs, |data| {
             let event: Value = serde_json::from_str(data)
                 .map_err(|e| LlmError::Malformed(format!("bad stream event ({e})")))?;
             match event["type"].as_str().unwrap_or_default() {

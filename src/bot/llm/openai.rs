@@ -99,7 +99,7 @@ impl LlmProvider for OpenAiProvider {
 
         let mut content = String::new();
         let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
-        sse::for_each_event(response, self.endpoint.timeout_secs, |_event, data| {
+        sse::for_each_event(response, self.endpoint.timeout_secs, |data| {
             if data == "[DONE]" {
                 return Ok(false);
             }

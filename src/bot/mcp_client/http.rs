@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::connection::{ConnEvent, handle_notification, shorten};
-use super::jsonrpc::{self, CallError, Incoming, MODERN_VERSION, SseDecoder};
+use super::jsonrpc::{self, CallError, Incoming, MODERN_VERSION};
+use crate::bot::sse::SseDecoder;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const SESSION_HEADER: &str = "mcp-session-id";

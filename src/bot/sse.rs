@@ -1,0 +1,86 @@
+//! An incremental Server-Sent Events decoder, shared by everything in the bot that reads
+//! an SSE response: the LLM providers' streams, the MCP client's replies, and the
+//! `porthole-stdio` relay.
+
+/// Incremental Server-Sent Events decoder: feed it bytes, get back the `data` of each
+/// complete event (multi-line data joined by `\n`). Comments and other fields are skipped.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    data: Option<String>,
+}
+
+impl SseDecoder {
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut events = Vec::new();
+        for &byte in bytes {
+            if byte == b'\n' {
+                let mut line = std::mem::take(&mut self.line);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.take_line(&line, &mut events);
+            } else {
+                self.line.push(byte);
+            }
+        }
+        events
+    }
+
+    /// Whatever complete-looking event is left when the stream ends.
+    pub fn finish(&mut self) -> Option<String> {
+        let line = std::mem::take(&mut self.line);
+        let mut events = Vec::new();
+        if !line.is_empty() {
+            self.take_line(&line, &mut events);
+        }
+        self.data.take().or_else(|| events.pop())
+    }
+
+    /// How much undelivered text the decoder holds, to bound memory.
+    pub fn pending_len(&self) -> usize {
+        self.line.len() + self.data.as_ref().map_or(0, String::len)
+    }
+
+    fn take_line(&mut self, line: &[u8], events: &mut Vec<String>) {
+        if line.is_empty() {
+            if let Some(data) = self.data.take() {
+                events.push(data);
+            }
+            return;
+        }
+        let line = String::from_utf8_lossy(line);
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line.as_ref(), ""),
+        };
+        if field == "data" {
+            match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_string()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_decoder_handles_split_chunks_comments_and_multiline_data() {
+        let mut decoder = SseDecoder::default();
+        let mut events = decoder.push(b": keep-alive\r\n\r\nevent: message\r\nda");
+        assert!(events.is_empty());
+        events.extend(decoder.push(b"ta: {\"a\":1}\r\n\r\ndata:x\ndata: y\n\nid: 3\n"));
+        assert_eq!(events, vec!["{\"a\":1}".to_string(), "x\ny".to_string()]);
+        assert!(decoder.push(b"data: last").is_empty());
+        assert_eq!(decoder.finish().as_deref(), Some("last"));
+    }
+}
