@@ -606,19 +606,7 @@ async fn toggle_mcp_server_notifies_both_eras() {
         .send()
         .await
         .unwrap();
-    let listen_body = json!({"jsonrpc":"2.0","id":77,"method":"subscriptions/listen","params":{
-        "_meta": modern_meta(), "notifications": {"toolsListChanged": true}}});
-    let listen = client()
-        .post(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "subscriptions/listen")
-        .body(listen_body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let listen = listen(&app, json!(77), json!({"toolsListChanged": true})).await;
     let mut get_stream = get.bytes_stream();
     let mut listen_stream = listen.bytes_stream();
     // Let both streams open before the change.
@@ -641,18 +629,14 @@ async fn toggle_mcp_server_notifies_both_eras() {
         stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
         needle: &str,
     ) -> bool {
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut seen = String::new();
-            while let Some(Ok(chunk)) = stream.next().await {
-                seen.push_str(&String::from_utf8_lossy(&chunk));
-                if seen.contains(needle) {
-                    return true;
-                }
-            }
-            false
+        let mut seen = String::new();
+        read_sse_until(stream, &mut seen, |m| {
+            m.iter()
+                .any(|v| v.to_string().contains(needle))
+                .then_some(())
         })
         .await
-        .unwrap_or(false)
+        .is_some()
     }
     assert!(
         wait_for(&mut get_stream, "notifications/tools/list_changed").await,
@@ -803,18 +787,10 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
         .unwrap();
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
-    let request = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            seen.push_str(&String::from_utf8_lossy(
-                &stream.next().await.unwrap().unwrap(),
-            ));
-            if let Some(r) = parse_sse(&seen)
-                .into_iter()
-                .find(|m| m["method"] == "elicitation/create")
-            {
-                return r;
-            }
-        }
+    let request = read_sse_until(&mut stream, &mut seen, |m| {
+        m.iter()
+            .find(|m| m["method"] == "elicitation/create")
+            .cloned()
     })
     .await
     .expect("an elicitation request");
@@ -829,15 +805,8 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
     )
     .await;
     assert_eq!(ack.status, 202);
-    let result = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            seen.push_str(&String::from_utf8_lossy(
-                &stream.next().await.unwrap().unwrap(),
-            ));
-            if let Some(r) = parse_sse(&seen).into_iter().find(|m| m["id"] == 9) {
-                return r;
-            }
-        }
+    let result = read_sse_until(&mut stream, &mut seen, |m| {
+        m.iter().find(|m| m["id"] == 9).cloned()
     })
     .await
     .expect("the result after the answer");

@@ -530,39 +530,18 @@ async fn replies_follow_what_the_client_accepts() {
 #[tokio::test]
 async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
     let app = start_bot(&[]).await;
-    let mut meta = modern_meta();
-    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    let body = json!({"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{
-        "_meta": meta, "notifications": {"toolsListChanged": true, "promptsListChanged": false}}});
-    let response = client()
-        .post(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "subscriptions/listen")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = listen(
+        &app,
+        json!("sub-1"),
+        json!({"toolsListChanged": true, "promptsListChanged": false}),
+    )
+    .await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
-    let next_message = |seen: &mut String| {
-        let messages = parse_sse(seen);
-        (!messages.is_empty()).then_some(messages)
-    };
-    let ack = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let chunk = stream.next().await.unwrap().unwrap();
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if let Some(m) = next_message(&mut seen) {
-                return m[0].clone();
-            }
-        }
-    })
-    .await
-    .expect("the acknowledgment arrives at once");
+    let ack = read_sse_until(&mut stream, &mut seen, |m| m.first().cloned())
+        .await
+        .expect("the acknowledgment arrives at once");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -575,18 +554,9 @@ async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
 
     // Disabling a bot tool changes the tool list: the stream hears about it.
     assert!(app.bot.tools.set_enabled("calculator", false));
-    let change = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let chunk = stream.next().await.unwrap().unwrap();
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            let messages = parse_sse(&seen);
-            if messages.len() >= 2 {
-                return messages[1].clone();
-            }
-        }
-    })
-    .await
-    .expect("a list_changed notification");
+    let change = read_sse_until(&mut stream, &mut seen, |m| m.get(1).cloned())
+        .await
+        .expect("a list_changed notification");
     assert_eq!(change["method"], "notifications/tools/list_changed");
     assert_eq!(
         change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],

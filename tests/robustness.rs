@@ -235,19 +235,7 @@ async fn many_idle_streams_stay_bounded_and_the_bot_keeps_serving() {
     let app = start_bot(&[]).await;
     let mut streams = Vec::new();
     for n in 0..200 {
-        let body = json!({"jsonrpc":"2.0","id":n,"method":"subscriptions/listen","params":{
-            "_meta": modern_meta(), "notifications": {"toolsListChanged": true}}});
-        let response = client()
-            .post(format!("{}/mcp", app.url()))
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "subscriptions/listen")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = listen(&app, json!(n), json!({"toolsListChanged": true})).await;
         assert_eq!(response.status(), 200);
         streams.push(response);
     }

@@ -239,3 +239,44 @@ pub async fn legacy(
     )
     .await
 }
+
+/// Opens a 2026 `subscriptions/listen` stream with request id `id` and this filter.
+pub async fn listen(app: &RunningApp, id: Value, notifications: Value) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": modern_meta(), "notifications": notifications}});
+    client()
+        .post(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Reads an SSE byte stream into `seen` until `done` finds what it waits for in the
+/// messages so far; `None` after 5 s or at the end of the stream.
+pub async fn read_sse_until<T>(
+    stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    seen: &mut String,
+    mut done: impl FnMut(&[Value]) -> Option<T>,
+) -> Option<T> {
+    use futures::StreamExt;
+    tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        loop {
+            if let Some(found) = done(&parse_sse(seen)) {
+                return Some(found);
+            }
+            match stream.next().await {
+                Some(Ok(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
