@@ -46,16 +46,7 @@ for arg in "$@"; do
   esac
 done
 
-TOKEN="bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 LUA="$ROOT/scripts/bench/mcp_call.lua"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"

@@ -26,15 +26,6 @@ LOG_LEVEL=warn
 CARGO=${CARGO:-cargo}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 CLIENT="$ROOT/scripts/bench/mcp_client.py"
-TOKEN="bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"
 

@@ -28,16 +28,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 MAX_RSS_GROWTH_PCT=${MAX_RSS_GROWTH_PCT:-20}
 MAX_FD_GROWTH=${MAX_FD_GROWTH:-16}
 
-TOKEN="soak-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 LUA="$ROOT/scripts/bench/mcp_call.lua"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"

@@ -1,5 +1,16 @@
-# Shared by scripts/bench.sh and scripts/memory.sh (sourced, not run).
-# Expects: WORK (scratch dir), PIDS (array), TOKEN, LOG_LEVEL, SERVER_CPU, PORTHOLE.
+# Shared by scripts/bench.sh, scripts/memory.sh and scripts/soak.sh (sourced, not run).
+# Sourcing it sets TOKEN (random), WORK (a scratch dir) and PIDS, and removes both the
+# started processes and WORK on exit. The functions expect LOG_LEVEL, SERVER_CPU, PORTHOLE.
+
+TOKEN="bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 # listen_port PID LOG: the TCP port PID listens on (RUST_LOG=warn hides the log line).
 listen_port() {
