@@ -142,7 +142,7 @@ impl Bot {
         let user =
             tools::user::load_user_tools(&tools, &config.user_tools_dir, config.tool_timeout);
         tracing::info!(
-            native = tools.all().len() - user.loaded.len(),
+            native = tools.len() - user.loaded.len(),
             user = user.loaded.len(),
             skipped = user.skipped.len(),
             "tools loaded"

@@ -275,7 +275,8 @@ impl Tool for LogTool {
                     && query.after_seq.is_none()
                     && page.records.len() < query.limit
                 {
-                    let used: usize = lines.iter().map(|l| l.to_string().len()).sum();
+                    // The budget counts the buffer's lines the way `select` does.
+                    let used: usize = page.records.iter().map(LogRecord::weight).sum();
                     let older = LogQuery {
                         limit: query.limit - page.records.len(),
                         bytes_used: used,
@@ -400,7 +401,7 @@ impl Tool for Health {
                 "path": bot.store.path(),
                 "size_bytes": bot.store.file_size(),
             },
-            "bot_tools": bot.tools.all().len(),
+            "bot_tools": bot.tools.len(),
         })))
     }
 }

@@ -110,7 +110,7 @@ impl LogRecord {
     }
 
     /// Approximate size of the line as returned (for byte budgets).
-    fn weight(&self) -> usize {
+    pub fn weight(&self) -> usize {
         96 + self.target.len()
             + self.message.len()
             + self

@@ -233,6 +233,15 @@ impl ToolRunner {
         self.tools.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
     /// Every tool, enabled or not, in name order.
     pub fn all(&self) -> Vec<ToolInfo> {
         self.read().values().map(|e| info(e)).collect()
