@@ -6,7 +6,7 @@
 //! - **modern** otherwise: `_meta` and the `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name`
 //!   headers are validated in the order the spec's tests expect.
 //!
-//! Handlers run in their own task. The reply is plain JSON unless the handler sends a
+//! Handlers run inline (see `call`). The reply is plain JSON unless the handler sends a
 //! message first (progress, a log line, a server→client request): then the reply becomes
 //! an SSE stream carrying those messages and, last, the response. In the modern era
 //! the client closing that stream cancels the work; in the legacy era the events are
@@ -28,9 +28,9 @@ use bytes::Bytes;
 use futures::Stream;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use super::ServerInner;
+use super::call::{Call, Finished, Lifetime, Progress, Unfinished, rest_of};
 use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
 use super::guard::refuse;
@@ -438,12 +438,16 @@ async fn run_legacy(
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
-    let (task, mut out_rx) = spawn_call(inner.clone(), method, params, ctx, accept);
-    session.track(&id, task.abort_handle());
-    let Some(first) = out_rx.recv().await else {
-        let result = task.await;
-        session.untrack(&id);
-        return final_reply(&id, result, false, accept);
+    let (tracked, cancel) = session.track(&id);
+    let lifetime = Lifetime::Detached { cancel, tracked };
+    let call = Call::new(inner.clone(), method, params, ctx, accept.sse, lifetime);
+    let (first, mut events, rest) = match call.run().await {
+        Progress::Done(result) => return final_reply(&id, result, false, accept),
+        Progress::Streaming {
+            first,
+            events,
+            rest,
+        } => (first, events, rest),
     };
     // The handler is talking to the client: answer as an SSE stream of this session.
     let (stream, rx) = session.open_stream(false);
@@ -455,11 +459,9 @@ async fn run_legacy(
                 StreamEvent::Message(message) => pump_session.push(stream, &message),
                 StreamEvent::Disconnect => pump_session.detach(stream),
             }
-            next = out_rx.recv().await;
+            next = events.recv().await;
         }
-        let result = task.await;
-        pump_session.untrack(&id);
-        if let Some(message) = final_message(&id, result) {
+        if let Some(message) = final_message(&id, rest_of(rest).await) {
             pump_session.push(stream, &message);
         }
         pump_session.finish(stream);
@@ -546,7 +548,12 @@ async fn legacy_batch(
                     None,
                     Some(session.log_threshold()),
                 );
-                let result = spawn_dispatch(inner.clone(), parsed, params, ctx).await;
+                let (tracked, cancel) = session.track(&id);
+                let lifetime = Lifetime::Detached { cancel, tracked };
+                let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
+                let Progress::Done(result) = call.run().await else {
+                    unreachable!("a call that cannot stream answers with its result")
+                };
                 if let Some(message) = final_message(&id, result) {
                     responses.push(message);
                 }
@@ -833,14 +840,24 @@ async fn run_modern(
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
-    let (task, mut out_rx) = spawn_call(inner.clone(), method, params, ctx, accept);
-    // If the client goes away before the reply, the work stops.
-    let cancel_on_drop = AbortOnDrop(task.abort_handle());
-    let Some(first) = out_rx.recv().await else {
-        let result = task.await;
-        drop(cancel_on_drop);
-        return final_reply(&id, result, true, accept);
+    let call = Call::new(
+        inner.clone(),
+        method,
+        params,
+        ctx,
+        accept.sse,
+        Lifetime::EndsWithRequest,
+    );
+    let (first, mut events, rest) = match call.run().await {
+        Progress::Done(result) => return final_reply(&id, result, true, accept),
+        Progress::Streaming {
+            first,
+            events,
+            rest,
+        } => (first, events, rest),
     };
+    // If the client goes away before the reply, the work stops.
+    let cancel_on_drop = AbortOnDrop(rest.abort_handle());
     let (tx, rx) = mpsc::unbounded_channel();
     let pump = tokio::spawn(async move {
         let _cancel_on_drop = cancel_on_drop;
@@ -850,9 +867,9 @@ async fn run_modern(
             if let StreamEvent::Message(message) = event {
                 let _ = tx.send(sse_event(&message));
             }
-            next = out_rx.recv().await;
+            next = events.recv().await;
         }
-        if let Some(message) = final_message(&id, task.await) {
+        if let Some(message) = final_message(&id, rest_of(rest).await) {
             let _ = tx.send(sse_event(&message));
         }
     });
@@ -910,44 +927,12 @@ fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> 
 
 // ---- shared by both eras ---------------------------------------------------------------
 
-/// Runs a request's handler in its own task. Messages it sends before its result come
-/// out of the receiver (only when the client accepts SSE; otherwise the receiver just
-/// closes when the handler ends, and only the result is awaited).
-fn spawn_call(
-    inner: Arc<ServerInner>,
-    method: Method,
-    params: Map<String, Value>,
-    mut ctx: RequestContext,
-    accept: Accepts,
-) -> (
-    JoinHandle<Result<Value, RpcError>>,
-    mpsc::UnboundedReceiver<StreamEvent>,
-) {
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
-    if accept.sse {
-        ctx.outbound = Some(out_tx);
-    }
-    (spawn_dispatch(inner, method, params, ctx), out_rx)
-}
-
-fn spawn_dispatch(
-    inner: Arc<ServerInner>,
-    method: Method,
-    params: Map<String, Value>,
-    ctx: RequestContext,
-) -> JoinHandle<Result<Value, RpcError>> {
-    tokio::spawn(async move { inner.dispatch(method, &params, &ctx).await })
-}
-
 /// The response message for a finished handler; `None` if it was cancelled.
-fn final_message(
-    id: &Value,
-    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
-) -> Option<Value> {
+fn final_message(id: &Value, result: Finished) -> Option<Value> {
     match result {
         Ok(Ok(value)) => Some(jsonrpc::response(id, value)),
         Ok(Err(error)) => Some(jsonrpc::error_response(Some(id), &error)),
-        Err(e) if e.is_panic() => {
+        Err(Unfinished::Panicked) => {
             tracing::error!(target: "porthole::mcp::dispatch", ?id, "an MCP handler panicked");
             Some(jsonrpc::error_response(
                 Some(id),
@@ -956,7 +941,7 @@ fn final_message(
                 ),
             ))
         }
-        Err(_) => None,
+        Err(Unfinished::Cancelled) => None,
     }
 }
 
@@ -993,12 +978,7 @@ fn raw_reply(id: &Value, result: &serde_json::value::RawValue, accept: Accepts) 
 
 /// The reply for a handler that sent nothing before its result: JSON, or a one-event
 /// SSE stream for a client that accepts only `text/event-stream`.
-fn final_reply(
-    id: &Value,
-    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
-    modern: bool,
-    accept: Accepts,
-) -> Response {
+fn final_reply(id: &Value, result: Finished, modern: bool, accept: Accepts) -> Response {
     if accept.json {
         return final_json(id, result, modern);
     }
@@ -1015,11 +995,7 @@ fn final_reply(
     response
 }
 
-fn final_json(
-    id: &Value,
-    result: Result<Result<Value, RpcError>, tokio::task::JoinError>,
-    modern: bool,
-) -> Response {
+fn final_json(id: &Value, result: Finished, modern: bool) -> Response {
     let status = match &result {
         Ok(Err(error)) if modern => modern_status(error),
         _ => StatusCode::OK,

@@ -19,6 +19,7 @@
 //! change notifications, `mrtr` sealed state, `redact` secret removal, and
 //! `log_buffer` the `tracing` capture behind log tools.
 
+mod call;
 mod context;
 pub mod dispatch;
 mod guard;

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde_json::Value;
 
 pub const REDACTED: &str = "[REDACTED]";
@@ -19,27 +19,41 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Values shorter than this are not redacted by value (too many false hits).
 const MIN_SECRET_LEN: usize = 8;
 
+/// The secret shapes and what replaces each. Word boundaries are ASCII ones: a Unicode
+/// `\b` makes the regex engine fall back to a slow path on any non-ASCII text (an emoji
+/// in a tool result is enough), and every secret shape here is ASCII anyway.
+const SHAPE_PATTERNS: [(&str, &str); 9] = [
+    (
+        r"(?i)(?-u:\b)bearer\s+[A-Za-z0-9._~+/=-]{8,}",
+        "Bearer [REDACTED]",
+    ),
+    (r"(?-u:\b)sk-[A-Za-z0-9_-]{16,}", REDACTED),
+    (r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
+    (r"(?-u:\b)xox[abpr]-[A-Za-z0-9-]{10,}", REDACTED),
+    (r"(?-u:\b)AKIA[0-9A-Z]{16}(?-u:\b)", REDACTED),
+    (r"(?-u:\b)AIza[0-9A-Za-z_-]{35}(?-u:\b)", REDACTED),
+    (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        REDACTED,
+    ),
+    (r"://[^/\s:@]+:[^/\s@]+@", "://[REDACTED]@"),
+    (
+        r#"(?i)(?-u:\b)(password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
+        "${1}${2}[REDACTED]",
+    ),
+];
+
+/// Every shape at once: one scan tells whether a string needs any replacing (most
+/// strings do not), instead of one scan per shape.
+static ANY_SHAPE: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(SHAPE_PATTERNS.map(|(pattern, _)| pattern)).expect("static patterns")
+});
+
 static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        (r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}", "Bearer [REDACTED]"),
-        (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED),
-        (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
-        (r"\bxox[abpr]-[A-Za-z0-9-]{10,}", REDACTED),
-        (r"\bAKIA[0-9A-Z]{16}\b", REDACTED),
-        (r"\bAIza[0-9A-Za-z_-]{35}\b", REDACTED),
-        (
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-            REDACTED,
-        ),
-        (r"://[^/\s:@]+:[^/\s@]+@", "://[REDACTED]@"),
-        (
-            r#"(?i)\b(password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
-            "${1}${2}[REDACTED]",
-        ),
-    ]
-    .into_iter()
-    .map(|(pattern, replacement)| (Regex::new(pattern).expect("static pattern"), replacement))
-    .collect()
+    SHAPE_PATTERNS
+        .into_iter()
+        .map(|(pattern, replacement)| (Regex::new(pattern).expect("static pattern"), replacement))
+        .collect()
 });
 
 /// Whether a JSON member name says its value is a secret.
@@ -119,6 +133,9 @@ impl Redactor {
             if out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
             }
+        }
+        if !ANY_SHAPE.is_match(&out) {
+            return out;
         }
         for (pattern, replacement) in SHAPES.iter() {
             if pattern.is_match(&out) {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
+use futures::future::{AbortHandle, AbortRegistration};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -71,7 +72,7 @@ pub struct Session {
     log_threshold: AtomicU8,
     next_client_request: AtomicU64,
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
-    in_flight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    in_flight: Mutex<HashMap<String, AbortHandle>>,
     subscriptions: Mutex<HashSet<String>>,
     streams: Mutex<Streams>,
 }
@@ -145,12 +146,17 @@ impl Session {
 
     // ---- cancellation ----------------------------------------------------------------
 
-    pub fn track(&self, request_id: &Value, handle: tokio::task::AbortHandle) {
-        lock(&self.in_flight).insert(request_id.to_string(), handle);
-    }
-
-    pub fn untrack(&self, request_id: &Value) {
-        lock(&self.in_flight).remove(&request_id.to_string());
+    /// Makes a request cancellable by `notifications/cancelled` until the returned
+    /// guard is dropped; the registration goes to the request's handler.
+    pub fn track(self: &Arc<Self>, request_id: &Value) -> (Tracked, AbortRegistration) {
+        let (handle, registration) = AbortHandle::new_pair();
+        let key = request_id.to_string();
+        lock(&self.in_flight).insert(key.clone(), handle);
+        let tracked = Tracked {
+            session: self.clone(),
+            key,
+        };
+        (tracked, registration)
     }
 
     /// `notifications/cancelled`: stops the request's work if it is still running.
@@ -507,6 +513,18 @@ impl Sessions {
 /// The start of a session id, enough to tell sessions apart in logs.
 pub fn short(id: &str) -> &str {
     &id[..id.len().min(8)]
+}
+
+/// A request of a session that can still be cancelled; dropping it forgets the request.
+pub struct Tracked {
+    session: Arc<Session>,
+    key: String,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        lock(&self.session.in_flight).remove(&self.key);
+    }
 }
 
 #[cfg(test)]
