@@ -79,6 +79,14 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     }
 }
 
+/// A message serialised straight into a buffer sized for a typical reply (`to_string`
+/// would go through `Display`, and a small buffer grows by copying).
+fn json_bytes(message: &impl serde::Serialize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1024);
+    let _ = serde_json::to_writer(&mut bytes, message);
+    bytes
+}
+
 fn json_body(status: StatusCode, body: &Value) -> Response {
     (
         status,
@@ -86,8 +94,7 @@ fn json_body(status: StatusCode, body: &Value) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        // `to_vec` writes straight into a buffer; `to_string` goes through `Display`.
-        serde_json::to_vec(body).unwrap_or_default(),
+        json_bytes(body),
     )
         .into_response()
 }
@@ -181,10 +188,12 @@ fn sse_event(message: &Value) -> Bytes {
 
 pub(crate) async fn handle_post(
     State(inner): State<Arc<ServerInner>>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
-    let content_type = header(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    // The request taken whole: a `HeaderMap` extractor would copy every header.
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let content_type = header(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
     if !content_type
         .split(';')
         .next()
@@ -198,7 +207,7 @@ pub(crate) async fn handle_post(
             ),
         );
     }
-    let accept = accepts(&headers);
+    let accept = accepts(headers);
     if !accept.json && !accept.sse {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -245,9 +254,9 @@ pub(crate) async fn handle_post(
             );
         }
     };
-    let session_id = header(&headers, protocol::HEADER_SESSION_ID).map(str::to_string);
+    let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
     if let Value::Array(items) = value {
-        return legacy_batch(&inner, &headers, session_id.as_deref(), items).await;
+        return legacy_batch(&inner, headers, session_id.as_deref(), items).await;
     }
     let message = match jsonrpc::parse_message(value) {
         Ok(m) => m,
@@ -259,10 +268,10 @@ pub(crate) async fn handle_post(
             );
         }
     };
-    if is_legacy(&headers, session_id.as_deref(), &message) {
-        legacy_post(inner, &headers, session_id.as_deref(), message, accept).await
+    if is_legacy(headers, session_id.as_deref(), &message) {
+        legacy_post(inner, headers, session_id.as_deref(), message, accept).await
     } else {
-        modern_post(inner, &headers, message, accept).await
+        modern_post(inner, headers, message, accept).await
     }
 }
 

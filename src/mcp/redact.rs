@@ -56,13 +56,24 @@ static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Whether a JSON member name says its value is a secret.
+/// Whether a JSON member name says its value is a secret. Names are compared with
+/// case and punctuation ignored (`API-Key` is `apikey`).
 pub fn is_secret_key(key: &str) -> bool {
-    let normalized: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
+    // Most keys are short: normalise on the stack, since this runs for every member
+    // of every result.
+    let mut buffer = [0u8; 64];
+    let mut len = 0;
+    for byte in key.bytes().filter(u8::is_ascii_alphanumeric) {
+        if len == buffer.len() {
+            // No secret-naming suffix needs more than the last 64 characters, and no
+            // exact name is that long.
+            buffer.copy_within(1.., 0);
+            len -= 1;
+        }
+        buffer[len] = byte.to_ascii_lowercase();
+        len += 1;
+    }
+    let normalized = std::str::from_utf8(&buffer[..len]).unwrap_or_default();
     const EXACT: [&str; 4] = ["authorization", "cookie", "setcookie", "proxyauthorization"];
     const SUFFIXES: [&str; 8] = [
         "password",
@@ -76,12 +87,8 @@ pub fn is_secret_key(key: &str) -> bool {
     ];
     // Token *counts* and protocol tokens are not secrets.
     let harmless = normalized.ends_with("tokens")
-        || matches!(
-            normalized.as_str(),
-            "maxtoken" | "progresstoken" | "nexttoken"
-        );
-    EXACT.contains(&normalized.as_str())
-        || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
+        || matches!(normalized, "maxtoken" | "progresstoken" | "nexttoken");
+    EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -150,6 +157,30 @@ impl Redactor {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn secret_keys_ignore_case_punctuation_and_length() {
+        for key in [
+            "API-Key",
+            "client_secret",
+            "Set-Cookie",
+            "db.password",
+            "GITHUB_TOKEN",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        let long = format!("{}_refresh_token", "x".repeat(200));
+        assert!(is_secret_key(&long));
+        for key in [
+            "max_tokens",
+            "progressToken",
+            "name",
+            "tokens",
+            &"y".repeat(200),
+        ] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+    }
 
     #[test]
     fn redacts_by_key_value_and_shape() {

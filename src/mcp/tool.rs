@@ -115,7 +115,8 @@ impl CallToolResult {
         let content = match (&self.structured, self.content.is_empty()) {
             (Some(structured), true) => vec![json!({
                 "type": "text",
-                "text": serde_json::to_string_pretty(structured).unwrap_or_default(),
+                // Compact: indentation would cost the model tokens and say nothing.
+                "text": serde_json::to_string(structured).unwrap_or_default(),
             })],
             _ => self.content,
         };
