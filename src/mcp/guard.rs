@@ -1,4 +1,5 @@
-//! The `/mcp` guards, each a small middleware, run in this order:
+//! The `/mcp` guards: small checks that one middleware layer runs in this order (one
+//! layer, not four: each layer costs a boxed future and a move of the request):
 //!
 //! 1. **localhost** — the peer address must be loopback, even when the bot binds wider;
 //! 2. **misconfiguration** — enabled without a secret (and auth not disabled) answers
@@ -74,7 +75,32 @@ pub fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Resp
         .into_response()
 }
 
-pub async fn localhost_only(request: Request, next: Next) -> Response {
+/// One check: `Some` holds the refusal sent instead of running the request.
+type Check = fn(&GuardConfig, &Request) -> Option<Response>;
+
+/// The checks, in the order they run.
+const CHECKS: [Check; 4] = [
+    localhost_only,
+    not_misconfigured,
+    same_machine_origin,
+    bearer_token,
+];
+
+/// The middleware: every check in order; the first refusal answers.
+pub async fn guard(
+    State(config): State<Arc<GuardConfig>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    for check in CHECKS {
+        if let Some(refusal) = check(&config, &request) {
+            return refusal;
+        }
+    }
+    next.run(request).await
+}
+
+fn localhost_only(_: &GuardConfig, request: &Request) -> Option<Response> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -87,28 +113,24 @@ pub async fn localhost_only(request: Request, next: Next) -> Response {
     });
     if !loopback {
         tracing::warn!(target: "porthole::mcp::guard", peer = ?peer, "refused /mcp request from a non-loopback address");
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             jsonrpc::INVALID_REQUEST,
             "Forbidden: /mcp only answers requests from this machine (loopback)",
-        );
+        ));
     }
-    next.run(request).await
+    None
 }
 
-pub async fn not_misconfigured(
-    State(config): State<Arc<GuardConfig>>,
-    request: Request,
-    next: Next,
-) -> Response {
+fn not_misconfigured(config: &GuardConfig, _: &Request) -> Option<Response> {
     if matches!(config.auth, Auth::Misconfigured) {
-        return refuse(
+        return Some(refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             jsonrpc::INTERNAL_ERROR,
             "Server misconfigured: MCP_SERVER_ENABLED is true but MCP_SERVER_SECRET is not set. Run `porthole token` (or set MCP_SERVER_SECRET to the output of `openssl rand -hex 32`) and restart the bot.",
-        );
+        ));
     }
-    next.run(request).await
+    None
 }
 
 fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
@@ -138,31 +160,23 @@ fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), Strin
     }
 }
 
-pub async fn same_machine_origin(
-    State(config): State<Arc<GuardConfig>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Err(reason) = host_allowed(&config, request.headers())
-        .and_then(|_| origin_allowed(&config, request.headers()))
+fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Response> {
+    if let Err(reason) = host_allowed(config, request.headers())
+        .and_then(|_| origin_allowed(config, request.headers()))
     {
         tracing::warn!(target: "porthole::mcp::guard", %reason, "refused /mcp request");
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             jsonrpc::INVALID_REQUEST,
             format!("Forbidden: {reason}"),
-        );
+        ));
     }
-    next.run(request).await
+    None
 }
 
-pub async fn bearer_token(
-    State(config): State<Arc<GuardConfig>>,
-    request: Request,
-    next: Next,
-) -> Response {
+fn bearer_token(config: &GuardConfig, request: &Request) -> Option<Response> {
     let Auth::Bearer(expected) = &config.auth else {
-        return next.run(request).await;
+        return None;
     };
     let provided = request
         .headers()
@@ -177,7 +191,7 @@ pub async fn bearer_token(
         bool::from(digest.ct_eq(expected))
     });
     if ok {
-        return next.run(request).await;
+        return None;
     }
     let message = if provided.is_none() {
         "Unauthorized: send `Authorization: Bearer <MCP_SERVER_SECRET>`"
@@ -190,5 +204,5 @@ pub async fn bearer_token(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"porthole\""),
     );
-    response
+    Some(response)
 }

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::from_fn_with_state;
 use axum::routing::{any, post};
 
 pub use context::RequestContext;
@@ -287,14 +287,7 @@ impl McpServer {
                     .delete(http::handle_delete),
             )
             .with_state(self.inner.clone())
-            // Layers run outermost-last-added: localhost, misconfiguration, origin, token.
-            .layer(from_fn_with_state(guard.clone(), guard::bearer_token))
-            .layer(from_fn_with_state(
-                guard.clone(),
-                guard::same_machine_origin,
-            ))
-            .layer(from_fn_with_state(guard, guard::not_misconfigured))
-            .layer(from_fn(guard::localhost_only));
+            .layer(from_fn_with_state(guard, guard::guard));
         Router::new()
             .merge(mcp)
             .route("/.well-known/{*probe}", any(oauth_discovery_not_found))
