@@ -12,6 +12,7 @@
 //! the client closing that stream cancels the work; in the legacy era the events are
 //! kept so a `GET` with `Last-Event-ID` can pick them up.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -63,20 +64,18 @@ fn accepts(headers: &HeaderMap) -> Accepts {
             sse: true,
         };
     };
-    let has = |t: &str| {
-        accept.split(',').any(|part| {
-            part.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(t)
-        })
+    let mut allowed = Accepts {
+        json: false,
+        sse: false,
     };
-    let any = has("*/*");
-    Accepts {
-        json: any || has("application/json") || has("application/*"),
-        sse: any || has("text/event-stream") || has("text/*"),
+    for part in accept.split(',') {
+        let media = part.split(';').next().unwrap_or("").trim();
+        let is = |t: &str| media.eq_ignore_ascii_case(t);
+        let any = is("*/*");
+        allowed.json |= any || is("application/json") || is("application/*");
+        allowed.sse |= any || is("text/event-stream") || is("text/*");
     }
+    allowed
 }
 
 /// A message serialised straight into a buffer sized for a typical reply (`to_string`
@@ -747,7 +746,7 @@ async fn modern_post(
 }
 
 /// Decodes a header value that may use the `=?base64?…?=` sentinel.
-fn decode_sentinel(value: &str) -> Result<String, String> {
+fn decode_sentinel(value: &str) -> Result<Cow<'_, str>, String> {
     const PREFIX: &str = "=?base64?";
     const SUFFIX: &str = "?=";
     if value.len() >= PREFIX.len() + SUFFIX.len()
@@ -758,9 +757,11 @@ fn decode_sentinel(value: &str) -> Result<String, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded)
             .map_err(|_| format!("`{value}` is not valid padded standard Base64"))?;
-        String::from_utf8(bytes).map_err(|_| format!("`{value}` does not decode to UTF-8"))
+        String::from_utf8(bytes)
+            .map(Cow::Owned)
+            .map_err(|_| format!("`{value}` does not decode to UTF-8"))
     } else {
-        Ok(value.to_string())
+        Ok(Cow::Borrowed(value))
     }
 }
 
@@ -781,7 +782,7 @@ fn header_equals(
     let value = if encoded {
         decode_sentinel(raw).map_err(|e| RpcError::header_mismatch(format!("{label}: {e}")))?
     } else {
-        raw.to_string()
+        Cow::Borrowed(raw)
     };
     if value == expected {
         Ok(())
