@@ -34,8 +34,25 @@ const USAGE: &str = "usage: porthole [token | --help]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Every so often, freed memory goes back to the OS. mimalloc purges freed pages only
+/// when later allocator activity comes along, so after a burst (10,000 sessions
+/// evicted at once) RSS stayed 40 % above where it started. Purging at once on every
+/// free costs 7 % of throughput under load; a sweep every few seconds costs nothing
+/// measurable (docs/performance.md).
+fn return_freed_memory_periodically() {
+    tokio::spawn(async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+        loop {
+            tick.tick().await;
+            // SAFETY: asks the allocator to release what it can; no pointers involved.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+        }
+    });
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    return_freed_memory_periodically();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         None => run().await,

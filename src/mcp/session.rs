@@ -4,8 +4,12 @@
 //! sampling/elicitation/roots capabilities and an HMAC tag made with a key derived from
 //! the bearer secret. When the bot restarts, a client that kept its id (Claude Code
 //! does) is recognised and its session restored instead of being stranded; a forged or
-//! altered id fails the tag check and gets 404. Ended sessions (DELETE, idle eviction)
-//! are remembered so their ids keep getting 404.
+//! altered id fails the tag check and gets 404.
+//!
+//! **Ended ids cost nothing.** An id also carries the moment it was minted. One minted
+//! by this process that is no longer live has ended (DELETE, eviction) and gets 404, so
+//! no list of ended ids has to grow with traffic. Only restored sessions — minted before
+//! the process started — are remembered when they end, so they are not restored twice.
 //!
 //! **Streams.** Every SSE stream of a session has an id; its events are numbered
 //! `<stream>-<seq>` and kept in a short backlog, so a client that lost the connection
@@ -31,7 +35,7 @@ use super::protocol::{LEGACY_VERSIONS, log_level_rank};
 const BACKLOG: usize = 128;
 /// Finished streams kept per session for late resumption.
 const FINISHED_STREAMS_KEPT: usize = 8;
-/// Ended session ids remembered (so they keep answering 404).
+/// Ended restored sessions remembered (so they keep answering 404).
 const ENDED_REMEMBERED: usize = 100_000;
 /// The `retry:` hint sent on legacy streams, in milliseconds.
 pub const RETRY_MS: u64 = 1000;
@@ -326,9 +330,12 @@ pub struct Sessions {
     sealer: StateSealer,
     config: SessionConfig,
     live: Mutex<HashMap<String, Arc<Session>>>,
-    /// Ended ids, and the order they ended in (oldest forgotten first, in O(1)).
+    /// Ended ids of restored sessions, and the order they ended in (oldest forgotten
+    /// first, in O(1)).
     ended: Mutex<(HashSet<String>, VecDeque<String>)>,
     epoch: Instant,
+    /// When this process started, in Unix milliseconds: ids minted from then on are ours.
+    started_ms: u64,
 }
 
 const CAP_SAMPLING: u8 = 1;
@@ -368,6 +375,7 @@ impl Sessions {
             live: Mutex::default(),
             ended: Mutex::default(),
             epoch: Instant::now(),
+            started_ms: unix_ms(),
         }
     }
 
@@ -384,7 +392,7 @@ impl Sessions {
         let mut payload = Vec::with_capacity(22);
         payload.push(version_index);
         payload.push(caps_to_bits(&caps));
-        payload.extend_from_slice(&(chrono::Utc::now().timestamp() as u64).to_be_bytes());
+        payload.extend_from_slice(&unix_ms().max(self.started_ms).to_be_bytes());
         payload.extend_from_slice(&rand::random::<[u8; 12]>());
         let id = format!(
             "{}.{}",
@@ -413,10 +421,23 @@ impl Sessions {
                     cap = self.config.max_sessions,
                     "evicted the longest-idle MCP session (MCP_MAX_SESSIONS reached)"
                 );
-                self.remember_ended(oldest);
+                self.forget(oldest);
             }
         }
         live.insert(session.id.clone(), session);
+    }
+
+    /// After a session ends: its id must answer 404 from now on. Ids minted here do so
+    /// by themselves; a restored one has to be remembered.
+    fn forget(&self, id: String) {
+        if self.minted_before_start(&id) {
+            self.remember_ended(id);
+        }
+    }
+
+    fn minted_before_start(&self, id: &str) -> bool {
+        self.verify(id)
+            .is_some_and(|minted| minted.minted_ms < self.started_ms)
     }
 
     fn remember_ended(&self, id: String) {
@@ -438,33 +459,37 @@ impl Sessions {
             session.touch(self.now());
             return Lookup::Found(session);
         }
-        if lock(&self.ended).0.contains(id) {
-            return Lookup::Ended;
-        }
-        let Some((version, caps)) = self.verify(id) else {
+        let Some(minted) = self.verify(id) else {
             return Lookup::Unknown;
         };
+        if minted.minted_ms >= self.started_ms || lock(&self.ended).0.contains(id) {
+            return Lookup::Ended;
+        }
         let session = Arc::new(Session::new(
             id.to_string(),
-            version,
-            caps,
+            minted.version,
+            minted.client_capabilities,
             true,
             self.now(),
         ));
-        tracing::info!(session = %short(id), version, "restored an MCP session minted before a restart");
+        tracing::info!(session = %short(id), version = session.version, "restored an MCP session minted before a restart");
         self.insert(session.clone());
         Lookup::Found(session)
     }
 
-    fn verify(&self, id: &str) -> Option<(&'static str, Value)> {
+    /// What a genuine id says; `None` for a forged, altered or malformed one.
+    fn verify(&self, id: &str) -> Option<Minted> {
         let (payload, tag) = id.split_once('.')?;
         let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
         let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
         if payload.len() != 22 || !self.sealer.verify(&payload, &tag) {
             return None;
         }
-        let version = *LEGACY_VERSIONS.get(payload[0] as usize)?;
-        Some((version, bits_to_caps(payload[1])))
+        Some(Minted {
+            version: LEGACY_VERSIONS.get(payload[0] as usize)?,
+            client_capabilities: bits_to_caps(payload[1]),
+            minted_ms: u64::from_be_bytes(payload[2..10].try_into().ok()?),
+        })
     }
 
     /// Ends a session (DELETE); its id answers 404 from now on.
@@ -475,7 +500,7 @@ impl Sessions {
         }
         let existed = removed.is_some() || self.verify(id).is_some();
         if existed {
-            self.remember_ended(id.to_string());
+            self.forget(id.to_string());
         }
         existed
     }
@@ -495,7 +520,7 @@ impl Sessions {
                 session.close_streams();
             }
             tracing::info!(session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
-            self.remember_ended(id.clone());
+            self.forget(id.clone());
         }
         expired.len()
     }
@@ -508,6 +533,17 @@ impl Sessions {
     pub fn all(&self) -> Vec<Arc<Session>> {
         lock(&self.live).values().cloned().collect()
     }
+}
+
+/// What a session id carries.
+struct Minted {
+    version: &'static str,
+    client_capabilities: Value,
+    minted_ms: u64,
+}
+
+fn unix_ms() -> u64 {
+    chrono::Utc::now().timestamp_millis().max(0) as u64
 }
 
 /// The start of a session id, enough to tell sessions apart in logs.
@@ -545,6 +581,8 @@ mod tests {
         let session = before.create("2025-06-18", json!({"sampling": {}}));
         assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
 
+        // A restart takes longer than the millisecond an id's mint time counts in.
+        std::thread::sleep(Duration::from_millis(2));
         let after = Sessions::new(secret, config(10));
         let Lookup::Found(restored) = after.get(&session.id) else {
             panic!("restart stranded the session");
@@ -577,6 +615,29 @@ mod tests {
         let _c = sessions.create("2025-11-25", json!({}));
         assert_eq!(sessions.live_count(), 2);
         assert!(matches!(sessions.get(&b.id), Lookup::Ended));
+    }
+
+    #[test]
+    fn ended_ids_are_not_stored_unless_restored() {
+        let secret = Some("0123456789abcdef0123456789abcdef");
+        let before = Sessions::new(secret, config(10));
+        let old = before.create("2025-11-25", json!({}));
+        std::thread::sleep(Duration::from_millis(2));
+
+        let sessions = Sessions::new(secret, config(10));
+        let first = sessions.create("2025-11-25", json!({}));
+        for _ in 0..1000 {
+            sessions.create("2025-11-25", json!({}));
+        }
+        assert_eq!(sessions.live_count(), 10);
+        assert!(matches!(sessions.get(&first.id), Lookup::Ended));
+        assert!(lock(&sessions.ended).0.is_empty(), "own ids need no memory");
+
+        // A restored session that ends is remembered, or it would be restored again.
+        assert!(matches!(sessions.get(&old.id), Lookup::Found(_)));
+        assert!(sessions.end(&old.id));
+        assert!(matches!(sessions.get(&old.id), Lookup::Ended));
+        assert_eq!(lock(&sessions.ended).0.len(), 1);
     }
 
     #[tokio::test]
