@@ -1,4 +1,5 @@
-//! Small text helpers shared by both layers: "did you mean" suggestions.
+//! Small text helpers shared by both layers: "did you mean" suggestions, and keeping
+//! messages short.
 
 /// Levenshtein distance between two strings, by characters.
 pub fn edit_distance(a: &str, b: &str) -> usize {
@@ -49,6 +50,20 @@ pub fn closest<'a>(
         .collect()
 }
 
+/// `text` cut to about `max` characters by dropping its middle: both ends of an error
+/// message say the most (what was wrong, and the rule it broke), and a message that
+/// echoes a 100 KB argument helps nobody.
+pub fn elide_middle(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let keep = max / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(count - keep).collect();
+    format!("{head}…[{} characters]…{tail}", count - 2 * keep)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +75,18 @@ mod tests {
         assert_eq!(closest(names, "helth", 3), vec!["health"]);
         assert_eq!(closest(names, "log", 3), vec!["server_log", "web_log"]);
         assert!(closest(names, "zzzzzzzzzz", 3).is_empty());
+    }
+
+    #[test]
+    fn elide_middle_keeps_both_ends() {
+        assert_eq!(elide_middle("short", 10), "short");
+        let long = format!("\"{}\" is longer than 100000 characters", "é".repeat(5000));
+        let short = elide_middle(&long, 80);
+        assert!(short.starts_with("\"éé"), "{short}");
+        assert!(
+            short.ends_with("is longer than 100000 characters"),
+            "{short}"
+        );
+        assert!(short.contains("[4960 characters]"), "{short}");
     }
 }

@@ -104,6 +104,19 @@ async fn bad_arguments_name_the_field() {
     );
     let r = call_tool(&app, "get_tool_schema", json!({"name": "recal"})).await;
     assert!(error_text(&r).contains("recall"));
+    // A huge argument is not echoed back whole; the rule it broke still shows.
+    let huge = "y".repeat(150_000);
+    let r = call_tool(&app, "send_message", json!({"content": huge})).await;
+    assert!(
+        error_text(&r).len() < 1_000,
+        "{} bytes",
+        error_text(&r).len()
+    );
+    assert!(
+        error_text(&r).contains("longer than 100000"),
+        "{}",
+        error_text(&r)
+    );
     let r = call_tool(&app, "run_task", json!({"id": 42})).await;
     assert!(error_text(&r).contains("no task with id 42"));
     let r = call_tool(

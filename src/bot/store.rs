@@ -68,7 +68,7 @@ const MIGRATIONS: &[&str] = &[
 pub enum StoreError {
     #[error("cannot open the database at {path}: {reason}")]
     Open { path: String, reason: String },
-    #[error("database error: {0}")]
+    #[error("{}", explain_sqlite(.0))]
     Sqlite(#[from] rusqlite::Error),
     #[error("{0}")]
     NotFound(String),
@@ -77,6 +77,31 @@ pub enum StoreError {
     Conflict(String),
     #[error("the database worker stopped unexpectedly")]
     WorkerGone,
+}
+
+/// How long a statement waits for another connection's lock before giving up.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A SQLite error in words that say what to do about it. The failed statement (or
+/// transaction) wrote nothing.
+fn explain_sqlite(error: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode;
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "the database is locked by another connection or process (waited {} s): {error}; \
+             retry, or stop whatever holds DATABASE_PATH open for writing",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(ErrorCode::DiskFull) => format!(
+            "the database or the disk it is on is full: {error}; \
+             free some space and retry"
+        ),
+        Some(ErrorCode::ReadOnly) => format!(
+            "the database cannot be written: {error}; \
+             check the permissions of DATABASE_PATH and its folder"
+        ),
+        _ => format!("database error: {error}"),
+    }
 }
 
 /// The current time as RFC 3339 UTC with milliseconds, the one timestamp format we store.
@@ -264,7 +289,7 @@ impl Store {
             &*self.path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(Some(conn))
     }
 
@@ -826,7 +851,7 @@ fn task_from_row(r: &rusqlite::Row) -> rusqlite::Result<Task> {
 }
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     // Reading the schema first surfaces "file is not a database" before any pragma.
     conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)

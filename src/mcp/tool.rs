@@ -298,11 +298,13 @@ impl ToolSet {
             .iter_errors(&args)
             .take(5)
             .map(|e| {
+                // The validator quotes the offending value, which may be huge.
+                let problem = crate::text::elide_middle(&e.to_string(), 200);
                 let path = e.instance_path().to_string();
                 if path.is_empty() {
-                    e.to_string()
+                    problem
                 } else {
-                    format!("`{}`: {e}", path.trim_start_matches('/'))
+                    format!("`{}`: {problem}", path.trim_start_matches('/'))
                 }
             })
             .collect();

@@ -133,10 +133,28 @@ pub async fn into_reply(response: reqwest::Response) -> Reply {
     }
 }
 
+/// Where a bot listens: a running app, or its base URL (for spawned tasks, which
+/// cannot borrow the app).
+pub trait BotUrl {
+    fn bot_url(&self) -> String;
+}
+
+impl BotUrl for RunningApp {
+    fn bot_url(&self) -> String {
+        self.url()
+    }
+}
+
+impl BotUrl for String {
+    fn bot_url(&self) -> String {
+        self.clone()
+    }
+}
+
 /// A POST to /mcp with the usual headers plus `extra`.
-pub async fn post(app: &RunningApp, body: &Value, extra: &[(&str, &str)]) -> Reply {
+pub async fn post(app: &impl BotUrl, body: &Value, extra: &[(&str, &str)]) -> Reply {
     let mut request = client()
-        .post(format!("{}/mcp", app.url()))
+        .post(format!("{}/mcp", app.bot_url()))
         .header("authorization", format!("Bearer {TOKEN}"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -156,7 +174,7 @@ pub fn modern_meta() -> Value {
 }
 
 /// A stateless 2026 request with matching headers.
-pub async fn modern(app: &RunningApp, id: u64, method: &str, mut params: Value) -> Reply {
+pub async fn modern(app: &impl BotUrl, id: u64, method: &str, mut params: Value) -> Reply {
     let mut meta = modern_meta();
     if let Some(extra) = params.get("_meta").cloned()
         && let Some(m) = extra.as_object()
@@ -182,7 +200,7 @@ pub async fn modern(app: &RunningApp, id: u64, method: &str, mut params: Value) 
 }
 
 /// Calls a tool statelessly and returns its result.
-pub async fn call_tool(app: &RunningApp, name: &str, arguments: Value) -> Value {
+pub async fn call_tool(app: &impl BotUrl, name: &str, arguments: Value) -> Value {
     let reply = modern(
         app,
         7,

@@ -26,6 +26,9 @@ pub enum Turn {
     Status(u16, &'static str),
     /// Never answers (for timeouts).
     Hang,
+    /// Starts streaming text with these chunks, then breaks the connection without
+    /// finishing the body (the provider going down mid-answer).
+    DropMidStream(Vec<&'static str>),
 }
 
 #[derive(Clone, Default)]
@@ -58,6 +61,26 @@ impl FakeLlm {
 fn sse(events: Vec<String>) -> Response {
     let body = events.join("");
     ([("content-type", "text/event-stream")], body).into_response()
+}
+
+/// An SSE body that sends `events`, then fails: hyper aborts the connection mid-body.
+/// The pause lets the first events reach the client before the connection breaks.
+fn sse_then_drop(events: Vec<String>) -> Response {
+    use futures::StreamExt;
+    let sent = futures::stream::iter(
+        events
+            .into_iter()
+            .map(|e| Ok::<_, std::io::Error>(axum::body::Bytes::from(e))),
+    );
+    let broken = futures::stream::once(async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        Err(std::io::Error::other("provider went away"))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(sent.chain(broken)),
+    )
+        .into_response()
 }
 
 async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Option<Turn> {
@@ -97,6 +120,9 @@ async fn openai(
             events.push("data: [DONE]\n\n".into());
             sse(events)
         }
+        Turn::DropMidStream(parts) => {
+            sse_then_drop(parts.iter().map(|p| chunk(json!({"content": p}))).collect())
+        }
         Turn::ToolCall(name, args) => {
             let text = args.to_string();
             let (a, b) = text.split_at(text.len() / 2);
@@ -135,6 +161,12 @@ async fn anthropic(
             events.push(event(json!({"type": "message_stop"})));
             sse(events)
         }
+        Turn::DropMidStream(parts) => sse_then_drop(
+            parts
+                .iter()
+                .map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})))
+                .collect(),
+        ),
         Turn::ToolCall(name, args) => sse(vec![
             event(
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
