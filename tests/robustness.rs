@@ -229,18 +229,3 @@ async fn duplicate_ids_in_one_session_do_not_hang() {
     }
     app.shutdown().await;
 }
-
-#[tokio::test]
-async fn many_idle_streams_stay_bounded_and_the_bot_keeps_serving() {
-    let app = start_bot(&[]).await;
-    let mut streams = Vec::new();
-    for n in 0..200 {
-        let response = listen(&app, json!(n), json!({"toolsListChanged": true})).await;
-        assert_eq!(response.status(), 200);
-        streams.push(response);
-    }
-    let r = call_tool(&app, "health", json!({})).await;
-    assert!(r["structuredContent"]["uptime_secs"].is_u64());
-    drop(streams);
-    app.shutdown().await;
-}
