@@ -4,6 +4,9 @@
 #   scripts/bench.sh                 build release, run the sweep, print the verdict
 #   scripts/bench.sh --api-info      also: GET /api/info with MCP off vs on (c=16)
 #   scripts/bench.sh --api-info-only only that comparison
+#   scripts/bench.sh --peers         also: rmcp, the official Rust SDK, serving the same
+#                                    fixed result as the ceiling (scripts/peers/rmcp, built
+#                                    on first use), driven with the modern request
 #
 # What it does (docs/performance.md has the figures and how to read them):
 #   1. cargo build --release --bin porthole --example bare_axum
@@ -37,11 +40,13 @@ CARGO=${CARGO:-cargo}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=${OUT:-}
 API_INFO=0
+PEERS=0
 for arg in "$@"; do
   case "$arg" in
+    --peers) PEERS=1 ;;
     --api-info) API_INFO=1 ;;
     --api-info-only) API_INFO=1; CONNS="" ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -61,6 +66,10 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
 fi
 PORTHOLE="$TARGET_DIR/release/porthole"
 CEILING="$TARGET_DIR/release/examples/bare_axum"
+RMCP="$TARGET_DIR/peers/release/rmcp-peer"
+if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
+  (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --release)
+fi
 
 # ---- servers ------------------------------------------------------------------------
 # wait_for FILE REGEX: echoes the first capture group of REGEX once FILE has it.
@@ -87,6 +96,23 @@ CEILING_PID=$!
 CEILING_PORT=$(wait_for "$WORK/ceiling.log" 'listening on 127\.0\.0\.1:([0-9]+)')
 MCP_URL="http://127.0.0.1:$PORT/mcp"
 CEILING_URL="http://127.0.0.1:$CEILING_PORT/mcp"
+KINDS="ceiling modern legacy"
+if [[ $PEERS == 1 ]]; then
+  ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" taskset -c "$SERVER_CPU" "$RMCP" \
+      >"$WORK/rmcp.log" 2>&1 ) &
+  PIDS+=("$!")
+  RMCP_PID=$!
+  RMCP_URL="http://127.0.0.1:$(wait_for "$WORK/rmcp.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
+  KINDS+=" rmcp"
+fi
+# url_of KIND: where that kind of request goes (rmcp gets the modern request).
+url_of() {
+  case $1 in
+    ceiling) echo "$CEILING_URL" ;;
+    rmcp) echo "$RMCP_URL" ;;
+    *) echo "$MCP_URL" ;;
+  esac
+}
 
 # ---- legacy session -----------------------------------------------------------------
 H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
@@ -119,9 +145,8 @@ run_point() {
 field() { grep -o "\"$1\":[0-9.]*" <<<"$2" | cut -d: -f2; }
 
 # Probe: one request of each kind must pass the body check before anything is timed.
-for kind in ceiling modern legacy; do
-  url=$MCP_URL; [[ $kind == ceiling ]] && url=$CEILING_URL
-  probe=$(DURATION=1s WARMUP=0 run_point "$kind" "$url" 1)
+for kind in $KINDS; do
+  probe=$(DURATION=1s WARMUP=0 run_point "$kind" "$(url_of "$kind")" 1)
   if [[ $(field errors "$probe") != 0 ]]; then
     echo "probe failed for $kind: $probe" >&2; exit 1
   fi
@@ -142,9 +167,8 @@ median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{pr
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CONNS; do
-    for kind in ceiling modern legacy; do
-      url=$MCP_URL; [[ $kind == ceiling ]] && url=$CEILING_URL
-      r=$(run_point "$kind" "$url" "$c")
+    for kind in $KINDS; do
+      r=$(run_point "$kind" "$(url_of "$kind")" "$c")
       key="$kind/$c"
       RPS[$key]+="$(field rps "$r") "
       P50[$key]+="$(field p50_ms "$r") "
@@ -169,11 +193,22 @@ for c in $CONNS; do
   cr=$(median "${RPS[ceiling/$c]}"); cp=$(median "${P99[ceiling/$c]}")
   mr=$(median "${RPS[modern/$c]}");  mp=$(median "${P99[modern/$c]}")
   lr=$(median "${RPS[legacy/$c]}");  lp=$(median "${P99[legacy/$c]}")
-  errs=$(( ${ERR[ceiling/$c]} + ${ERR[modern/$c]} + ${ERR[legacy/$c]} ))
+  errs=$(( ${ERR[ceiling/$c]} + ${ERR[modern/$c]} + ${ERR[legacy/$c]} + ${ERR[rmcp/$c]:-0} ))
   printf '%5s | %10.0f %8.3f | %10.0f %6s %8.3f %6s | %10.0f %6s %8.3f %6s | %6s\n' "$c" \
     "$cr" "$cp" "$mr" "$(ratio "$mr" "$cr")" "$mp" "$(ratio "$mp" "$cp")" \
     "$lr" "$(ratio "$lr" "$cr")" "$lp" "$(ratio "$lp" "$cp")" "$errs"
 done
+
+if [[ $PEERS == 1 ]]; then
+  echo
+  echo "peer: rmcp 3.9.0 stateless, JSON replies, the modern request (same fixed result as the ceiling)"
+  printf '%5s | %10s %6s %8s | %s\n' conns rmcp_rps ratio p99 "Porthole modern / rmcp"
+  for c in $CONNS; do
+    cr=$(median "${RPS[ceiling/$c]}"); mr=$(median "${RPS[modern/$c]}")
+    rr=$(median "${RPS[rmcp/$c]}"); rp=$(median "${P99[rmcp/$c]}")
+    printf '%5s | %10.0f %6s %8.3f | %sx\n' "$c" "$rr" "$(ratio "$rr" "$cr")" "$rp" "$(ratio "$mr" "$rr")"
+  done
+fi
 
 echo
 echo "targets at c=16 (auth and guards on):"
@@ -195,6 +230,7 @@ total=0
 for key in "${!ERR[@]}"; do total=$(( total + ${ERR[$key]} )); done
 echo "  zero errors over every point: $total errors  $(verdict "$([[ $total == 0 ]] && echo 1 || echo 0)")"
 echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHOLE_PID") kB; ceiling VmHWM $(vm VmHWM "$CEILING_PID") kB"
+if [[ $PEERS == 1 ]]; then echo "  rmcp VmHWM $(vm VmHWM "$RMCP_PID") kB"; fi
 fi
 
 # ---- optional: /api/info with MCP off and on ----------------------------------------
