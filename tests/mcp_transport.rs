@@ -130,6 +130,8 @@ async fn malformed_messages_get_json_rpc_errors() {
     };
     let r = raw("{not json").await;
     assert_eq!((r.status, r.error_code()), (400, Some(-32700)));
+    let r = raw(r#"{"jsonrpc":"2.0","id":1,"method":"tools/li"#).await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32700)), "truncated");
     let r = raw("[]").await;
     assert_eq!((r.status, r.error_code()), (400, Some(-32600)));
     let r = raw(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#).await;

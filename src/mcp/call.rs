@@ -28,7 +28,7 @@ use super::ServerInner;
 use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
 use super::jsonrpc::RpcError;
-use super::session::Tracked;
+use super::session::{Session, Tracked};
 
 /// Why a handler produced no result.
 #[derive(Debug)]
@@ -50,6 +50,14 @@ pub(crate) enum Lifetime {
         cancel: AbortRegistration,
         tracked: Tracked,
     },
+}
+
+impl Lifetime {
+    /// A legacy request of `session`: cancellable through the session until it ends.
+    pub(crate) fn in_session(session: &Arc<Session>, request_id: &Value) -> Lifetime {
+        let (tracked, cancel) = session.track(request_id);
+        Lifetime::Detached { cancel, tracked }
+    }
 }
 
 type Handler = Pin<Box<dyn Future<Output = Finished> + Send>>;

@@ -446,8 +446,7 @@ async fn run_legacy(
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
-    let (tracked, cancel) = session.track(&id);
-    let lifetime = Lifetime::Detached { cancel, tracked };
+    let lifetime = Lifetime::in_session(&session, &id);
     let call = Call::new(inner.clone(), method, params, ctx, accept.sse, lifetime);
     let (first, mut events, rest) = match call.run().await {
         Progress::Done(result) => return final_reply(&id, result, false, accept),
@@ -556,8 +555,7 @@ async fn legacy_batch(
                     None,
                     Some(session.log_threshold()),
                 );
-                let (tracked, cancel) = session.track(&id);
-                let lifetime = Lifetime::Detached { cancel, tracked };
+                let lifetime = Lifetime::in_session(&session, &id);
                 let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
                 let Progress::Done(result) = call.run().await else {
                     unreachable!("a call that cannot stream answers with its result")
