@@ -494,7 +494,7 @@ impl Sessions {
 
     /// Ends a session (DELETE); its id answers 404 from now on.
     pub fn end(&self, id: &str) -> bool {
-        let removed = lock(&self.live).remove(id);
+        let removed = remove_live(&mut lock(&self.live), id);
         if let Some(session) = &removed {
             session.close_streams();
         }
@@ -516,7 +516,7 @@ impl Sessions {
             .map(|s| s.id.clone())
             .collect();
         for id in &expired {
-            if let Some(session) = lock(&self.live).remove(id) {
+            if let Some(session) = remove_live(&mut lock(&self.live), id) {
                 session.close_streams();
             }
             tracing::info!(session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
@@ -533,6 +533,17 @@ impl Sessions {
     pub fn all(&self) -> Vec<Arc<Session>> {
         lock(&self.live).values().cloned().collect()
     }
+}
+
+/// Removes a live session. The table gives memory back once it is mostly empty (a hash
+/// map never shrinks by itself), halving at most as often as it emptied, so the cost
+/// stays O(1) per removal.
+fn remove_live(live: &mut HashMap<String, Arc<Session>>, id: &str) -> Option<Arc<Session>> {
+    let removed = live.remove(id);
+    if live.capacity() > 64 && live.len() * 4 < live.capacity() {
+        live.shrink_to(live.len() * 2);
+    }
+    removed
 }
 
 /// What a session id carries.
