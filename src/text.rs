@@ -1,5 +1,5 @@
-//! Small text helpers shared by both layers: "did you mean" suggestions, and keeping
-//! messages short.
+//! Small text helpers shared by both layers: "did you mean" suggestions, keeping
+//! messages short, and spelling out an error's causes.
 
 /// Levenshtein distance between two strings, by characters.
 pub fn edit_distance(a: &str, b: &str) -> usize {
@@ -62,6 +62,19 @@ pub fn elide_middle(text: &str, max: usize) -> String {
     let head: String = text.chars().take(keep).collect();
     let tail: String = text.chars().skip(count - keep).collect();
     format!("{head}…[{} characters]…{tail}", count - 2 * keep)
+}
+
+/// An error followed by its causes, `outer: inner: innermost`: an HTTP client's own
+/// message is often just "error decoding response body", and the cause says why.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

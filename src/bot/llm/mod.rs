@@ -90,6 +90,10 @@ pub enum LlmError {
     Connect { url: String, reason: String },
     #[error("the provider sent a response we cannot read: {0}")]
     Malformed(String),
+    #[error(
+        "the provider's answer broke off mid-stream ({0}); the partial answer was not kept; send the message again"
+    )]
+    BrokeOff(String),
 }
 
 pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);

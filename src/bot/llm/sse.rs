@@ -20,7 +20,7 @@ pub async fn for_each_event(
             if e.is_timeout() {
                 LlmError::Timeout(timeout_secs)
             } else {
-                LlmError::Malformed(format!("the stream broke off: {e}"))
+                LlmError::BrokeOff(crate::text::with_causes(&e.without_url()))
             }
         })?;
         for data in decoder.push(&chunk) {

@@ -623,15 +623,9 @@ impl Endpoint {
 
 /// A transport failure as a lost connection, with the underlying cause spelled out.
 fn transport_error(error: &reqwest::Error) -> CallError {
-    let mut text = error.to_string();
+    let mut text = crate::text::with_causes(error);
     if let Some(url) = error.url() {
         text = text.replace(url.as_str(), &redacted(url));
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
     }
     CallError::Lost(text)
 }
