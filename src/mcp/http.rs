@@ -115,20 +115,14 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// An SSE response body fed by a channel, with optional keep-alive comments.
+/// An SSE response body fed by a channel, with keep-alive comments.
 struct SseBody {
     rx: mpsc::UnboundedReceiver<Bytes>,
-    keepalive: Option<tokio::time::Interval>,
+    keepalive: tokio::time::Interval,
     /// Resolves when the server shuts down: the stream ends so shutdown is not held up.
     stop: Pin<Box<dyn Future<Output = ()> + Send>>,
-    _guards: Vec<AbortOnDrop>,
-}
-
-fn on_shutdown(inner: &ServerInner) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-    let mut stopping = inner.shutdown.subscribe();
-    Box::pin(async move {
-        let _ = stopping.wait_for(|stop| *stop).await;
-    })
+    /// The task feeding the stream, if any: it stops when the client goes away.
+    _feeder: Option<AbortOnDrop>,
 }
 
 impl Stream for SseBody {
@@ -143,16 +137,29 @@ impl Stream for SseBody {
         if self.stop.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
-        if let Some(keepalive) = self.keepalive.as_mut()
-            && keepalive.poll_tick(cx).is_ready()
-        {
+        if self.keepalive.poll_tick(cx).is_ready() {
             return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
         }
         Poll::Pending
     }
 }
 
-fn sse_response(body: SseBody, extra: Option<(&'static str, String)>) -> Response {
+/// An SSE response carrying what arrives on `rx`, with keep-alives, ended by server
+/// shutdown; `feeder` is the task that feeds `rx`, aborted when the response is dropped.
+fn sse_response(
+    inner: &ServerInner,
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    feeder: Option<tokio::task::AbortHandle>,
+) -> Response {
+    let mut stopping = inner.shutdown.subscribe();
+    let body = SseBody {
+        rx,
+        keepalive: keepalive(inner.keepalive),
+        stop: Box::pin(async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        }),
+        _feeder: feeder.map(AbortOnDrop),
+    };
     let mut response = Response::new(Body::from_stream(body));
     let headers = response.headers_mut();
     headers.insert(
@@ -161,11 +168,6 @@ fn sse_response(body: SseBody, extra: Option<(&'static str, String)>) -> Respons
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    if let Some((name, value)) = extra
-        && let Ok(value) = HeaderValue::from_str(&value)
-    {
-        headers.insert(name, value);
-    }
     response
 }
 
@@ -473,15 +475,7 @@ async fn run_legacy(
         }
         pump_session.finish(stream);
     });
-    sse_response(
-        SseBody {
-            rx,
-            keepalive: Some(keepalive(inner.keepalive)),
-            stop: on_shutdown(&inner),
-            _guards: Vec::new(),
-        },
-        None,
-    )
+    sse_response(&inner, rx, None)
 }
 
 /// 2025-03-26 batches: every message handled in turn, responses returned as an array.
@@ -881,15 +875,7 @@ async fn run_modern(
             let _ = tx.send(sse_event(&message));
         }
     });
-    sse_response(
-        SseBody {
-            rx,
-            keepalive: Some(keepalive(inner.keepalive)),
-            stop: on_shutdown(&inner),
-            _guards: vec![AbortOnDrop(pump.abort_handle())],
-        },
-        None,
-    )
+    sse_response(&inner, rx, Some(pump.abort_handle()))
 }
 
 /// `subscriptions/listen`: acknowledgment first, then the changes the client asked for.
@@ -922,15 +908,7 @@ fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> 
             }
         }
     });
-    sse_response(
-        SseBody {
-            rx,
-            keepalive: Some(keepalive(inner.keepalive)),
-            stop: on_shutdown(inner),
-            _guards: vec![AbortOnDrop(forwarder.abort_handle())],
-        },
-        None,
-    )
+    sse_response(inner, rx, Some(forwarder.abort_handle()))
 }
 
 // ---- shared by both eras ---------------------------------------------------------------
@@ -1049,15 +1027,7 @@ pub(crate) async fn handle_get(
     if let Some(last) = header(&headers, protocol::HEADER_LAST_EVENT_ID)
         && let Some(rx) = session.resume(last)
     {
-        return sse_response(
-            SseBody {
-                rx,
-                keepalive: Some(keepalive(inner.keepalive)),
-                stop: on_shutdown(&inner),
-                _guards: Vec::new(),
-            },
-            None,
-        );
+        return sse_response(&inner, rx, None);
     }
     let (stream, rx) = session.open_stream(true);
     let mut changes = inner.notifier.subscribe();
@@ -1085,15 +1055,7 @@ pub(crate) async fn handle_get(
             }
         }
     });
-    sse_response(
-        SseBody {
-            rx,
-            keepalive: Some(keepalive(inner.keepalive)),
-            stop: on_shutdown(&inner),
-            _guards: vec![AbortOnDrop(forwarder.abort_handle())],
-        },
-        None,
-    )
+    sse_response(&inner, rx, Some(forwarder.abort_handle()))
 }
 
 /// Removes a GET stream from its session when its connection ends.
