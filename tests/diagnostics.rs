@@ -15,17 +15,6 @@ fn structured(result: &Value) -> &Value {
     &result["structuredContent"]
 }
 
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
-
-fn error_text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[tokio::test]
 async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
     let app = start_bot(&[]).await;

@@ -6,24 +6,12 @@
 mod common;
 mod fake_llm;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
 use fake_llm::Turn;
 use porthole::app::RunningApp;
-use serde_json::{Value, json};
-
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
-
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
+use serde_json::json;
 
 /// Meanwhile, another client is still served.
 async fn assert_still_serving(app: &RunningApp) {
@@ -44,22 +32,44 @@ async fn message_count(app: &RunningApp) -> i64 {
         .unwrap()
 }
 
-fn database_in(dir: &Path) -> String {
-    dir.join("bot.db").display().to_string()
+/// A bot on a database file, with one conversation already stored.
+struct BotOnFile {
+    _dir: tempfile::TempDir,
+    db: String,
+    app: RunningApp,
+    conversation: String,
+    stored: i64,
 }
 
-#[tokio::test]
-async fn a_locked_store_fails_that_request_only() {
+async fn bot_with_a_conversation() -> BotOnFile {
     let dir = tempfile::tempdir().unwrap();
-    let db = database_in(dir.path());
+    let db = dir.path().join("bot.db").display().to_string();
     let app = start_bot(&[("DATABASE_PATH", &db)]).await;
     let first = call_tool(&app, "send_message", json!({"content": "/help"})).await;
     assert!(!is_error(&first), "{first}");
-    let id = first["structuredContent"]["conversation_id"]
+    let conversation = first["structuredContent"]["conversation_id"]
         .as_str()
         .unwrap()
         .to_string();
     let stored = message_count(&app).await;
+    BotOnFile {
+        _dir: dir,
+        db,
+        app,
+        conversation,
+        stored,
+    }
+}
+
+#[tokio::test]
+async fn a_locked_store_fails_that_request_only() {
+    let BotOnFile {
+        _dir,
+        db,
+        app,
+        conversation: id,
+        stored,
+    } = bot_with_a_conversation().await;
 
     // Another connection takes the write lock and keeps it.
     let holder = rusqlite::Connection::open(&db).unwrap();
@@ -79,7 +89,7 @@ async fn a_locked_store_fails_that_request_only() {
     assert_still_serving(&app).await;
     let failed = blocked.await.unwrap();
     assert!(is_error(&failed), "{failed}");
-    let message = text(&failed);
+    let message = error_text(&failed);
     assert!(message.contains("locked"), "{message}");
     assert!(message.contains("DATABASE_PATH"), "{message}");
 
@@ -100,15 +110,13 @@ async fn a_locked_store_fails_that_request_only() {
 
 #[tokio::test]
 async fn a_full_store_fails_writes_cleanly_and_reads_go_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = database_in(dir.path());
-    let app = start_bot(&[("DATABASE_PATH", &db)]).await;
-    let first = call_tool(&app, "send_message", json!({"content": "/help"})).await;
-    let id = first["structuredContent"]["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let stored = message_count(&app).await;
+    let BotOnFile {
+        _dir,
+        app,
+        conversation: id,
+        stored,
+        ..
+    } = bot_with_a_conversation().await;
 
     // SQLite's page limit gives the same SQLITE_FULL a full disk does.
     set_max_pages(&app, None).await;
@@ -120,7 +128,11 @@ async fn a_full_store_fails_writes_cleanly_and_reads_go_on() {
     )
     .await;
     assert!(is_error(&failed), "{failed}");
-    assert!(text(&failed).contains("full"), "{}", text(&failed));
+    assert!(
+        error_text(&failed).contains("full"),
+        "{}",
+        error_text(&failed)
+    );
     assert_eq!(message_count(&app).await, stored, "no partial write");
 
     // Reads and other clients carry on.
@@ -228,7 +240,11 @@ async fn user_tools_that_crash_or_hang_fail_alone_and_leave_no_process() {
 
     let crashed = call_tool(&app, "run_tool", json!({"name": "crash"})).await;
     assert!(is_error(&crashed), "{crashed}");
-    assert!(text(&crashed).contains("crash"), "{}", text(&crashed));
+    assert!(
+        error_text(&crashed).contains("crash"),
+        "{}",
+        error_text(&crashed)
+    );
 
     let hang = {
         let url = app.url();
@@ -237,7 +253,11 @@ async fn user_tools_that_crash_or_hang_fail_alone_and_leave_no_process() {
     assert_still_serving(&app).await;
     let hung = hang.await.unwrap();
     assert!(is_error(&hung), "{hung}");
-    assert!(text(&hung).contains("timed out"), "{}", text(&hung));
+    assert!(
+        error_text(&hung).contains("timed out"),
+        "{}",
+        error_text(&hung)
+    );
 
     // The hung process was killed, not left behind.
     let pid = std::fs::read_to_string(&pid_file)

@@ -212,6 +212,19 @@ pub async fn call_tool(app: &impl BotUrl, name: &str, arguments: Value) -> Value
     reply.result().clone()
 }
 
+/// Whether a tool result is a tool-level error (`isError`).
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+/// The text of a tool result's first content block (an error's message).
+pub fn error_text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// A legacy session: initialize + initialized; returns the session id.
 pub async fn legacy_session(app: &RunningApp, version: &str, capabilities: Value) -> String {
     let reply = post(
