@@ -83,7 +83,8 @@ fn sse_then_drop(events: Vec<String>) -> Response {
         .into_response()
 }
 
-async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Option<Turn> {
+/// The script's next answer; a plain note once the script has run out.
+async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Turn {
     state.recorded.requests.lock().unwrap().push(body);
     let auth = headers
         .get("authorization")
@@ -96,7 +97,7 @@ async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Optio
     if let Some(Turn::Hang) = turn {
         std::future::pending::<()>().await;
     }
-    turn
+    turn.unwrap_or(Turn::Text(vec!["(script exhausted)"]))
 }
 
 async fn openai(
@@ -104,25 +105,23 @@ async fn openai(
     headers: HeaderMap,
     body: axum::Json<Value>,
 ) -> Response {
-    let turn = next_turn(&state, &headers, body.0)
-        .await
-        .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
+    let turn = next_turn(&state, &headers, body.0).await;
     let chunk = |delta: Value| {
         format!(
             "data: {}\n\n",
             json!({"choices": [{"index": 0, "delta": delta}]})
         )
     };
+    let text = |parts: &[&str]| -> Vec<String> {
+        parts.iter().map(|p| chunk(json!({"content": p}))).collect()
+    };
     match turn {
         Turn::Text(parts) => {
-            let mut events: Vec<String> =
-                parts.iter().map(|p| chunk(json!({"content": p}))).collect();
+            let mut events = text(&parts);
             events.push("data: [DONE]\n\n".into());
             sse(events)
         }
-        Turn::DropMidStream(parts) => {
-            sse_then_drop(parts.iter().map(|p| chunk(json!({"content": p}))).collect())
-        }
+        Turn::DropMidStream(parts) => sse_then_drop(text(&parts)),
         Turn::ToolCall(name, args) => {
             let text = args.to_string();
             let (a, b) = text.split_at(text.len() / 2);
@@ -148,25 +147,24 @@ async fn anthropic(
     headers: HeaderMap,
     body: axum::Json<Value>,
 ) -> Response {
-    let turn = next_turn(&state, &headers, body.0)
-        .await
-        .unwrap_or(Turn::Text(vec!["(script exhausted)"]));
+    let turn = next_turn(&state, &headers, body.0).await;
     let event = |v: Value| format!("event: {}\ndata: {}\n\n", v["type"].as_str().unwrap(), v);
+    let text = |parts: &[&str]| -> Vec<String> {
+        parts
+            .iter()
+            .map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})))
+            .collect()
+    };
     match turn {
         Turn::Text(parts) => {
             let mut events = vec![event(
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
             )];
-            events.extend(parts.iter().map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}))));
+            events.extend(text(&parts));
             events.push(event(json!({"type": "message_stop"})));
             sse(events)
         }
-        Turn::DropMidStream(parts) => sse_then_drop(
-            parts
-                .iter()
-                .map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})))
-                .collect(),
-        ),
+        Turn::DropMidStream(parts) => sse_then_drop(text(&parts)),
         Turn::ToolCall(name, args) => sse(vec![
             event(
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
