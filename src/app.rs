@@ -12,7 +12,6 @@ use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_file::LogFile;
-use crate::mcp::redact::{Redactor, is_secret_key};
 use crate::mcp::{Auth, McpServer, SessionConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
@@ -64,19 +63,6 @@ impl WebLogSink for BufferedWebLogSink {
             .push_web(&line.level, &line.message, line.timestamp.as_deref());
         TracingWebLogSink.record(line);
     }
-}
-
-/// Every secret value the process knows: configured ones and environment variables
-/// whose names say they are secret (including those loaded from `.env`).
-fn known_secrets(bot: &Bot) -> Vec<String> {
-    let mut secrets = bot.config.secret_values();
-    secrets.extend(bot.mcp_host.secret_values());
-    secrets.extend(
-        std::env::vars()
-            .filter(|(name, _)| is_secret_key(name))
-            .map(|(_, value)| value),
-    );
-    secrets
 }
 
 /// What the process's logging setup hands to the app.
@@ -143,7 +129,7 @@ fn build_mcp(
             max_sessions: c.max_sessions,
             idle_timeout: c.session_idle,
         })
-        .redactor(Redactor::new(known_secrets(bot)))
+        .redactor(bot.redactor.as_ref().clone())
         .tools(diagnostics::tools(&diagnostics))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))

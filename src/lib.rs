@@ -14,4 +14,5 @@ pub mod config;
 pub mod diagnostics;
 pub mod mcp;
 pub mod net;
+pub mod redact;
 pub mod text;

@@ -225,7 +225,7 @@ fn token() -> ExitCode {
         lines.push(format!("MCP_SERVER_SECRET={secret}"));
     }
     let temporary = std::path::Path::new(".env.porthole-tmp");
-    let written = std::fs::write(temporary, lines.join("\n") + "\n")
+    let written = write_private(temporary, &(lines.join("\n") + "\n"))
         .and_then(|_| std::fs::rename(temporary, path));
     if let Err(e) = written {
         eprintln!("porthole: cannot write .env: {e}");
@@ -243,6 +243,22 @@ fn token() -> ExitCode {
         ),
     }
     ExitCode::SUCCESS
+}
+
+/// Writes a new file only its owner can read (0600 on Unix): `.env` holds the token and
+/// API keys. A file left at `path` by an earlier run (or planted there) is removed
+/// first, so the write never follows a link or keeps another file's permissions.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
 }
 
 async fn wait_for_signal() {

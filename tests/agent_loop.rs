@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::start_bot;
 use fake_llm::Turn;
 use porthole::bot::store::Role;
+use porthole::bot::tasks::RunAs;
 use porthole::bot::tools::ExecContext;
 use serde_json::json;
 
@@ -314,6 +315,7 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
             "calls current_time",
             &schedule,
             json!({"tool": "current_time"}),
+            RunAs::User,
         )
         .await
         .unwrap();
@@ -329,17 +331,23 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
         "next run moved on"
     );
 
-    let run = app.bot.tasks.run_now(task.id).await.unwrap();
+    let run = app.bot.tasks.run_now(task.id, RunAs::Admin).await.unwrap();
     assert_eq!(run.status, "ok");
     assert_eq!(
         app.bot.tools.get("current_time").unwrap().stats.invocations,
         2
     );
-    assert!(app.bot.tasks.run_now(999).await.is_err());
+    assert!(app.bot.tasks.run_now(999, RunAs::Admin).await.is_err());
     let bad = app
         .bot
         .tasks
-        .create("bad", "", "every tuesday", json!({"tool": "x"}))
+        .create(
+            "bad",
+            "",
+            "every tuesday",
+            json!({"tool": "x"}),
+            RunAs::User,
+        )
         .await;
     assert!(
         bad.unwrap_err()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::*;
 use fake_llm::Turn;
 use futures::StreamExt;
+use porthole::bot::tasks::RunAs;
 use serde_json::{Value, json};
 
 fn structured(result: &Value) -> &Value {
@@ -82,7 +83,7 @@ async fn bad_arguments_name_the_field() {
     let r = call_tool(&app, "server_log", json!({"since": "yesterday"})).await;
     assert!(error_text(&r).contains("RFC 3339"), "{}", error_text(&r));
     let r = call_tool(&app, "db_query", json!({})).await;
-    assert!(error_text(&r).contains("sql"), "{}", error_text(&r));
+    assert!(error_text(&r).contains("`query` is required"), "{}", error_text(&r));
     let r = call_tool(&app, "list_messages", json!({"conversationId": "nope"})).await;
     assert!(error_text(&r).contains("list_conversations"));
     let r = call_tool(&app, "run_tool", json!({"name": "calculater"})).await;
@@ -466,7 +467,13 @@ async fn tool_agent_task_and_skill_tools_reach_real_services() {
     let task = app
         .bot
         .tasks
-        .create("clock", "", "0 0 * * *", json!({"tool": "current_time"}))
+        .create(
+            "clock",
+            "",
+            "0 0 * * *",
+            json!({"tool": "current_time"}),
+            RunAs::User,
+        )
         .await
         .unwrap();
     let r = call_tool(&app, "list_tasks", json!({})).await;

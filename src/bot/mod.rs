@@ -7,6 +7,7 @@
 //! and the skill list. Everything else (web, scheduler, the MCP endpoint) reads these.
 
 pub mod agents;
+pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
 pub mod skills;
@@ -23,6 +24,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::redact::{Redactor, is_secret_key};
 use agents::{AgentRegistry, Supervisor, Workers};
 use llm::LlmProvider;
 use skills::Skill;
@@ -88,6 +90,22 @@ pub struct Bot {
     pub tasks: Arc<Tasks>,
     pub skills: Vec<Skill>,
     pub web: web::WebState,
+    /// Removes every secret the process knows from what leaves it (`/mcp`, `/api`, `/ws`).
+    pub redactor: Arc<Redactor>,
+}
+
+/// Every secret value the process knows: configured ones, the headers and environment of
+/// the MCP servers it uses, and environment variables whose names say they are secret
+/// (including those loaded from `.env`).
+fn known_secrets(config: &Config, mcp_host: &mcp_client::McpHost) -> Vec<String> {
+    let mut secrets = config.secret_values();
+    secrets.extend(mcp_host.secret_values());
+    secrets.extend(
+        std::env::vars()
+            .filter(|(name, _)| is_secret_key(name))
+            .map(|(_, value)| value),
+    );
+    secrets
 }
 
 impl Bot {
@@ -164,7 +182,9 @@ impl Bot {
             "skills loaded"
         );
 
+        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         Ok(Arc::new(Bot {
+            redactor,
             started,
             store,
             llm,

@@ -17,7 +17,38 @@ use tokio::sync::watch;
 
 use crate::bot::agents::Supervisor;
 use crate::bot::store::{Store, StoreError, Task};
-use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolRunner};
+use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolRunner, USER_ROLE};
+
+/// Whose rights a task runs with. A task never gets more than its creator had: one made
+/// through the web page runs as a chat user, even when the scheduler runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunAs {
+    User,
+    Admin,
+}
+
+impl RunAs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunAs::User => USER_ROLE,
+            RunAs::Admin => ADMIN_ROLE,
+        }
+    }
+
+    pub fn parse(text: &str) -> RunAs {
+        // Anything but an explicit admin runs with the lesser rights.
+        if text == ADMIN_ROLE {
+            RunAs::Admin
+        } else {
+            RunAs::User
+        }
+    }
+
+    fn context(self) -> ExecContext {
+        ExecContext::new(&[self.as_str()])
+    }
+}
 
 /// What a task does when it runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -47,6 +78,8 @@ pub enum TaskError {
     NotFound(i64),
     #[error("task {0} is already running")]
     AlreadyRunning(i64),
+    #[error("task {0} runs with admin rights; run it through /mcp (`run_task`) instead")]
+    NeedsAdmin(i64),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -96,20 +129,43 @@ impl Tasks {
         }
     }
 
-    /// Creates a task after checking its schedule and action.
+    /// Creates a task after checking its schedule and action: a tool action must name a
+    /// tool that `run_as` may call.
     pub async fn create(
         &self,
         name: &str,
         description: &str,
         schedule: &str,
         action: Value,
+        run_as: RunAs,
     ) -> Result<Task, TaskError> {
         parse_schedule(schedule)?;
-        serde_json::from_value::<TaskAction>(action.clone())
+        let parsed = serde_json::from_value::<TaskAction>(action.clone())
             .map_err(|e| TaskError::InvalidAction(e.to_string()))?;
+        if let TaskAction::Tool { tool, .. } = &parsed {
+            let ctx = run_as.context();
+            if !self
+                .runner
+                .available_to(&ctx)
+                .iter()
+                .any(|t| &t.def.name == tool)
+            {
+                return Err(TaskError::InvalidAction(format!(
+                    "`{tool}` is not a tool a {} may call (GET /api/tools lists those)",
+                    run_as.as_str()
+                )));
+            }
+        }
         Ok(self
             .store
-            .create_task(name, description, schedule, action, next_run(schedule))
+            .create_task(
+                name,
+                description,
+                schedule,
+                action,
+                next_run(schedule),
+                run_as.as_str(),
+            )
             .await?)
     }
 
@@ -117,13 +173,17 @@ impl Tasks {
         Ok(self.store.list_tasks().await?)
     }
 
-    /// Runs a task now, whatever its schedule, and records the result.
-    pub async fn run_now(&self, id: i64) -> Result<TaskRun, TaskError> {
+    /// Runs a task now, whatever its schedule, and records the result. `caller` is the
+    /// most the one asking may do: a task with more rights than that is refused.
+    pub async fn run_now(&self, id: i64, caller: RunAs) -> Result<TaskRun, TaskError> {
         let task = self
             .store
             .get_task(id)
             .await?
             .ok_or(TaskError::NotFound(id))?;
+        if caller == RunAs::User && RunAs::parse(&task.run_as) == RunAs::Admin {
+            return Err(TaskError::NeedsAdmin(id));
+        }
         if !self.store.mark_task_running(id).await? {
             return Err(TaskError::AlreadyRunning(id));
         }
@@ -146,7 +206,7 @@ impl Tasks {
     async fn execute(&self, task: &Task) -> Result<String, String> {
         let action: TaskAction = serde_json::from_value(task.action.clone())
             .map_err(|e| format!("the stored action is invalid: {e}"))?;
-        let mut ctx = ExecContext::new(&[ADMIN_ROLE]);
+        let mut ctx = RunAs::parse(&task.run_as).context();
         ctx.correlation_id = format!("task-{}-{}", task.id, ctx.correlation_id);
         match action {
             TaskAction::Prompt { prompt } => {
@@ -199,7 +259,7 @@ impl Tasks {
                 if due {
                     let me = self.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = me.run_now(task.id).await {
+                        if let Err(e) = me.run_now(task.id, RunAs::Admin).await {
                             tracing::warn!(task = task.id, error = %e, "scheduled run failed");
                         }
                     });

@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Diagnostics, done, failed, object_schema, output_schema};
+use crate::bot::tasks::RunAs;
 use crate::config::Config;
-use crate::mcp::redact::REDACTED;
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::redact::REDACTED;
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![
@@ -174,7 +175,7 @@ impl Tool for RunTask {
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: RunTaskArgs = args_or_error!("run_task", args);
         ctx.progress(0.0, Some(1.0), Some("task started"));
-        let run = self.0.bot.tasks.run_now(args.id).await;
+        let run = self.0.bot.tasks.run_now(args.id, RunAs::Admin).await;
         ctx.progress(1.0, Some(1.0), Some("task finished"));
         match run {
             Ok(run) => Ok(done(json!(run))),

@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Diagnostics, done, failed, object_schema, output_schema};
-use crate::bot::store::{MessageQuery, StoreError};
+use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::redact::{REDACTED, is_secret_key};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![
@@ -23,7 +24,9 @@ struct DbQuery(Arc<Diagnostics>);
 
 #[derive(Deserialize)]
 struct DbQueryArgs {
-    sql: String,
+    /// The design's name; `sql` is the older spelling, still accepted.
+    #[serde(alias = "sql")]
+    query: Option<String>,
     #[serde(default)]
     params: Vec<Value>,
     limit: Option<usize>,
@@ -33,7 +36,8 @@ struct DbQueryArgs {
 impl Tool for DbQuery {
     fn spec(&self) -> ToolSpec {
         let mode = if self.0.settings.db_query_readonly {
-            "This bot runs it read-only (DB_QUERY_READONLY=true): SQLite refuses writes."
+            "This bot runs it read-only (DB_QUERY_READONLY=true): only statements that read run, on a read-only \
+             connection of their own."
         } else {
             "Full access: writes change the live bot's data."
         };
@@ -41,20 +45,25 @@ impl Tool for DbQuery {
             name: "db_query".into(),
             title: Some("Run SQL".into()),
             description: format!(
-                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database \
-                 (tables: conversations, messages, tasks, embeddings, memories). Use ?1, ?2… with `params`. Rows come back \
-                 as arrays matching `columns`; blobs as {{\"base64\": …}}. {mode} Clients that support elicitation \
-                 are asked to confirm a write before it runs."
+                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA), given as `query`, on the bot's \
+                 SQLite database (tables: conversations, messages, tasks, embeddings, memories). Use ?1, ?2… with \
+                 `params`. Rows come back as arrays matching `columns`; blobs as {{\"base64\": …}}; values in columns \
+                 named like secrets (password, api_key…) are redacted. {mode} Clients that support elicitation are \
+                 asked to confirm a write before it runs, shown what it writes."
             ),
             input_schema: object_schema(
                 json!({
-                    "sql": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement"},
+                    "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement"},
+                    "sql": {"type": "string", "minLength": 1, "maxLength": 100000,
+                            "description": "Older name of `query`; give one of the two"},
                     "params": {"type": "array", "maxItems": 100, "description": "Positional parameters for ?1, ?2…",
                                "items": {"type": ["string", "number", "integer", "boolean", "null"]}},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
                               "description": "Most rows to return"}
                 }),
-                &["sql"],
+                // Not `required: ["query"]`: `sql` may stand in for it, and a top-level
+                // `anyOf` is refused by some clients' model APIs. `call` checks instead.
+                &[],
             ),
             output_schema: Some(output_schema(
                 json!({
@@ -77,27 +86,30 @@ impl Tool for DbQuery {
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: DbQueryArgs = args_or_error!("db_query", args);
+        let Some(sql) = args.query else {
+            return Ok(failed(
+                "`query` is required: the SQL statement to run, e.g. {\"query\": \"SELECT * FROM tasks\"}",
+            ));
+        };
         let limit = args.limit.unwrap_or(100).clamp(1, 1000);
         let settings = &self.0.settings;
-        // A write on a client that can ask its user: ask first. Clients that cannot ask
-        // get the full-access behaviour unchanged.
-        let writes = !settings.db_query_readonly
-            && !self
-                .0
-                .bot
-                .store
-                .is_read_only_sql(&args.sql)
-                .await
-                .unwrap_or(true);
-        if writes && ctx.has_capability("elicitation") {
-            match confirm_write(ctx, &args.sql).await? {
-                Confirmation::Confirmed => {}
-                Confirmation::Declined => {
-                    return Ok(failed(
-                        "the user declined to run the statement; nothing was changed",
-                    ));
+        // A write on a client that can ask its user: ask first, showing what it writes.
+        // Clients that cannot ask get the full-access behaviour unchanged.
+        if !settings.db_query_readonly && ctx.has_capability("elicitation") {
+            let summary = match self.0.bot.store.describe_statement(&sql).await {
+                Ok(summary) => summary,
+                Err(e) => return Ok(failed(sql_error_text(&e, settings))),
+            };
+            if !summary.read_only {
+                match confirm_write(ctx, &sql, &summary).await? {
+                    Confirmation::Confirmed => {}
+                    Confirmation::Declined => {
+                        return Ok(failed(
+                            "the user declined to run the statement; nothing was changed",
+                        ));
+                    }
+                    Confirmation::Ask(input) => return Ok(Outcome::InputRequired(input)),
                 }
-                Confirmation::Ask(input) => return Ok(Outcome::InputRequired(input)),
             }
         }
         let outcome = self
@@ -105,7 +117,7 @@ impl Tool for DbQuery {
             .bot
             .store
             .run_sql(
-                &args.sql,
+                &sql,
                 args.params,
                 limit,
                 settings.db_query_readonly,
@@ -113,34 +125,60 @@ impl Tool for DbQuery {
             )
             .await;
         match outcome {
-            Ok(o) => Ok(done(json!({
-                "row_count": o.rows.len(),
-                "columns": o.columns,
-                "rows": o.rows,
-                "truncated": o.truncated,
-                "rows_affected": o.rows_affected,
-                "last_insert_rowid": o.last_insert_rowid,
-            }))),
-            Err(StoreError::Sqlite(e)) => {
-                let text = e.to_string();
-                let hint = if text.contains("interrupted") {
-                    format!(
-                        " (the statement ran longer than {} s and was stopped)",
-                        settings.statement_timeout.as_secs()
-                    )
-                } else if text.contains("readonly")
-                    || text.contains("query_only")
-                    || text.contains("read-only")
-                {
-                    " (DB_QUERY_READONLY=true: only reads are allowed)".to_string()
-                } else {
-                    String::new()
-                };
-                Ok(failed(format!("SQL error: {text}{hint}")))
+            Ok(mut o) => {
+                redact_secret_columns(&o.columns, &mut o.rows);
+                Ok(done(json!({
+                    "row_count": o.rows.len(),
+                    "columns": o.columns,
+                    "rows": o.rows,
+                    "truncated": o.truncated,
+                    "rows_affected": o.rows_affected,
+                    "last_insert_rowid": o.last_insert_rowid,
+                })))
             }
-            Err(e) => Ok(failed(format!("database error: {e}"))),
+            Err(e) => Ok(failed(sql_error_text(&e, settings))),
         }
     }
+}
+
+/// Rows are arrays, so redaction by key never sees column names: a column named like a
+/// secret (`password`, `api_key`) has its values replaced here.
+fn redact_secret_columns(columns: &[String], rows: &mut [Vec<Value>]) {
+    let secret: Vec<usize> = (0..columns.len())
+        .filter(|&i| is_secret_key(&columns[i]))
+        .collect();
+    for row in rows {
+        for &i in &secret {
+            if let Some(cell) = row.get_mut(i).filter(|c| !c.is_null()) {
+                *cell = json!(REDACTED);
+            }
+        }
+    }
+}
+
+/// A store error as `db_query` reports it, with what to do about it.
+fn sql_error_text(error: &StoreError, settings: &super::Settings) -> String {
+    let StoreError::Sqlite(e) = error else {
+        return match error {
+            StoreError::ReadOnly(_) => format!("{error} (DB_QUERY_READONLY=true)"),
+            other => format!("database error: {other}"),
+        };
+    };
+    let text = e.to_string();
+    let hint = if text.contains("interrupted") {
+        format!(
+            " (the statement ran longer than {} s and was stopped)",
+            settings.statement_timeout.as_secs()
+        )
+    } else if text.contains("not authorized")
+        || text.contains("readonly")
+        || text.contains("read-only")
+    {
+        " (DB_QUERY_READONLY=true: only statements that read are allowed)".to_string()
+    } else {
+        String::new()
+    };
+    format!("SQL error: {text}{hint}")
 }
 
 enum Confirmation {
@@ -152,11 +190,31 @@ enum Confirmation {
 
 const CONFIRM_KEY: &str = "confirm_write";
 
-fn confirmation_request(sql: &str) -> Value {
-    let shown: String = sql.chars().take(500).collect();
+/// How much of the statement the confirmation quotes.
+const SHOWN_SQL_CHARS: usize = 500;
+
+/// The question put to the user. It leads with what the statement writes, found by
+/// compiling it, so no amount of comment padding can push the write out of sight.
+fn confirmation_request(sql: &str, summary: &StatementSummary) -> Value {
+    let total = sql.chars().count();
+    let mut shown: String = sql.chars().take(SHOWN_SQL_CHARS).collect();
+    if total > SHOWN_SQL_CHARS {
+        shown.push_str(&format!(
+            "\n[… cut: {} more characters not shown]",
+            total - SHOWN_SQL_CHARS
+        ));
+    }
+    let writes = if summary.writes.is_empty() {
+        format!("changes the database ({})", summary.kind)
+    } else {
+        summary.writes.join(", ")
+    };
     json!({
         "mode": "form",
-        "message": format!("Run this statement on the live bot database?\n\n{shown}"),
+        "message": format!(
+            "Run this {} statement on the live bot database?\nIt writes: {writes}.\n\n{shown}",
+            summary.kind
+        ),
         "requestedSchema": {
             "type": "object",
             "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
@@ -171,12 +229,16 @@ fn accepted(answer: &Value) -> bool {
 
 /// Asks the user to confirm a write: a server request in the legacy era, an MRTR input
 /// request in the modern one. The sealed state ties the answer to this exact statement.
-async fn confirm_write(ctx: &RequestContext, sql: &str) -> Result<Confirmation, RpcError> {
+async fn confirm_write(
+    ctx: &RequestContext,
+    sql: &str,
+    summary: &StatementSummary,
+) -> Result<Confirmation, RpcError> {
     if !ctx.era.is_modern() {
         let answer = ctx
             .request_client(
                 "elicitation/create",
-                confirmation_request(sql),
+                confirmation_request(sql, summary),
                 "elicitation",
             )
             .await?;
@@ -195,7 +257,10 @@ async fn confirm_write(ctx: &RequestContext, sql: &str) -> Result<Confirmation, 
         }),
         _ => Ok(Confirmation::Ask(crate::mcp::dispatch::ask(
             CONFIRM_KEY,
-            crate::mcp::dispatch::input_request("elicitation/create", confirmation_request(sql)),
+            crate::mcp::dispatch::input_request(
+                "elicitation/create",
+                confirmation_request(sql, summary),
+            ),
             Some(ctx.seal_state(&json!({"sql": sql}))),
         ))),
     }

@@ -39,7 +39,8 @@ use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, T
 /// Settings the diagnostics read besides the bot's own.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// `DB_QUERY_READONLY`: `db_query` runs with SQLite's `query_only`.
+    /// `DB_QUERY_READONLY`: `db_query` runs only statements that read, on its own
+    /// read-only connection.
     pub db_query_readonly: bool,
     /// How long `send_message` waits for the agent's reply.
     pub send_message_timeout: Duration,

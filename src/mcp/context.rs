@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use super::jsonrpc::{self, RpcError};
 use super::mrtr::StateSealer;
 use super::protocol::{Era, log_level_rank};
-use super::redact::Redactor;
 use super::session::Session;
+use crate::redact::Redactor;
 
 /// How long a legacy server→client request waits for the client's answer.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);

@@ -29,7 +29,7 @@ pub mod log_buffer;
 pub mod log_file;
 mod mrtr;
 pub mod protocol;
-pub mod redact;
+
 mod resource;
 pub mod session;
 mod subscriptions;
@@ -43,12 +43,12 @@ use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, post};
 
+pub use crate::redact::Redactor;
 pub use context::RequestContext;
 pub use guard::{Auth, GuardConfig};
 pub use jsonrpc::RpcError;
 pub use mrtr::StateSealer;
 pub use protocol::Era;
-pub use redact::Redactor;
 pub use resource::{
     Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
 };

@@ -12,32 +12,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::connection::{ConnEvent, handle_notification, shorten};
 use super::jsonrpc::{self, CallError, Incoming};
-
-/// Environment variables a child inherits from the bot; everything else (API keys,
-/// tokens) stays private unless the server's `env` passes it on explicitly.
-const INHERITED_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TMPDIR",
-    "TZ",
-    "SYSTEMROOT",
-    "PYENV_ROOT",
-    "NVM_DIR",
-    "VIRTUAL_ENV",
-];
 
 /// How long a child gets to exit after stdin is closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
@@ -84,16 +64,9 @@ impl StdioConn {
         timeout: Duration,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<StdioConn, String> {
-        let mut command = Command::new(launch.command);
+        let mut command = crate::bot::child_env::clean_command(launch.command, launch.env);
         command
             .args(launch.args)
-            .env_clear()
-            .envs(
-                INHERITED_ENV
-                    .iter()
-                    .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
-            )
-            .envs(launch.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -65,6 +65,8 @@ pub struct ExecContext {
 }
 
 pub const ADMIN_ROLE: &str = "admin";
+/// The role of a chat user: the web page, and tasks created through it.
+pub const USER_ROLE: &str = "user";
 
 impl ExecContext {
     pub fn new(roles: &[&str]) -> Self {

@@ -330,12 +330,27 @@ fn list_files(root: &Path, relative: &str) -> Result<Value, String> {
 
 const READ_LIMIT: usize = 100 * 1024;
 
+/// Reads at most [`READ_LIMIT`] bytes: a huge file costs no more memory than a small one.
 fn read_file(root: &Path, relative: &str) -> Result<Value, String> {
+    use std::io::Read;
     let path = resolve_in_workspace(root, relative)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read `{relative}`: {e}"))?;
-    let truncated = bytes.len() > READ_LIMIT;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(READ_LIMIT)]).into_owned();
-    Ok(json!({"path": relative, "content": text, "bytes": bytes.len(), "truncated": truncated}))
+    let cannot = |e: std::io::Error| format!("cannot read `{relative}`: {e}");
+    let file = std::fs::File::open(&path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "`{relative}` is not a regular file; list_files shows what the workspace holds"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(READ_LIMIT.min(meta.len() as usize));
+    file.take(READ_LIMIT as u64)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    let size = meta.len().max(bytes.len() as u64);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(
+        json!({"path": relative, "content": text, "bytes": size, "truncated": size > bytes.len() as u64}),
+    )
 }
 
 /// Evaluates an arithmetic expression: numbers, + - * / % ^, unary minus, parentheses.

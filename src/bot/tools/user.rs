@@ -5,8 +5,10 @@
 //! { "name": "weather", "description": "…", "input_schema": {"type": "object"},
 //!   "command": ["python3", "weather.py"], "timeout_secs": 10 }
 //! ```
-//! The command runs in the manifest's folder with the arguments as JSON on stdin; its
-//! stdout is the result (parsed as JSON when it is JSON, text otherwise). A non-zero
+//! The command runs in the manifest's folder with the arguments as JSON on stdin, in a
+//! clean environment: a few harmless variables (`PATH`, `HOME`, the locale…) plus the
+//! manifest's own `"env": {"NAME": "value"}`, never the bot's secrets. Its stdout is
+//! the result (parsed as JSON when it is JSON, text otherwise). A non-zero
 //! exit is a tool error carrying the end of stderr. A broken manifest is reported and
 //! skipped; it never stops the bot.
 
@@ -34,6 +36,9 @@ struct Manifest {
     timeout_secs: Option<u64>,
     #[serde(default)]
     required_roles: Vec<String>,
+    /// Variables the tool needs besides the inherited harmless ones.
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
 }
 
 fn empty_object_schema() -> Value {
@@ -95,6 +100,7 @@ fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Resu
     let handler = SubprocessTool {
         command: manifest.command,
         working_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        env: manifest.env,
         timeout: manifest
             .timeout_secs
             .map(Duration::from_secs)
@@ -117,6 +123,7 @@ fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Resu
 
 struct SubprocessTool {
     command: Vec<String>,
+    env: std::collections::BTreeMap<String, String>,
     working_dir: PathBuf,
     timeout: Duration,
 }
@@ -127,7 +134,7 @@ const OUTPUT_LIMIT: usize = 1024 * 1024;
 #[async_trait]
 impl ToolHandler for SubprocessTool {
     async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
-        let mut child = tokio::process::Command::new(&self.command[0])
+        let mut child = crate::bot::child_env::clean_command(&self.command[0], &self.env)
             .args(&self.command[1..])
             .current_dir(&self.working_dir)
             .env("PORTHOLE_CORRELATION_ID", &call.ctx.correlation_id)

@@ -18,8 +18,8 @@ use tower_http::limit::RequestBodyLimitLayer;
 use crate::bot::Bot;
 use crate::bot::agents::AgentError;
 use crate::bot::store::{MessageQuery, StoreError};
-use crate::bot::tasks::TaskError;
-use crate::bot::tools::ExecContext;
+use crate::bot::tasks::{RunAs, TaskError};
+use crate::bot::tools::{ExecContext, USER_ROLE};
 
 /// Largest request body `/api` accepts.
 pub const API_BODY_LIMIT: usize = 1024 * 1024;
@@ -106,6 +106,7 @@ impl From<TaskError> for ApiError {
         match e {
             TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             TaskError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            TaskError::NeedsAdmin(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
             TaskError::Store(s) => s.into(),
             other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
         }
@@ -137,8 +138,83 @@ pub fn router(bot: Arc<Bot>) -> Router {
             ApiError::new(StatusCode::NOT_FOUND, "no such API route; see docs/api.md")
         })
         .layer(RequestBodyLimitLayer::new(API_BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            bot.clone(),
+            same_site_json_writes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            bot.clone(),
+            redact_json,
+        ))
         .layer(cors(&bot.config.web_allowed_origins))
         .with_state(bot)
+}
+
+/// A request that changes state must come from this bot's page (or an allowed origin)
+/// and carry a JSON body type. A form post from another site is a "simple" request
+/// that browsers send without asking first; requiring JSON forces a CORS preflight,
+/// which `cors` answers only for allowed origins.
+async fn same_site_json_writes(
+    State(bot): State<Arc<Bot>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    if let Err(reason) = super::origin_is_ours(request.headers(), &bot.config.web_allowed_origins) {
+        tracing::warn!(%reason, path = %request.uri().path(), "refused a cross-site /api request");
+        return ApiError::new(StatusCode::FORBIDDEN, reason).into_response();
+    }
+    let json_body = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json_body {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send `Content-Type: application/json` (with `{}` as the body when there is nothing to send)",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Every JSON answer is redacted like `/mcp`'s: task results, messages and tool lists
+/// can quote secrets, and this surface has no token.
+async fn redact_json(
+    State(bot): State<Arc<Bot>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the answer could not be read",
+        )
+        .into_response();
+    };
+    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    bot.redactor.redact(&mut value);
+    let body = serde_json::to_vec(&value).unwrap_or_default();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// Cross-origin calls are allowed from this machine's origins (a front-end dev server
@@ -248,7 +324,7 @@ async fn send_message(
     body: Result<ApiJson<SendMessage>, ApiError>,
 ) -> ApiResult {
     let ApiJson(body) = body?;
-    let ctx = ExecContext::new(&["user"]);
+    let ctx = ExecContext::new(&[USER_ROLE]);
     let reply = bot
         .supervisor
         .send(body.conversation_id.as_deref(), &body.content, &ctx, None)
@@ -256,8 +332,9 @@ async fn send_message(
     Ok(Json(json!(reply)))
 }
 
+/// The tools a chat user may use: internal and admin-only ones are not the page's business.
 async fn list_tools(State(bot): State<Arc<Bot>>) -> Json<Value> {
-    Json(json!({"tools": bot.tools.all()}))
+    Json(json!({"tools": bot.tools.available_to(&ExecContext::new(&[USER_ROLE]))}))
 }
 
 async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
@@ -291,7 +368,13 @@ async fn create_task(
     }
     let task = bot
         .tasks
-        .create(&body.name, &body.description, &body.schedule, body.action)
+        .create(
+            &body.name,
+            &body.description,
+            &body.schedule,
+            body.action,
+            RunAs::User,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(json!(task))))
 }
@@ -303,7 +386,7 @@ async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiRes
             format!("task id `{id}` is not a number"),
         )
     })?;
-    Ok(Json(json!(bot.tasks.run_now(id).await?)))
+    Ok(Json(json!(bot.tasks.run_now(id, RunAs::User).await?)))
 }
 
 async fn list_skills(State(bot): State<Arc<Bot>>) -> Json<Value> {

@@ -1,5 +1,9 @@
 //! The bot's web surface: the chat page at `/`, the REST API under `/api`, and the
 //! WebSocket at `/ws`. CORS and the JSON error shape apply to `/api` only.
+//!
+//! The web surface has no token: it may do what a chat user may, never more. So every
+//! request must name this machine in `Host`, every response forbids framing by other
+//! sites, and every answer is redacted like `/mcp`'s (see `api.rs` and `ws.rs`).
 
 mod api;
 mod assets;
@@ -47,6 +51,55 @@ pub fn router(bot: Arc<Bot>) -> Router {
             allowed_hosts,
             local_host_only,
         ))
+        .layer(axum::middleware::map_response(no_framing))
+}
+
+/// No other site may frame the page (clickjacking the chat or the task buttons).
+async fn no_framing(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// Whether a browser request comes from a page of this bot (same origin) or from an
+/// origin the user allowed. Requests without `Origin` (curl, scripts) pass.
+pub(crate) fn origin_is_ours(
+    headers: &axum::http::HeaderMap,
+    allowed: &[String],
+) -> Result<(), String> {
+    use axum::http::header;
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+    };
+    let host = text(header::HOST).unwrap_or_default();
+    if let Some(origin) = text(header::ORIGIN) {
+        let same_origin = origin
+            .split_once("://")
+            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host));
+        if !same_origin && !crate::net::origin_is_allowed(origin, allowed) {
+            return Err(format!(
+                "Origin `{origin}` is another site; add it to WEB_ALLOWED_ORIGINS if it is yours"
+            ));
+        }
+    } else if text(header::HeaderName::from_static("sec-fetch-site")) == Some("cross-site") {
+        return Err("a cross-site request may not change the bot's state".into());
+    }
+    Ok(())
 }
 
 async fn local_host_only(

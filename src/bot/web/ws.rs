@@ -37,25 +37,13 @@ async fn upgrade(
 ) -> Response {
     // Browsers send Origin on WebSocket handshakes and apply no CORS to them: refuse
     // pages from other sites, so they cannot chat as the user.
-    if let Some(origin) = headers
-        .get(axum::http::header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-    {
-        let host = headers
-            .get(axum::http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or_default();
-        let same_origin = origin
-            .split_once("://")
-            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host));
-        if !same_origin && !crate::net::origin_is_allowed(origin, &bot.config.web_allowed_origins) {
-            tracing::warn!(%origin, "refused a WebSocket from another site");
-            return (
-                axum::http::StatusCode::FORBIDDEN,
-                format!("Origin `{origin}` may not open /ws; add it to WEB_ALLOWED_ORIGINS if it is yours"),
-            )
-                .into_response();
-        }
+    if let Err(reason) = super::origin_is_ours(&headers, &bot.config.web_allowed_origins) {
+        tracing::warn!(%reason, "refused a WebSocket from another site");
+        return (
+            axum::http::StatusCode::FORBIDDEN,
+            format!("/ws refused: {reason}"),
+        )
+            .into_response();
     }
     ws.max_message_size(MAX_FRAME_BYTES)
         .on_upgrade(move |socket| serve(bot, socket))
@@ -100,7 +88,9 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
     loop {
         tokio::select! {
             outgoing = out_rx.recv() => {
-                let Some(frame) = outgoing else { break };
+                let Some(mut frame) = outgoing else { break };
+                // Tool results and replies can quote secrets: the page gets what /mcp would.
+                bot.redactor.redact(&mut frame);
                 if socket.send(Message::Text(frame.to_string().into())).await.is_err() {
                     break;
                 }
@@ -223,7 +213,7 @@ async fn chat(
             }
         }
     };
-    let ctx = ExecContext::new(&["user"]);
+    let ctx = ExecContext::new(&[crate::bot::tools::USER_ROLE]);
     let send = bot
         .supervisor
         .send(conversation_id.as_deref(), &content, &ctx, Some(events_tx));

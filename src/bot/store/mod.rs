@@ -5,15 +5,18 @@
 //! a closure to tokio's blocking pool, where it gets the connection under a mutex. One
 //! writer connection keeps writes serialised (SQLite allows one writer anyway); WAL mode
 //! and a busy timeout let readers from other processes (or `db_query`'s read-only
-//! connection) proceed alongside it.
+//! connection, see [`sql`]) proceed alongside it.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use chrono::{SecondsFormat, Utc};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod sql;
+pub use sql::{SqlOutcome, StatementSummary};
 
 /// Ordered migrations; `PRAGMA user_version` records how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -62,6 +65,9 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );",
+    // 3: whose rights a task runs with; tasks made before run as a chat user.
+    "ALTER TABLE tasks ADD COLUMN run_as TEXT NOT NULL DEFAULT 'user'
+        CHECK (run_as IN ('user', 'admin'));",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -77,10 +83,13 @@ pub enum StoreError {
     Conflict(String),
     #[error("the database worker stopped unexpectedly")]
     WorkerGone,
+    /// A statement that would change something, refused in read-only mode.
+    #[error("a {0} statement is not allowed here: read-only mode runs only statements that read")]
+    ReadOnly(String),
 }
 
 /// How long a statement waits for another connection's lock before giving up.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A SQLite error in words that say what to do about it. The failed statement (or
 /// transaction) wrote nothing.
@@ -217,6 +226,8 @@ pub struct Task {
     pub next_run: Option<String>,
     pub last_result: Option<String>,
     pub created_at: String,
+    /// `user` or `admin`: whose rights the task runs with.
+    pub run_as: String,
 }
 
 /// Handle to the database; cheap to clone.
@@ -277,20 +288,6 @@ impl Store {
             .map(|m| m.len())
             .unwrap_or(0);
         Some(main + wal)
-    }
-
-    /// Opens a second connection that SQLite itself keeps read-only, or `None` for
-    /// `:memory:` (a private in-memory database cannot be shared between connections).
-    pub fn open_read_only(&self) -> Result<Option<Connection>, StoreError> {
-        if &*self.path == ":memory:" {
-            return Ok(None);
-        }
-        let conn = Connection::open_with_flags(
-            &*self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(Some(conn))
     }
 
     /// Runs `f` with the writer connection on the blocking pool.
@@ -491,6 +488,7 @@ impl Store {
         schedule: &str,
         action: Value,
         next_run: Option<String>,
+        run_as: &'static str,
     ) -> Result<Task, StoreError> {
         let (name, description, schedule) = (
             name.to_string(),
@@ -499,15 +497,16 @@ impl Store {
         );
         self.call(move |c| {
             let inserted = c.execute(
-                "INSERT INTO tasks (name, description, schedule, action, next_run, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
                     name,
                     description,
                     schedule,
                     action.to_string(),
                     next_run,
-                    now_rfc3339()
+                    now_rfc3339(),
+                    run_as
                 ],
             );
             match inserted {
@@ -623,146 +622,6 @@ impl Store {
     }
 }
 
-/// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
-#[derive(Debug, Clone, Serialize)]
-pub struct SqlOutcome {
-    pub columns: Vec<String>,
-    /// Rows as JSON: integers and reals as numbers, text as strings, NULL as null,
-    /// blobs as `{"base64": "…"}`.
-    pub rows: Vec<Vec<Value>>,
-    /// More rows existed than the limit allowed.
-    pub truncated: bool,
-    /// For statements that change data: how many rows they changed.
-    pub rows_affected: Option<usize>,
-    pub last_insert_rowid: Option<i64>,
-}
-
-fn sql_value(value: rusqlite::types::ValueRef<'_>) -> Value {
-    use base64::Engine;
-    use rusqlite::types::ValueRef;
-    match value {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => serde_json::Number::from_f64(f)
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
-        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => serde_json::json!({
-            "base64": base64::engine::general_purpose::STANDARD.encode(b)
-        }),
-    }
-}
-
-fn sql_param(value: &Value) -> rusqlite::types::Value {
-    use rusqlite::types::Value as Sql;
-    match value {
-        Value::Null => Sql::Null,
-        Value::Bool(b) => Sql::Integer(*b as i64),
-        Value::Number(n) => n
-            .as_i64()
-            .map(Sql::Integer)
-            .unwrap_or_else(|| Sql::Real(n.as_f64().unwrap_or(0.0))),
-        Value::String(s) => Sql::Text(s.clone()),
-        other => Sql::Text(other.to_string()),
-    }
-}
-
-impl Store {
-    /// Runs one SQL statement of any kind with positional parameters. Rows stream and
-    /// stop at `limit` (so a huge table is never loaded whole). With `read_only`, SQLite
-    /// itself refuses writes (`PRAGMA query_only`). A statement running longer than
-    /// `timeout` is interrupted.
-    pub async fn run_sql(
-        &self,
-        sql: &str,
-        params: Vec<Value>,
-        limit: usize,
-        read_only: bool,
-        timeout: std::time::Duration,
-    ) -> Result<SqlOutcome, StoreError> {
-        let sql = sql.to_string();
-        let conn = self.conn.clone();
-        let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
-        let work = tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = interrupt_tx.send(guard.get_interrupt_handle());
-            let c: &mut Connection = &mut guard;
-            if read_only {
-                c.pragma_update(None, "query_only", true)?;
-            }
-            let outcome = execute_one(c, &sql, &params, limit);
-            if read_only {
-                c.pragma_update(None, "query_only", false)?;
-            }
-            outcome
-        });
-        let watchdog = tokio::spawn(async move {
-            if let Ok(handle) = interrupt_rx.await {
-                tokio::time::sleep(timeout).await;
-                handle.interrupt();
-            }
-        });
-        let result = work.await.map_err(|_| StoreError::WorkerGone)?;
-        watchdog.abort();
-        result
-    }
-}
-
-impl Store {
-    /// Whether SQLite considers `sql` read-only (it compiles the statement, runs nothing).
-    pub async fn is_read_only_sql(&self, sql: &str) -> Result<bool, StoreError> {
-        let sql = sql.to_string();
-        self.call(move |c| Ok(c.prepare(&sql)?.readonly())).await
-    }
-}
-
-fn execute_one(
-    c: &mut Connection,
-    sql: &str,
-    params: &[Value],
-    limit: usize,
-) -> Result<SqlOutcome, StoreError> {
-    let mut stmt = c.prepare(sql)?;
-    let bound: Vec<rusqlite::types::Value> = params.iter().map(sql_param).collect();
-    let columns: Vec<String> = stmt
-        .column_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    if columns.is_empty() {
-        let changed = stmt.execute(rusqlite::params_from_iter(bound.iter()))?;
-        drop(stmt);
-        return Ok(SqlOutcome {
-            columns,
-            rows: Vec::new(),
-            truncated: false,
-            rows_affected: Some(changed),
-            last_insert_rowid: Some(c.last_insert_rowid()),
-        });
-    }
-    let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter()))?;
-    let mut out = Vec::new();
-    let mut truncated = false;
-    while let Some(row) = rows.next()? {
-        if out.len() == limit {
-            truncated = true;
-            break;
-        }
-        out.push(
-            (0..columns.len())
-                .map(|i| row.get_ref(i).map(sql_value))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-    }
-    Ok(SqlOutcome {
-        columns,
-        rows: out,
-        truncated,
-        rows_affected: None,
-        last_insert_rowid: None,
-    })
-}
-
 /// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
 impl Store {
     pub async fn describe_schema(&self) -> Result<Value, StoreError> {
@@ -807,7 +666,7 @@ impl Store {
 const CONVERSATION_SELECT: &str = "SELECT c.id, c.title, c.created_at, c.updated_at,
     (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";
 const MESSAGE_SELECT: &str = "SELECT id, conversation_id, role, content, tool_calls, tool_call_id, name, created_at FROM messages";
-const TASK_SELECT: &str = "SELECT id, name, description, schedule, action, enabled, status, last_run, next_run, last_result, created_at FROM tasks";
+const TASK_SELECT: &str = "SELECT id, name, description, schedule, action, enabled, status, last_run, next_run, last_result, created_at, run_as FROM tasks";
 
 fn conversation_from_row(r: &rusqlite::Row) -> rusqlite::Result<Conversation> {
     Ok(Conversation {
@@ -847,6 +706,7 @@ fn task_from_row(r: &rusqlite::Row) -> rusqlite::Result<Task> {
         next_run: r.get(8)?,
         last_result: r.get(9)?,
         created_at: r.get(10)?,
+        run_as: r.get(11)?,
     })
 }
 

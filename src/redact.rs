@@ -1,6 +1,7 @@
-//! Secret redaction for everything that leaves through `/mcp`.
+//! Secret redaction for everything that leaves the process: `/mcp` results, and the
+//! web surface's `/api` responses and `/ws` frames.
 //!
-//! Three nets, applied to every tool result and resource read:
+//! Three nets, applied to every tool result, resource read and web response:
 //! 1. **by key** — a JSON member whose name says it holds a secret (`password`,
 //!    `api_key`, `client_secret`, `authorization`, `…_token`) has its value replaced;
 //! 2. **by known value** — the actual values of configured secrets (bearer token, API
@@ -22,7 +23,7 @@ const MIN_SECRET_LEN: usize = 8;
 /// The secret shapes and what replaces each. Word boundaries are ASCII ones: a Unicode
 /// `\b` makes the regex engine fall back to a slow path on any non-ASCII text (an emoji
 /// in a tool result is enough), and every secret shape here is ASCII anyway.
-const SHAPE_PATTERNS: [(&str, &str); 9] = [
+const SHAPE_PATTERNS: [(&str, &str); 10] = [
     (
         r"(?i)(?-u:\b)bearer\s+[A-Za-z0-9._~+/=-]{8,}",
         "Bearer [REDACTED]",
@@ -37,8 +38,15 @@ const SHAPE_PATTERNS: [(&str, &str); 9] = [
         REDACTED,
     ),
     (r"://[^/\s:@]+:[^/\s@]+@", "://[REDACTED]@"),
+    // `Authorization: Basic …` (or Digest, or a bare credential) in quoted headers.
     (
-        r#"(?i)(?-u:\b)(password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
+        r#"(?i)(?-u:\b)((?:proxy-)?authorization["']?\s*[=:]\s*["']?)(?:[A-Za-z]+\s+)?[^\s"',;&]+"#,
+        "${1}[REDACTED]",
+    ),
+    // `NAME = value` where the name ends in a secret word: `aws_secret_access_key = …`,
+    // `DB_PASSWORD: …`, `"client_secret": "…"`.
+    (
+        r#"(?i)(?-u:\b)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|auth[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret))(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
         "${1}${2}[REDACTED]",
     ),
 ];
@@ -74,16 +82,29 @@ pub fn is_secret_key(key: &str) -> bool {
         len += 1;
     }
     let normalized = std::str::from_utf8(&buffer[..len]).unwrap_or_default();
-    const EXACT: [&str; 4] = ["authorization", "cookie", "setcookie", "proxyauthorization"];
-    const SUFFIXES: [&str; 8] = [
+    // `key` alone is one of the names the design documents list; as a suffix it would
+    // catch harmless names (`primary_key`, `sort_key`), so only whole names ending in a
+    // key kind that is always secret count.
+    const EXACT: [&str; 5] = [
+        "authorization",
+        "cookie",
+        "setcookie",
+        "proxyauthorization",
+        "key",
+    ];
+    const SUFFIXES: [&str; 12] = [
         "password",
         "passwd",
+        "passphrase",
         "secret",
         "apikey",
+        "authkey",
+        "accesskey",
         "privatekey",
+        "secretkey",
         "token",
         "credentials",
-        "secretkey",
+        "credential",
     ];
     // Token *counts* and protocol tokens are not secrets.
     let harmless = normalized.ends_with("tokens")
@@ -213,5 +234,54 @@ mod tests {
         assert_eq!(v["nested"]["tokens"], 5);
         assert_eq!(v["short"], "short is fine");
         assert_eq!(v["nested"]["client_secret"], REDACTED);
+    }
+
+    #[test]
+    fn every_key_the_design_lists_is_redacted_at_any_depth() {
+        let redactor = Redactor::default();
+        let keys = [
+            "password",
+            "secret",
+            "key",
+            "token",
+            "api_key",
+            "private_key",
+            "auth_key",
+            "access_token",
+            "refresh_token",
+            "client_secret",
+            "aws_secret_access_key",
+            "passphrase",
+        ];
+        for key in keys {
+            let mut v = json!({"a": [{"b": {key: "value-that-must-go"}}]});
+            redactor.redact(&mut v);
+            assert_eq!(v["a"][0]["b"][key], REDACTED, "{key}");
+        }
+        for harmless in ["primary_key", "sort_key", "keys", "monkey"] {
+            assert!(!is_secret_key(harmless), "{harmless}");
+        }
+    }
+
+    #[test]
+    fn basic_auth_and_secret_assignments_in_text_are_redacted() {
+        let redactor = Redactor::default();
+        for (text, leaked) in [
+            ("Authorization: Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy"),
+            ("authorization=Digest abcdef123456", "abcdef123456"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG",
+                "wJalrXUtnFEMI",
+            ),
+            ("export DB_PASSWORD=hunter22", "hunter22"),
+            ("{\"passphrase\": \"correct horse\"}", "correct"),
+        ] {
+            let clean = redactor.redact_text(text);
+            assert!(!clean.contains(leaked), "{text} -> {clean}");
+        }
+        assert_eq!(
+            redactor.redact_text("basic understanding of keys"),
+            "basic understanding of keys"
+        );
     }
 }

@@ -1,0 +1,420 @@
+//! The SQL console behind `db_query`: one statement of any kind, rows streamed up to a
+//! limit, a time limit, and a read-only mode that SQLite itself enforces.
+//!
+//! Read-only means that nothing a statement does outlives its call:
+//! - it runs on a connection of its own, opened read-only and closed when the call ends,
+//!   never on the bot's writer connection (whose settings would otherwise stay changed);
+//!   a `:memory:` database has no second connection, so there the writer is used, under
+//!   the same authorizer;
+//! - an authorizer, consulted while the statement compiles (before anything runs),
+//!   allows only reading: `SELECT`, reading tables, functions other than those that reach
+//!   outside the database, and PRAGMAs that only report. `ATTACH`/`DETACH`,
+//!   transactions, savepoints, temporary tables, `VACUUM` and every write are refused.
+//!
+//! [`Store::describe_statement`] compiles a statement without running it and says what it
+//! would write, so `db_query` can show the user exactly that before a write.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{BUSY_TIMEOUT, Store, StoreError};
+
+/// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SqlOutcome {
+    pub columns: Vec<String>,
+    /// Rows as JSON: integers and reals as numbers, text as strings, NULL as null,
+    /// blobs as `{"base64": "…"}`.
+    pub rows: Vec<Vec<Value>>,
+    /// More rows existed than the limit allowed.
+    pub truncated: bool,
+    /// For statements that change data: how many rows they changed.
+    pub rows_affected: Option<usize>,
+    pub last_insert_rowid: Option<i64>,
+}
+
+/// What a statement would do, found by compiling it (nothing runs).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StatementSummary {
+    /// The statement's first keyword, comments skipped (`DELETE`, `PRAGMA`, `WITH`…).
+    pub kind: String,
+    /// Whether SQLite says the statement leaves the database unchanged.
+    pub read_only: bool,
+    /// Each change it would make, e.g. `DELETE on messages`, `ATTACH 'x.db'`.
+    pub writes: Vec<String>,
+}
+
+/// PRAGMAs that only report, allowed in read-only mode without a value.
+const REPORTING_PRAGMAS: &[&str] = &[
+    "application_id",
+    "collation_list",
+    "compile_options",
+    "data_version",
+    "database_list",
+    "encoding",
+    "foreign_keys",
+    "freelist_count",
+    "function_list",
+    "journal_mode",
+    "module_list",
+    "page_count",
+    "page_size",
+    "pragma_list",
+    "schema_version",
+    "table_list",
+    "user_version",
+];
+
+/// PRAGMAs whose argument names a table or index to describe: allowed with one.
+const DESCRIBING_PRAGMAS: &[&str] = &[
+    "foreign_key_check",
+    "foreign_key_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "quick_check",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+];
+
+/// Functions that reach outside the database (files, extensions, raw pointers).
+const OUTSIDE_FUNCTIONS: &[&str] = &[
+    "load_extension",
+    "readfile",
+    "writefile",
+    "edit",
+    "fts3_tokenizer",
+];
+
+/// Largest string or blob a read-only statement may build (`zeroblob(1e12)`).
+const READ_ONLY_MAX_LENGTH: i32 = 64 * 1024 * 1024;
+
+/// The read-only authorizer's rule: what a statement may do without changing anything.
+fn read_only_rule(context: AuthContext<'_>) -> Authorization {
+    let allowed = match context.action {
+        AuthAction::Select | AuthAction::Read { .. } | AuthAction::Recursive => true,
+        AuthAction::Function { function_name } => !OUTSIDE_FUNCTIONS
+            .iter()
+            .any(|f| f.eq_ignore_ascii_case(function_name)),
+        AuthAction::Pragma {
+            pragma_name,
+            pragma_value,
+        } => {
+            let name = pragma_name.to_ascii_lowercase();
+            match pragma_value {
+                None => {
+                    REPORTING_PRAGMAS.contains(&name.as_str())
+                        || DESCRIBING_PRAGMAS.contains(&name.as_str())
+                }
+                Some(_) => DESCRIBING_PRAGMAS.contains(&name.as_str()),
+            }
+        }
+        _ => false,
+    };
+    if allowed {
+        Authorization::Allow
+    } else {
+        Authorization::Deny
+    }
+}
+
+/// A change an authorizer action would make, in words; `None` for reads.
+fn describe_write(action: &AuthAction<'_>) -> Option<String> {
+    use AuthAction as A;
+    Some(match action {
+        A::Insert { table_name } => format!("INSERT into {table_name}"),
+        A::Update { table_name, .. } => format!("UPDATE of {table_name}"),
+        A::Delete { table_name } => format!("DELETE on {table_name}"),
+        A::CreateTable { table_name } | A::CreateTempTable { table_name } => {
+            format!("CREATE TABLE {table_name}")
+        }
+        A::DropTable { table_name } | A::DropTempTable { table_name } => {
+            format!("DROP TABLE {table_name}")
+        }
+        A::AlterTable { table_name, .. } => format!("ALTER TABLE {table_name}"),
+        A::CreateIndex { index_name, .. } | A::CreateTempIndex { index_name, .. } => {
+            format!("CREATE INDEX {index_name}")
+        }
+        A::DropIndex { index_name, .. } | A::DropTempIndex { index_name, .. } => {
+            format!("DROP INDEX {index_name}")
+        }
+        A::CreateTrigger { trigger_name, .. } | A::CreateTempTrigger { trigger_name, .. } => {
+            format!("CREATE TRIGGER {trigger_name}")
+        }
+        A::DropTrigger { trigger_name, .. } | A::DropTempTrigger { trigger_name, .. } => {
+            format!("DROP TRIGGER {trigger_name}")
+        }
+        A::CreateView { view_name } | A::CreateTempView { view_name } => {
+            format!("CREATE VIEW {view_name}")
+        }
+        A::DropView { view_name } | A::DropTempView { view_name } => {
+            format!("DROP VIEW {view_name}")
+        }
+        A::CreateVtable { table_name, .. } => format!("CREATE VIRTUAL TABLE {table_name}"),
+        A::DropVtable { table_name, .. } => format!("DROP VIRTUAL TABLE {table_name}"),
+        A::Attach { filename } => format!("ATTACH '{filename}'"),
+        A::Detach { database_name } => format!("DETACH {database_name}"),
+        A::Reindex { index_name } => format!("REINDEX {index_name}"),
+        A::Analyze { table_name } => format!("ANALYZE {table_name}"),
+        A::Pragma {
+            pragma_name,
+            pragma_value: Some(value),
+        } if !DESCRIBING_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) => {
+            format!("PRAGMA {pragma_name} = {value}")
+        }
+        _ => return None,
+    })
+}
+
+/// The first keyword of a statement, after whitespace and comments.
+fn statement_kind(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, next)| next);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, next)| next);
+        } else {
+            break;
+        }
+    }
+    rest.split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or_default()
+        .to_ascii_uppercase()
+}
+
+fn sql_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+    use base64::Engine;
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => serde_json::json!({
+            "base64": base64::engine::general_purpose::STANDARD.encode(b)
+        }),
+    }
+}
+
+fn sql_param(value: &Value) -> rusqlite::types::Value {
+    use rusqlite::types::Value as Sql;
+    match value {
+        Value::Null => Sql::Null,
+        Value::Bool(b) => Sql::Integer(*b as i64),
+        Value::Number(n) => n
+            .as_i64()
+            .map(Sql::Integer)
+            .unwrap_or_else(|| Sql::Real(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => Sql::Text(s.clone()),
+        other => Sql::Text(other.to_string()),
+    }
+}
+
+/// The connection a read-only statement runs on: its own, opened read-only, when the
+/// database is a file; the writer otherwise.
+enum ReadOnlyConnection {
+    Own(Connection),
+    Shared(Arc<Mutex<Connection>>),
+}
+
+impl Store {
+    /// Runs one SQL statement of any kind with positional parameters. Rows stream and
+    /// stop at `limit` (so a huge table is never loaded whole). With `read_only`, only
+    /// reading is allowed and nothing outlives the call (see the module docs). A
+    /// statement running longer than `timeout` is interrupted.
+    pub async fn run_sql(
+        &self,
+        sql: &str,
+        params: Vec<Value>,
+        limit: usize,
+        read_only: bool,
+        timeout: Duration,
+    ) -> Result<SqlOutcome, StoreError> {
+        let sql = sql.to_string();
+        let writer = self.conn.clone();
+        let path = self.path.clone();
+        let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
+        let work = tokio::task::spawn_blocking(move || {
+            if !read_only {
+                let mut guard = writer.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = interrupt_tx.send(guard.get_interrupt_handle());
+                return execute_one(&mut guard, &sql, &params, limit);
+            }
+            let connection = if &*path == ":memory:" {
+                ReadOnlyConnection::Shared(writer)
+            } else {
+                let own = Connection::open_with_flags(
+                    &*path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                own.busy_timeout(BUSY_TIMEOUT)?;
+                ReadOnlyConnection::Own(own)
+            };
+            match connection {
+                ReadOnlyConnection::Own(mut own) => {
+                    let _ = interrupt_tx.send(own.get_interrupt_handle());
+                    run_read_only(&mut own, &sql, &params, limit)
+                }
+                ReadOnlyConnection::Shared(writer) => {
+                    let mut guard = writer.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = interrupt_tx.send(guard.get_interrupt_handle());
+                    let outcome = run_read_only(&mut guard, &sql, &params, limit);
+                    guard.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+                    outcome
+                }
+            }
+        });
+        let watchdog = tokio::spawn(async move {
+            if let Ok(handle) = interrupt_rx.await {
+                tokio::time::sleep(timeout).await;
+                handle.interrupt();
+            }
+        });
+        let result = work.await.map_err(|_| StoreError::WorkerGone)?;
+        watchdog.abort();
+        result
+    }
+
+    /// Compiles `sql` (nothing runs) and says what it would change.
+    pub async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
+        let sql = sql.to_string();
+        self.call(move |c| {
+            let writes = Arc::new(Mutex::new(BTreeSet::new()));
+            let seen = writes.clone();
+            c.authorizer(Some(move |context: AuthContext<'_>| {
+                if let Some(write) = describe_write(&context.action) {
+                    seen.lock().unwrap_or_else(|p| p.into_inner()).insert(write);
+                }
+                Authorization::Allow
+            }));
+            let compiled = c.prepare(&sql).map(|stmt| stmt.readonly());
+            c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+            let read_only = compiled?;
+            let writes = std::mem::take(&mut *writes.lock().unwrap_or_else(|p| p.into_inner()));
+            Ok(StatementSummary {
+                kind: statement_kind(&sql),
+                read_only,
+                writes: writes.into_iter().collect(),
+            })
+        })
+        .await
+    }
+}
+
+/// Runs a statement under the read-only authorizer, refusing any statement SQLite does
+/// not itself consider read-only (`VACUUM INTO`, which no authorizer action names).
+fn run_read_only(
+    c: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    limit: usize,
+) -> Result<SqlOutcome, StoreError> {
+    c.set_limit(
+        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+        READ_ONLY_MAX_LENGTH,
+    )?;
+    c.authorizer(Some(read_only_rule));
+    let read_only = c.prepare(sql)?.readonly();
+    if !read_only
+        || matches!(
+            statement_kind(sql).as_str(),
+            "VACUUM" | "BEGIN" | "SAVEPOINT"
+        )
+    {
+        return Err(StoreError::ReadOnly(statement_kind(sql)));
+    }
+    execute_one(c, sql, params, limit)
+}
+
+fn execute_one(
+    c: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    limit: usize,
+) -> Result<SqlOutcome, StoreError> {
+    let mut stmt = c.prepare(sql)?;
+    let bound: Vec<rusqlite::types::Value> = params.iter().map(sql_param).collect();
+    let columns: Vec<String> = stmt
+        .column_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if columns.is_empty() {
+        let changed = stmt.execute(rusqlite::params_from_iter(bound.iter()))?;
+        drop(stmt);
+        return Ok(SqlOutcome {
+            columns,
+            rows: Vec::new(),
+            truncated: false,
+            rows_affected: Some(changed),
+            last_insert_rowid: Some(c.last_insert_rowid()),
+        });
+    }
+    let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter()))?;
+    let mut out = Vec::new();
+    let mut truncated = false;
+    while let Some(row) = rows.next()? {
+        if out.len() == limit {
+            truncated = true;
+            break;
+        }
+        out.push(
+            (0..columns.len())
+                .map(|i| row.get_ref(i).map(sql_value))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
+    Ok(SqlOutcome {
+        columns,
+        rows: out,
+        truncated,
+        rows_affected: None,
+        last_insert_rowid: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_kind_skips_comments() {
+        assert_eq!(
+            statement_kind("  -- hi\n/* long */ delete from x"),
+            "DELETE"
+        );
+        assert_eq!(statement_kind("PRAGMA x"), "PRAGMA");
+        assert_eq!(statement_kind("/* never closed"), "");
+    }
+
+    #[tokio::test]
+    async fn summaries_name_what_a_statement_writes() {
+        let store = Store::open(":memory:").unwrap();
+        let padded = format!(
+            "/* {} */ DELETE FROM messages WHERE id > 0",
+            "x".repeat(2000)
+        );
+        let summary = store.describe_statement(&padded).await.unwrap();
+        assert_eq!(summary.kind, "DELETE");
+        assert!(!summary.read_only);
+        assert_eq!(summary.writes, vec!["DELETE on messages".to_string()]);
+        let read = store
+            .describe_statement("SELECT * FROM tasks")
+            .await
+            .unwrap();
+        assert!(read.read_only && read.writes.is_empty());
+    }
+}
