@@ -83,7 +83,11 @@ async fn bad_arguments_name_the_field() {
     let r = call_tool(&app, "server_log", json!({"since": "yesterday"})).await;
     assert!(error_text(&r).contains("RFC 3339"), "{}", error_text(&r));
     let r = call_tool(&app, "db_query", json!({})).await;
-    assert!(error_text(&r).contains("`query` is required"), "{}", error_text(&r));
+    assert!(
+        error_text(&r).contains("`query` is required"),
+        "{}",
+        error_text(&r)
+    );
     let r = call_tool(&app, "list_messages", json!({"conversationId": "nope"})).await;
     assert!(error_text(&r).contains("list_conversations"));
     let r = call_tool(&app, "run_tool", json!({"name": "calculater"})).await;

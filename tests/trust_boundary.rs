@@ -1,0 +1,500 @@
+//! The trust boundary around `/mcp`: nothing reaches the bot's power or its secrets
+//! without the token. Each test is an attack that worked before the boundary was closed:
+//! the web API running admin tools and returning secrets, cross-site requests, a
+//! read-only SQL mode that changed lasting state, a write confirmation that hid the
+//! write, user tools inheriting the bot's environment, whole-file reads, loose Host
+//! checks and framing.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use porthole::app::RunningApp;
+use serde_json::{Value, json};
+
+/// Writes a user tool manifest whose command is a Python one-liner.
+fn user_tool(dir: &Path, name: &str, roles: &[&str], script: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let manifest = json!({
+        "name": name,
+        "description": format!("test tool {name}"),
+        "command": ["python3", "-c", script],
+        "required_roles": roles,
+    });
+    std::fs::write(dir.join(format!("{name}.json")), manifest.to_string()).unwrap();
+}
+
+async fn api(
+    app: &RunningApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut request = client().request(method, format!("{}{path}", app.url()));
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn has_python() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test]
+async fn the_web_api_does_no_more_than_a_chat_user_and_redacts_what_it_returns() {
+    if !has_python() {
+        eprintln!("skipped: python3 is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("user-tools");
+    user_tool(&tools, "admin_only", &["admin"], "print('admin power')");
+    // Prints the /mcp token and an API-key assignment: a tool result quoting secrets.
+    user_tool(
+        &tools,
+        "leaky",
+        &[],
+        &format!("print('token {TOKEN} and api_key=sk-abcdefghijklmnopqrstuv')"),
+    );
+    let tools_dir = tools.display().to_string();
+    let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir)]).await;
+    let post = reqwest::Method::POST;
+
+    // No tool that a chat user may not call can become a task, internal ones included.
+    let forbidden: Vec<String> = app
+        .bot
+        .tools
+        .all()
+        .into_iter()
+        .filter(|t| t.def.internal || !t.def.required_roles.is_empty())
+        .map(|t| t.def.name)
+        .collect();
+    assert!(forbidden.iter().any(|n| n == "admin_only"));
+    for (i, tool) in forbidden.iter().enumerate() {
+        let (status, body) = api(
+            &app,
+            post.clone(),
+            "/api/tasks",
+            Some(
+                json!({"name": format!("t{i}"), "schedule": "0 0 * * *", "action": {"tool": tool}}),
+            ),
+            &[],
+        )
+        .await;
+        assert_eq!(status, 400, "{tool}: {body}");
+    }
+    // The page's tool list shows only what a chat user may use.
+    let (_, listed) = api(&app, reqwest::Method::GET, "/api/tools", None, &[]).await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"leaky") && names.contains(&"calculator"));
+    for tool in &forbidden {
+        assert!(!names.contains(&tool.as_str()), "{tool} listed");
+    }
+
+    // A task the page created runs, and what it returns is redacted.
+    let (status, task) = api(
+        &app,
+        post.clone(),
+        "/api/tasks",
+        Some(json!({"name": "leak", "schedule": "0 0 * * *", "action": {"tool": "leaky"}})),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 201, "{task}");
+    assert_eq!(task["run_as"], "user");
+    let path = format!("/api/tasks/{}/run", task["id"]);
+    let (status, run) = api(&app, post.clone(), &path, Some(json!({})), &[]).await;
+    assert_eq!(status, 200, "{run}");
+    let (_, listed) = api(&app, reqwest::Method::GET, "/api/tasks", None, &[]).await;
+    for text in [run.to_string(), listed.to_string()] {
+        assert!(text.contains("[REDACTED]"), "{text}");
+        assert!(!text.contains(TOKEN), "token leaked: {text}");
+        assert!(!text.contains("sk-abcdefghij"), "key leaked: {text}");
+    }
+
+    // A prompt task made by the page runs as a chat user even when the scheduler (an
+    // admin caller) runs it: the admin-only tool stays out of reach.
+    let (_, prompt_task) = api(
+        &app,
+        post.clone(),
+        "/api/tasks",
+        Some(json!({"name": "sneaky", "schedule": "0 0 * * *",
+                    "action": {"prompt": "/run admin_only {}"}})),
+        &[],
+    )
+    .await;
+    let run = app
+        .bot
+        .tasks
+        .run_now(
+            prompt_task["id"].as_i64().unwrap(),
+            porthole::bot::tasks::RunAs::Admin,
+        )
+        .await
+        .unwrap();
+    assert!(!run.result.contains("admin power"), "{run:?}");
+
+    // A task with admin rights (made through /mcp's db_query) cannot be run from the page.
+    let r = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "INSERT INTO tasks (name, schedule, action, created_at, run_as) \
+                         VALUES ('adm', '0 0 * * *', '{\"tool\":\"admin_only\"}', '2026-01-01', 'admin')"}),
+    )
+    .await;
+    let id = r["structuredContent"]["last_insert_rowid"].clone();
+    let (status, body) = api(
+        &app,
+        post.clone(),
+        &format!("/api/tasks/{id}/run"),
+        Some(json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("run_task"),
+        "{body}"
+    );
+    let r = call_tool(&app, "run_task", json!({"id": id})).await;
+    assert!(r.to_string().contains("admin power"), "{r}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn state_changing_api_routes_refuse_other_sites_and_form_bodies() {
+    let app = start_bot(&[]).await;
+    let task = app
+        .bot
+        .tasks
+        .create(
+            "clock",
+            "",
+            "0 0 * * *",
+            json!({"tool": "current_time"}),
+            porthole::bot::tasks::RunAs::User,
+        )
+        .await
+        .unwrap();
+    let run = format!("{}/api/tasks/{}/run", app.url(), task.id);
+    let send = |headers: Vec<(&'static str, &'static str)>, body: &'static str| {
+        let mut request = client().post(&run).body(body);
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        request.send()
+    };
+    // A form post from another site: a "simple" request browsers send without asking.
+    let r = send(
+        vec![
+            ("origin", "http://evil.example"),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+        "a=b",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = send(
+        vec![
+            ("origin", "http://evil.example"),
+            ("content-type", "application/json"),
+        ],
+        "{}",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = send(vec![("sec-fetch-site", "cross-site")], "{}")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = send(vec![("content-type", "text/plain")], "{}")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    let body = r.text().await.unwrap();
+    assert!(body.contains("application/json"), "{body}");
+    let tasks = app.bot.tasks.list().await.unwrap();
+    assert!(
+        tasks[0].last_run.is_none(),
+        "no refused request ran the task"
+    );
+
+    // The page itself (same origin, JSON) still works.
+    let origin = app.url();
+    let r = client()
+        .post(&run)
+        .header("origin", origin.as_str())
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client()
+        .post(format!("{}/api/messages", app.url()))
+        .header("origin", "http://evil.example")
+        .json(&json!({"content": "/help"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // No other site may frame the page.
+    let page = client().get(app.url()).send().await.unwrap();
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn read_only_sql_changes_nothing_that_outlives_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bot.db").display().to_string();
+    let app = start_bot(&[("DATABASE_PATH", &db), ("DB_QUERY_READONLY", "true")]).await;
+    app.bot.store.create_conversation("before").await.unwrap();
+    let attached = dir.path().join("attached.db");
+    let vacuumed = dir.path().join("vacuumed.db");
+    let attacks = [
+        "PRAGMA hard_heap_limit=1".to_string(),
+        "PRAGMA soft_heap_limit=1".into(),
+        "PRAGMA journal_mode=DELETE".into(),
+        "PRAGMA foreign_keys=OFF".into(),
+        "PRAGMA writable_schema=ON".into(),
+        "PRAGMA locking_mode=EXCLUSIVE".into(),
+        "PRAGMA synchronous=OFF".into(),
+        "PRAGMA query_only=0".into(),
+        "PRAGMA user_version=99".into(),
+        "PRAGMA wal_checkpoint(TRUNCATE)".into(),
+        "PRAGMA optimize".into(),
+        format!("ATTACH DATABASE '{}' AS x", attached.display()),
+        format!("VACUUM INTO '{}'", vacuumed.display()),
+        "VACUUM".into(),
+        "BEGIN IMMEDIATE".into(),
+        "SAVEPOINT s".into(),
+        "CREATE TEMP TABLE t(x)".into(),
+        "CREATE TEMP VIEW v AS SELECT 1".into(),
+        "DELETE FROM conversations".into(),
+        "INSERT INTO memories VALUES ('k', 'v', 'now')".into(),
+        "SELECT load_extension('/tmp/nothing')".into(),
+        "/* padding */ DROP TABLE tasks".into(),
+    ];
+    for attack in &attacks {
+        let r = call_tool(&app, "db_query", json!({"query": attack})).await;
+        assert!(is_error(&r), "{attack} was allowed: {r}");
+        assert!(
+            error_text(&r).contains("DB_QUERY_READONLY"),
+            "{attack}: {}",
+            error_text(&r)
+        );
+    }
+    let r = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT zeroblob(1000000000)"}),
+    )
+    .await;
+    assert!(error_text(&r).contains("too big"), "{r}");
+    assert!(!attached.exists(), "ATTACH created a file");
+    assert!(!vacuumed.exists(), "VACUUM INTO created a file");
+    // Reads work, reporting PRAGMAs too.
+    for read in [
+        "SELECT COUNT(*) FROM conversations",
+        "PRAGMA table_info(tasks)",
+        "SELECT name FROM pragma_table_info('tasks')",
+        "PRAGMA user_version",
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) SELECT SUM(i) FROM n",
+    ] {
+        let r = call_tool(&app, "db_query", json!({"query": read})).await;
+        assert!(!is_error(&r), "{read}: {r}");
+    }
+    // The bot's own connection kept its settings and still writes.
+    app.bot.store.create_conversation("after").await.unwrap();
+    let settings = app
+        .bot
+        .store
+        .call(|c| {
+            let journal: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            let keys: i64 = c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+            let databases: i64 =
+                c.query_row("SELECT COUNT(*) FROM pragma_database_list", [], |r| {
+                    r.get(0)
+                })?;
+            Ok((journal, keys, databases))
+        })
+        .await
+        .unwrap();
+    assert_eq!(settings, ("wal".to_string(), 1, 1));
+    let r = call_tool(&app, "list_conversations", json!({})).await;
+    assert_eq!(
+        r["structuredContent"]["conversations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    app.shutdown().await;
+
+    // The same guarantees hold on a `:memory:` store, which has no second connection.
+    let app = start_bot(&[("DB_QUERY_READONLY", "true")]).await;
+    for attack in ["PRAGMA foreign_keys=OFF", "BEGIN", "CREATE TEMP TABLE t(x)"] {
+        let r = call_tool(&app, "db_query", json!({"query": attack})).await;
+        assert!(is_error(&r), "{attack}: {r}");
+    }
+    app.bot.store.create_conversation("fine").await.unwrap();
+    let keys = app
+        .bot
+        .store
+        .call(|c| Ok(c.query_row("PRAGMA foreign_keys", [], |r| r.get::<_, i64>(0))?))
+        .await
+        .unwrap();
+    assert_eq!(keys, 1);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_write_confirmation_names_the_write_however_long_the_statement() {
+    let app = start_bot(&[]).await;
+    let padded = format!("/* {} */ DELETE FROM messages", "harmless ".repeat(200));
+    let reply = modern(
+        &app,
+        1,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": padded},
+               "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}),
+    )
+    .await;
+    let message = reply.result()["inputRequests"]["confirm_write"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains("DELETE on messages"), "{message}");
+    assert!(message.contains("cut"), "{message}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn db_query_takes_the_design_spelling_and_redacts_secret_columns() {
+    let app = start_bot(&[]).await;
+    for statement in [
+        "CREATE TABLE creds (name TEXT, password TEXT, api_key TEXT)",
+        "INSERT INTO creds VALUES ('svc', 'hunter2', 'k-123456789')",
+    ] {
+        let r = call_tool(&app, "db_query", json!({"query": statement})).await;
+        assert!(!is_error(&r), "{r}");
+    }
+    let r = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT * FROM creds", "limit": 5}),
+    )
+    .await;
+    assert_eq!(
+        r["structuredContent"]["rows"][0],
+        json!(["svc", "[REDACTED]", "[REDACTED]"])
+    );
+    // The older spelling still works.
+    let r = call_tool(&app, "db_query", json!({"sql": "SELECT name FROM creds"})).await;
+    assert_eq!(r["structuredContent"]["rows"][0][0], "svc");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn user_tools_start_with_a_clean_environment_plus_their_own() {
+    if !has_python() {
+        eprintln!("skipped: python3 is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("user-tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let manifest = json!({
+        "name": "env_dump",
+        "description": "prints its environment's names",
+        "command": ["python3", "-c", "import os, json; print(json.dumps(sorted(os.environ)))"],
+        "env": {"GREETING": "hello"},
+    });
+    std::fs::write(tools.join("env_dump.json"), manifest.to_string()).unwrap();
+    let tools_dir = tools.display().to_string();
+    let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir)]).await;
+    let r = call_tool(
+        &app,
+        "run_tool",
+        json!({"name": "env_dump", "arguments": {}}),
+    )
+    .await;
+    let text = r.to_string();
+    assert!(text.contains("GREETING"), "{text}");
+    // `cargo test` gives this process many CARGO_* variables: none may reach the tool.
+    assert!(std::env::vars().any(|(k, _)| k.starts_with("CARGO")));
+    assert!(
+        !text.contains("CARGO"),
+        "the bot's environment leaked: {text}"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn read_file_returns_the_start_of_a_huge_file_without_loading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    // A sparse 1 GiB file: reading it whole would need 1 GiB of memory.
+    let file = std::fs::File::create(workspace.join("big.log")).unwrap();
+    file.set_len(1 << 30).unwrap();
+    let ws = workspace.display().to_string();
+    let app = start_bot(&[("WORKSPACE_DIR", &ws)]).await;
+    let before = resident_kib();
+    let r = call_tool(
+        &app,
+        "run_tool",
+        json!({"name": "read_file", "arguments": {"path": "big.log"}}),
+    )
+    .await;
+    let grew = resident_kib().saturating_sub(before);
+    let result = r["structuredContent"].to_string();
+    assert!(result.contains("\"truncated\":true"), "{result}");
+    assert!(result.contains(&(1u64 << 30).to_string()), "{result}");
+    assert!(grew < 200 * 1024, "resident memory grew by {grew} KiB");
+    app.shutdown().await;
+}
+
+/// This process's resident memory in KiB (0 where /proc is missing).
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
