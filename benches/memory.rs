@@ -103,6 +103,7 @@ fn sessions() {
     let config = |max| SessionConfig {
         max_sessions: max,
         idle_timeout: Duration::from_secs(3600),
+        ..SessionConfig::default()
     };
     let secret = Some("bench-secret-0123456789abcdef0123456789abcdef");
 

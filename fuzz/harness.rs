@@ -158,6 +158,7 @@ impl Harness {
             .sessions(SessionConfig {
                 max_sessions: 1_000_000,
                 idle_timeout: Duration::from_secs(24 * 3600),
+                ..SessionConfig::default()
             })
             .tools(vec![Arc::new(Echo), Arc::new(Confirm)])
             .build()

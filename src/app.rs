@@ -78,7 +78,7 @@ pub struct Logging {
 }
 
 /// Builds the `/mcp` server over the bot's services.
-fn build_mcp(
+async fn build_mcp(
     bot: &Arc<Bot>,
     buffer: Arc<LogBuffer>,
     logging: Logging,
@@ -101,6 +101,9 @@ fn build_mcp(
             Auth::Misconfigured
         }
     };
+    let ledger = diagnostics::StoredSessionLedger::load(bot.store.clone(), c.session_max_age)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the ended MCP sessions: {e}"))?;
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
@@ -128,6 +131,8 @@ fn build_mcp(
         .sessions(SessionConfig {
             max_sessions: c.max_sessions,
             idle_timeout: c.session_idle,
+            max_age: c.session_max_age,
+            ledger: Some(Arc::new(ledger)),
         })
         .redactor(bot.redactor.as_ref().clone())
         .tools(diagnostics::tools(&diagnostics))
@@ -177,7 +182,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {
-        let server = build_mcp(&bot, buffer, logging)?;
+        let server = build_mcp(&bot, buffer, logging).await?;
         server.spawn_housekeeping(std::time::Duration::from_secs(30));
         router = router.merge(server.router());
         mcp = Some(server);

@@ -3,18 +3,36 @@
 //! These are what stop a web page on another site from reaching the bot through the
 //! browser (cross-site requests and DNS rebinding).
 
-/// `host[:port]` without the port, keeping IPv6 brackets.
+/// `host[:port]` without the port, keeping IPv6 brackets. Anything that is not exactly
+/// a host and an optional numeric port (`[::1].evil.example`, `[::1]x`) comes back
+/// whole, so it matches no allowed name.
 pub fn host_without_port(authority: &str) -> &str {
+    let numeric = |port: &str| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit());
     if authority.starts_with('[') {
-        return authority
-            .find(']')
-            .map(|end| &authority[..=end])
-            .unwrap_or(authority);
+        return match authority.find(']') {
+            Some(end) => match &authority[end + 1..] {
+                "" => &authority[..=end],
+                rest if rest.strip_prefix(':').is_some_and(numeric) => &authority[..=end],
+                _ => authority,
+            },
+            None => authority,
+        };
     }
     match authority.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        Some((host, port)) if numeric(port) => host,
         _ => authority,
     }
+}
+
+/// The request's one `Host` header. Two of them are an error: proxies and servers may
+/// each read a different one, which is how Host checks get bypassed.
+pub fn single_host(headers: &axum::http::HeaderMap) -> Result<Option<&str>, &'static str> {
+    let mut hosts = headers.get_all(axum::http::header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Err("send exactly one Host header");
+    }
+    Ok(first.map(|h| h.to_str().unwrap_or_default()))
 }
 
 pub fn is_loopback_name(host: &str) -> bool {
@@ -57,7 +75,17 @@ mod tests {
         ] {
             assert!(host_is_allowed(ok, &hosts), "{ok}");
         }
-        for bad in ["evil.example.com", "127.0.0.1.evil.com:80", "10.0.0.1:3000"] {
+        for bad in [
+            "evil.example.com",
+            "127.0.0.1.evil.com:80",
+            "10.0.0.1:3000",
+            "[::1].evil.example",
+            "[::1].evil.example:80",
+            "[::1]x",
+            "[::1]:",
+            "localhost:",
+            "localhost:80:80",
+        ] {
             assert!(!host_is_allowed(bad, &hosts), "{bad}");
         }
         let origins = vec!["https://tools.example".to_string()];
@@ -72,6 +100,8 @@ mod tests {
             "http://evil.example.com",
             "null",
             "http://localhost.evil.com",
+            "http://[::1].evil.example",
+            "http://[::1].evil.example:3000",
             "file://",
         ] {
             assert!(!origin_is_allowed(bad, &origins), "{bad}");

@@ -498,3 +498,76 @@ fn resident_kib() -> u64 {
         })
         .unwrap_or(0)
 }
+
+#[tokio::test]
+async fn an_ended_session_stays_ended_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bot.db").display().to_string();
+    let app = start_bot(&[("DATABASE_PATH", &db)]).await;
+    let ended = legacy_session(&app, "2025-11-25", json!({})).await;
+    let kept = legacy_session(&app, "2025-11-25", json!({})).await;
+    let deleted = client()
+        .delete(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &ended)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    // The ledger writes in the background; give it a moment before the restart.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    app.shutdown().await;
+
+    let app = start_bot(&[("DATABASE_PATH", &db)]).await;
+    let ping = |session: String| {
+        let app = &app;
+        async move { legacy(app, &session, 2, "ping", json!({})).await.status }
+    };
+    assert_eq!(ping(kept).await, 200, "a live session survives the restart");
+    assert_eq!(ping(ended).await, 404, "an ended one does not come back");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn host_checks_are_exact_and_oversized_bodies_are_refused_at_once() {
+    let app = start_bot(&[]).await;
+    let addr = app.addr;
+    // Raw requests: reqwest would not send two Host headers or a lying length.
+    let raw = |request: String| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 4096];
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut answer))
+                .await
+                .expect("answered at once")
+                .unwrap();
+        String::from_utf8_lossy(&answer[..read]).to_string()
+    };
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let post = |host_lines: &str, length: usize| {
+        format!(
+            "POST /mcp HTTP/1.1\r\n{host_lines}Authorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {length}\r\n\r\n"
+        )
+    };
+    for host in [
+        "[::1].evil.example",
+        "[::1].evil.example:3000",
+        "localhost:80:80",
+    ] {
+        let answer = raw(post(&format!("Host: {host}\r\n"), body.len()) + body).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{host}: {answer}");
+    }
+    let answer = raw(post("Host: 127.0.0.1\r\nHost: evil.example\r\n", body.len()) + body).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let page = raw("GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n".into()).await;
+    assert!(page.starts_with("HTTP/1.1 400"), "{page}");
+    // A 100 GB body is refused before a byte of it is sent.
+    let answer = raw(post("Host: 127.0.0.1\r\n", 100_000_000_000)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    app.shutdown().await;
+}

@@ -23,7 +23,10 @@ mod interaction;
 mod logs;
 mod prompts;
 mod resources;
+mod session_ledger;
 mod tools;
+
+pub use session_ledger::StoredSessionLedger;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -134,7 +134,7 @@ fn not_misconfigured(config: &GuardConfig, _: &Request) -> Option<Response> {
 }
 
 fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+    let Some(host) = crate::net::single_host(headers)? else {
         return Err("a Host header is required".into());
     };
     if crate::net::host_is_allowed(host, &config.allowed_hosts) {
@@ -161,6 +161,13 @@ fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), Strin
 }
 
 fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Response> {
+    if let Err(reason) = crate::net::single_host(request.headers()) {
+        return Some(refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            format!("Bad Request: {reason}"),
+        ));
+    }
     if let Err(reason) = host_allowed(config, request.headers())
         .and_then(|_| origin_allowed(config, request.headers()))
     {

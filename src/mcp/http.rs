@@ -216,6 +216,23 @@ pub(crate) async fn handle_post(
             "Not Acceptable: send `Accept: application/json, text/event-stream`",
         );
     }
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
+                inner.max_body_bytes
+            ),
+        )
+    };
+    // A declared length over the limit is refused at once, not after waiting for it.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > inner.max_body_bytes as u64) {
+        return too_large();
+    }
     // A client that sends its body slowly (or never finishes it) must not hold a task
     // forever: the whole body has to arrive within the body timeout.
     let read = tokio::time::timeout(
@@ -234,16 +251,7 @@ pub(crate) async fn handle_post(
                 ),
             );
         }
-        Ok(Err(_)) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                jsonrpc::INVALID_REQUEST,
-                format!(
-                    "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
-                    inner.max_body_bytes
-                ),
-            );
-        }
+        Ok(Err(_)) => return too_large(),
     };
     let value: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,

@@ -52,7 +52,7 @@ pub use protocol::Era;
 pub use resource::{
     Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
 };
-pub use session::SessionConfig;
+pub use session::{SessionConfig, SessionLedger};
 pub use subscriptions::{Change, Notifier};
 pub use tool::{Annotations, CallToolResult, InputRequired, Outcome, Tool, ToolSet, ToolSpec};
 
@@ -262,10 +262,7 @@ impl McpServer {
             allowed_hosts: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             body_timeout: Duration::from_secs(30),
-            sessions: SessionConfig {
-                max_sessions: 1000,
-                idle_timeout: Duration::from_secs(3600),
-            },
+            sessions: SessionConfig::default(),
             secret: None,
             tools: Vec::new(),
             resources: Vec::new(),

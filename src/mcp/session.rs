@@ -11,6 +11,10 @@
 //! no list of ended ids has to grow with traffic. Only restored sessions — minted before
 //! the process started — are remembered when they end, so they are not restored twice.
 //!
+//! **Ids end for good.** No id is accepted past its maximum age (`max_age` from its
+//! minting), and an id that ended (DELETE, eviction) is written to the
+//! [`SessionLedger`] when one is given, so it is not restored after a restart either.
+//!
 //! **Streams.** Every SSE stream of a session has an id; its events are numbered
 //! `<stream>-<seq>` and kept in a short backlog, so a client that lost the connection
 //! can `GET` with `Last-Event-ID` and receive what it missed — including the result of
@@ -40,10 +44,44 @@ const ENDED_REMEMBERED: usize = 100_000;
 /// The `retry:` hint sent on legacy streams, in milliseconds.
 pub const RETRY_MS: u64 = 1000;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionConfig {
     pub max_sessions: usize,
     pub idle_timeout: Duration,
+    /// No id is accepted longer than this after it was minted.
+    pub max_age: Duration,
+    /// Keeps ended ids across restarts; without one, only this process remembers.
+    pub ledger: Option<Arc<dyn SessionLedger>>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            max_sessions: 1000,
+            idle_timeout: Duration::from_secs(3600),
+            max_age: Duration::from_secs(24 * 3600),
+            ledger: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("max_sessions", &self.max_sessions)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_age", &self.max_age)
+            .field("ledger", &self.ledger.is_some())
+            .finish()
+    }
+}
+
+/// Where ended session ids outlive the process (the app keeps them in its database).
+pub trait SessionLedger: Send + Sync {
+    /// Ids that ended before this process started, read once when sessions are set up.
+    fn ended(&self) -> Vec<String>;
+    /// A session ended. Called on the request path: write in the background.
+    fn record_end(&self, id: &str, minted_ms: u64);
 }
 
 /// A sender for one SSE stream's raw bytes.
@@ -72,6 +110,8 @@ pub struct Session {
     pub client_capabilities: Value,
     /// Restored from its id after a restart rather than created by `initialize`.
     pub restored: bool,
+    /// When the id was minted, in Unix milliseconds (for the maximum age).
+    minted_ms: u64,
     last_seen: AtomicU64,
     log_threshold: AtomicU8,
     next_client_request: AtomicU64,
@@ -90,12 +130,13 @@ fn frame(id: &str, data: &str) -> Bytes {
 }
 
 impl Session {
-    fn new(id: String, version: &'static str, caps: Value, restored: bool, now: u64) -> Self {
+    fn new(id: String, minted: Minted, restored: bool, now: u64) -> Self {
         Session {
             id,
-            version,
-            client_capabilities: caps,
+            version: minted.version,
+            client_capabilities: minted.client_capabilities,
             restored,
+            minted_ms: minted.minted_ms,
             last_seen: AtomicU64::new(now),
             // Until the client sets a level, send info and above.
             log_threshold: AtomicU8::new(log_level_rank("info").unwrap_or(1)),
@@ -369,14 +410,25 @@ fn bits_to_caps(bits: u8) -> Value {
 
 impl Sessions {
     pub fn new(secret: Option<&str>, config: SessionConfig) -> Self {
-        Sessions {
+        let sessions = Sessions {
             sealer: StateSealer::new(secret, "session-id"),
             config,
             live: Mutex::default(),
             ended: Mutex::default(),
             epoch: Instant::now(),
             started_ms: unix_ms(),
+        };
+        if let Some(ledger) = &sessions.config.ledger {
+            for id in ledger.ended() {
+                sessions.remember_ended(id);
+            }
         }
+        sessions
+    }
+
+    /// Whether an id minted at `minted_ms` is past its maximum age.
+    fn too_old(&self, minted_ms: u64) -> bool {
+        unix_ms().saturating_sub(minted_ms) > self.config.max_age.as_millis() as u64
     }
 
     fn now(&self) -> u64 {
@@ -389,17 +441,23 @@ impl Sessions {
             .iter()
             .position(|v| *v == version)
             .unwrap_or(LEGACY_VERSIONS.len() - 1) as u8;
+        let minted_ms = unix_ms().max(self.started_ms);
         let mut payload = Vec::with_capacity(22);
         payload.push(version_index);
         payload.push(caps_to_bits(&caps));
-        payload.extend_from_slice(&unix_ms().max(self.started_ms).to_be_bytes());
+        payload.extend_from_slice(&minted_ms.to_be_bytes());
         payload.extend_from_slice(&rand::random::<[u8; 12]>());
         let id = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
             URL_SAFE_NO_PAD.encode(self.sealer.tag(&payload))
         );
-        let session = Arc::new(Session::new(id.clone(), version, caps, false, self.now()));
+        let minted = Minted {
+            version,
+            client_capabilities: caps,
+            minted_ms,
+        };
+        let session = Arc::new(Session::new(id.clone(), minted, false, self.now()));
         self.insert(session.clone());
         session
     }
@@ -428,16 +486,18 @@ impl Sessions {
     }
 
     /// After a session ends: its id must answer 404 from now on. Ids minted here do so
-    /// by themselves; a restored one has to be remembered.
+    /// by themselves; a restored one has to be remembered, and the ledger keeps every
+    /// one for the processes after this one.
     fn forget(&self, id: String) {
-        if self.minted_before_start(&id) {
+        let Some(minted) = self.verify(&id) else {
+            return;
+        };
+        if let Some(ledger) = &self.config.ledger {
+            ledger.record_end(&id, minted.minted_ms);
+        }
+        if minted.minted_ms < self.started_ms {
             self.remember_ended(id);
         }
-    }
-
-    fn minted_before_start(&self, id: &str) -> bool {
-        self.verify(id)
-            .is_some_and(|minted| minted.minted_ms < self.started_ms)
     }
 
     fn remember_ended(&self, id: String) {
@@ -455,23 +515,27 @@ impl Sessions {
 
     /// Finds a session, restoring one minted before a restart from its id.
     pub fn get(&self, id: &str) -> Lookup {
-        if let Some(session) = lock(&self.live).get(id).cloned() {
+        // Bound first: the table's lock must be released before `end` takes it again.
+        let live = lock(&self.live).get(id).cloned();
+        if let Some(session) = live {
+            if self.too_old(session.minted_ms) {
+                tracing::info!(session = %short(id), "ended an MCP session past its maximum age (MCP_SESSION_MAX_AGE_SECS)");
+                self.end(id);
+                return Lookup::Ended;
+            }
             session.touch(self.now());
             return Lookup::Found(session);
         }
         let Some(minted) = self.verify(id) else {
             return Lookup::Unknown;
         };
-        if minted.minted_ms >= self.started_ms || lock(&self.ended).0.contains(id) {
+        if minted.minted_ms >= self.started_ms
+            || self.too_old(minted.minted_ms)
+            || lock(&self.ended).0.contains(id)
+        {
             return Lookup::Ended;
         }
-        let session = Arc::new(Session::new(
-            id.to_string(),
-            minted.version,
-            minted.client_capabilities,
-            true,
-            self.now(),
-        ));
+        let session = Arc::new(Session::new(id.to_string(), minted, true, self.now()));
         tracing::info!(session = %short(id), version = session.version, "restored an MCP session minted before a restart");
         self.insert(session.clone());
         Lookup::Found(session)
@@ -581,8 +645,47 @@ mod tests {
     fn config(max: usize) -> SessionConfig {
         SessionConfig {
             max_sessions: max,
-            idle_timeout: Duration::from_secs(3600),
+            ..SessionConfig::default()
         }
+    }
+
+    /// Keeps ended ids in memory, as the bot's database does across processes.
+    #[derive(Default)]
+    struct KeptLedger(Mutex<Vec<String>>);
+
+    impl SessionLedger for KeptLedger {
+        fn ended(&self) -> Vec<String> {
+            lock(&self.0).clone()
+        }
+        fn record_end(&self, id: &str, _minted_ms: u64) {
+            lock(&self.0).push(id.to_string());
+        }
+    }
+
+    #[test]
+    fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
+        let secret = Some("0123456789abcdef0123456789abcdef");
+        let ledger = Arc::new(KeptLedger::default());
+        let with_ledger = |max_age| SessionConfig {
+            max_age,
+            ledger: Some(ledger.clone() as Arc<dyn SessionLedger>),
+            ..config(10)
+        };
+        let first = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+        let ended = first.create("2025-11-25", json!({}));
+        let kept = first.create("2025-11-25", json!({}));
+        assert!(first.end(&ended.id));
+        std::thread::sleep(Duration::from_millis(2));
+        let second = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+        assert!(matches!(second.get(&ended.id), Lookup::Ended));
+        assert!(matches!(second.get(&kept.id), Lookup::Found(_)));
+
+        // Past its maximum age an id ends, live or restored.
+        let strict = Sessions::new(secret, with_ledger(Duration::from_millis(1)));
+        let young = strict.create("2025-11-25", json!({}));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(strict.get(&young.id), Lookup::Ended));
+        assert!(matches!(strict.get(&kept.id), Lookup::Ended));
     }
 
     #[test]

@@ -108,11 +108,13 @@ async fn local_host_only(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
+    let host = match crate::net::single_host(request.headers()) {
+        Ok(host) => host.unwrap_or_default(),
+        Err(reason) => {
+            let body = axum::Json(serde_json::json!({"error": reason}));
+            return (axum::http::StatusCode::BAD_REQUEST, body).into_response();
+        }
+    };
     // `*` in WEB_ALLOWED_HOSTS serves the page to any host name (a LAN address, say).
     if allowed.iter().any(|h| h == "*") || crate::net::host_is_allowed(host, &allowed) {
         return next.run(request).await;
