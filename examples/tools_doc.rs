@@ -195,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
             "Checks the clock every hour",
             "0 * * * *",
             json!({"tool": "current_time"}),
+            porthole::bot::tasks::RunAs::User,
         )
         .await?;
 
