@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Diagnostics, done, failed, object_schema, output_schema};
+use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::store::{MessageQuery, StoreError};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
 
@@ -251,7 +251,6 @@ struct ListMessages(Arc<Diagnostics>);
 
 #[derive(Deserialize)]
 struct ListMessagesArgs {
-    #[serde(alias = "conversation_id", rename = "conversationId")]
     conversation_id: String,
     limit: Option<usize>,
     before: Option<i64>,
@@ -269,12 +268,12 @@ impl Tool for ListMessages {
                 .into(),
             input_schema: object_schema(
                 json!({
-                    "conversationId": {"type": "string", "minLength": 1, "description": "From list_conversations"},
+                    "conversation_id": conversation_id_property("From list_conversations"),
                     "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
                     "before": {"type": "integer", "minimum": 1, "description": "Only messages with a smaller id"},
                     "after": {"type": "integer", "minimum": 0, "description": "Only messages with a larger id"}
                 }),
-                &["conversationId"],
+                &["conversation_id"],
             ),
             output_schema: Some(output_schema(
                 json!({

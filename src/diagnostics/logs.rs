@@ -186,8 +186,10 @@ impl Tool for LogTool {
             ),
             input_schema: object_schema(
                 json!({
-                    "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"],
-                              "description": "Minimum level to include"},
+                    "level": {"type": "string", "enum": ["log", "warn", "error", "trace", "debug", "info"],
+                              "description": "Minimum level to include: `log` = info and above (everything a console.log \
+                                              would show), `warn` = warnings and errors, `error` = errors only; tracing's \
+                                              `trace`, `debug` and `info` work too. Omit for all levels the log filter keeps."},
                     "grep": {"type": "string", "maxLength": 1000, "description": "Only lines containing this text (message, target or fields)"},
                     "case_insensitive": {"type": "boolean", "default": false, "description": "Match grep ignoring case"},
                     "since": {"type": ["string", "integer"],

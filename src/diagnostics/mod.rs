@@ -135,6 +135,19 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
     })
 }
 
+/// The conversation id property of every tool that takes one (`send_message`,
+/// `list_messages`): one spelling rule for all of them. The property is
+/// `conversation_id`; the seed's `conversationId` is accepted as the same property (the
+/// tool set renames it before validation, see `x-aliases` in `mcp::tool`).
+fn conversation_id_property(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "description": description,
+        "x-aliases": ["conversationId"],
+    })
+}
+
 /// An output schema: an object with these properties (others allowed).
 fn output_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
