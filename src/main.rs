@@ -147,16 +147,30 @@ fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
         addr.ip().to_string()
     };
     let url = format!("http://{host}:{}/mcp", addr.port());
-    let auth = if config.mcp.auth_disabled {
-        String::new()
-    } else {
-        " --header \"Authorization: Bearer $MCP_SERVER_SECRET\"".to_string()
-    };
     tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
-    println!(
-        "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
-         claude mcp add --transport http porthole {url}{auth}\n"
-    );
+    println!("{}", connect_instructions(config, &url));
+}
+
+/// What start-up prints about `/mcp`: the `claude mcp add` line when the endpoint can
+/// be used, and what to set instead when it is enabled without a secret (then every
+/// request answers 500, so a connect line would only lead to errors).
+fn connect_instructions(config: &Config, url: &str) -> String {
+    let add = format!("claude mcp add --transport http porthole {url}");
+    match (&config.mcp.secret, config.mcp.auth_disabled) {
+        (_, true) => format!(
+            "\nPorthole MCP endpoint: {url} (authentication is DISABLED)\nConnect Claude Code with:\n  {add}\n"
+        ),
+        (Some(_), false) => format!(
+            "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
+             {add} --header \"Authorization: Bearer $MCP_SERVER_SECRET\"\n"
+        ),
+        (None, false) => format!(
+            "\nPorthole MCP endpoint: {url} is NOT usable yet: MCP_SERVER_ENABLED=true but MCP_SERVER_SECRET is not set, \
+             so every /mcp request answers 500 \"Server misconfigured\".\n\
+             To fix it, run `porthole token` (or `cargo run --release -- token`), which writes a new MCP_SERVER_SECRET to .env,\n\
+             or set MCP_SERVER_SECRET yourself (at least 16 characters, e.g. `openssl rand -hex 32`); then restart the bot.\n"
+        ),
+    }
 }
 
 /// The `set_log_level` tool's handle on the subscriber's filter.
