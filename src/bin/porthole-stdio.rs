@@ -334,48 +334,6 @@ fn is_initialize(line: &str) -> bool {
         .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_and_full_urls_name_the_same_endpoint() {
-        for (given, expected) in [
-            ("http://127.0.0.1:3000", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/mcp/", "http://127.0.0.1:3000/mcp"),
-            (
-                "https://bot.example/porthole",
-                "https://bot.example/porthole/mcp",
-            ),
-        ] {
-            assert_eq!(endpoint_url(given).unwrap().as_str(), expected, "{given}");
-        }
-        assert!(endpoint_url("127.0.0.1:3000").is_err());
-        assert!(
-            endpoint_url("ftp://127.0.0.1/")
-                .unwrap_err()
-                .contains("http://")
-        );
-    }
-
-    #[test]
-    fn loopback_hosts_are_recognised() {
-        for url in [
-            "http://127.0.0.1:1",
-            "http://127.9.9.9",
-            "http://[::1]:3",
-            "http://LOCALHOST:3000",
-        ] {
-            assert!(is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
-        }
-        for url in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
-            assert!(!is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let configured =
@@ -445,4 +403,46 @@ async fn main() {
     relay.end_session().await;
     drop(relay);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_and_full_urls_name_the_same_endpoint() {
+        for (given, expected) in [
+            ("http://127.0.0.1:3000", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/mcp/", "http://127.0.0.1:3000/mcp"),
+            (
+                "https://bot.example/porthole",
+                "https://bot.example/porthole/mcp",
+            ),
+        ] {
+            assert_eq!(endpoint_url(given).unwrap().as_str(), expected, "{given}");
+        }
+        assert!(endpoint_url("127.0.0.1:3000").is_err());
+        assert!(
+            endpoint_url("ftp://127.0.0.1/")
+                .unwrap_err()
+                .contains("http://")
+        );
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for url in [
+            "http://127.0.0.1:1",
+            "http://127.9.9.9",
+            "http://[::1]:3",
+            "http://LOCALHOST:3000",
+        ] {
+            assert!(is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
+        }
+        for url in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
+            assert!(!is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
+        }
+    }
 }
