@@ -423,7 +423,7 @@ async fn tool_agent_task_and_skill_tools_reach_real_services() {
         .iter()
         .find(|t| t["name"] == "get_bot_status")
         .unwrap();
-    assert_eq!(status["internal"], true);
+    assert_eq!(status["internal"], false);
     assert!(native.iter().all(|t| t["input_schema"].is_object()));
     let r = call_tool(&app, "get_tool_schema", json!({"name": "calculator"})).await;
     assert_eq!(

@@ -66,6 +66,28 @@ impl WebLogSink for TracingWebLogSink {
     }
 }
 
+/// Resident memory of this process in bytes (Linux, from /proc); `None` elsewhere.
+pub fn resident_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The limits and switches `get_bot_status` reports: numbers, flags and the model's
+/// name, never a key, a token or a URL that could carry credentials.
+fn operational_settings(config: &Config) -> serde_json::Value {
+    serde_json::json!({
+        "llm_timeout_secs": config.llm.timeout.as_secs(),
+        "agent_max_steps": config.agent_max_steps,
+        "tool_timeout_secs": config.tool_timeout.as_secs(),
+        "log_file_max_bytes": config.log_file.as_ref().map(|_| config.log_file_max_bytes),
+        "scheduler_enabled": config.scheduler_enabled,
+        "web_console_forwarding": config.web_console_forwarding,
+        "database": if config.database_path == ":memory:" { "in memory" } else { "file" },
+    })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BotError {
     #[error(transparent)]
@@ -136,6 +158,7 @@ impl Bot {
                     let host = mcp_host.clone();
                     Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
                 },
+                settings: operational_settings(&config),
             },
         )
         .map_err(BotError::Tools)?;

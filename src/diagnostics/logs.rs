@@ -333,14 +333,6 @@ impl Tool for LogTool {
 
 struct Health(Arc<Diagnostics>);
 
-/// Resident memory of this process in bytes (Linux), from /proc.
-pub fn resident_memory_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 #[async_trait]
 impl Tool for Health {
     fn spec(&self) -> ToolSpec {
@@ -380,7 +372,7 @@ impl Tool for Health {
         let server = self.0.server.get();
         Ok(done(json!({
             "uptime_secs": bot.started.elapsed().as_secs(),
-            "memory_rss_bytes": resident_memory_bytes(),
+            "memory_rss_bytes": crate::bot::resident_memory_bytes(),
             "websocket_clients": bot.web.connected_clients(),
             "llm": {"provider": bot.llm.provider(), "model": bot.llm.model()},
             "agents": {
