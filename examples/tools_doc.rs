@@ -46,6 +46,7 @@ fn example(name: &str, conversation: &str, task: i64) -> (Value, bool) {
             true,
         ),
         "toggle_mcp_server" => (json!({"name": "files", "enabled": false}), false),
+        "toggle_tool" => (json!({"name": "calculator", "enabled": false}), false),
         "run_task" => (json!({"id": task}), true),
         "send_message" => (json!({"content": "/run current_time {}"}), true),
         _ => (json!({}), false),

@@ -144,7 +144,7 @@ fn build_mcp(
             idle_timeout: c.session_idle,
         })
         .redactor(Redactor::new(known_secrets(bot)))
-        .tools(diagnostics::tools(&diagnostics))
+        .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))
         .build()
@@ -172,6 +172,40 @@ fn build_mcp(
     Ok(server)
 }
 
+/// The diagnostics tools `/mcp` serves: those `MCP_TOOLS_INCLUDE`/`MCP_TOOLS_EXCLUDE`
+/// let through. An include pattern that matches nothing is most likely a typo, so it
+/// is named in a warning.
+fn offered_mcp_tools(
+    diagnostics: &Arc<Diagnostics>,
+    filter: &crate::tool_filter::ToolFilter,
+) -> Vec<Arc<dyn crate::mcp::Tool>> {
+    let all = diagnostics::tools(diagnostics);
+    if filter.is_empty() {
+        return all;
+    }
+    let names: Vec<String> = all.iter().map(|t| t.spec().name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for pattern in filter.unmatched_includes(&names) {
+        tracing::warn!(
+            pattern,
+            "MCP_TOOLS_INCLUDE pattern matches no diagnostics tool; check its spelling (see docs/tools.md)"
+        );
+    }
+    let offered: Vec<_> = all
+        .into_iter()
+        .filter(|t| filter.allows(&t.spec().name))
+        .collect();
+    tracing::info!(
+        offered = offered.len(),
+        of = names.len(),
+        "MCP_TOOLS_INCLUDE/MCP_TOOLS_EXCLUDE trim the tools /mcp serves"
+    );
+    if offered.is_empty() {
+        tracing::warn!("MCP_TOOLS_INCLUDE/MCP_TOOLS_EXCLUDE leave /mcp with no tools at all");
+    }
+    offered
+}
+
 /// Builds every service and starts serving on `config.host:config.port`.
 pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningApp> {
     let mcp_enabled = config.mcp.enabled;
@@ -188,6 +222,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         None => Arc::new(TracingWebLogSink),
     };
     let bot = Bot::build(config, sink)?;
+    bot.restore_tool_settings().await;
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {

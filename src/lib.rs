@@ -15,3 +15,4 @@ pub mod diagnostics;
 pub mod mcp;
 pub mod net;
 pub mod text;
+pub mod tool_filter;

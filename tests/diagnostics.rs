@@ -35,6 +35,7 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
         "get_agent_state",
         "list_mcp_servers",
         "toggle_mcp_server",
+        "toggle_tool",
         "list_tasks",
         "run_task",
         "list_skills",
@@ -58,7 +59,12 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
         let read_only = tool["annotations"]["readOnlyHint"] == true;
         let should_be_destructive = matches!(
             name,
-            "db_query" | "run_tool" | "toggle_mcp_server" | "run_task" | "send_message"
+            "db_query"
+                | "run_tool"
+                | "toggle_mcp_server"
+                | "toggle_tool"
+                | "run_task"
+                | "send_message"
         );
         assert_eq!(destructive, should_be_destructive, "{name}");
         // set_log_level changes state but destroys nothing.

@@ -88,6 +88,57 @@ fn operational_settings(config: &Config) -> serde_json::Value {
     })
 }
 
+impl Bot {
+    /// Applies the enabled states `toggle_tool` saved in earlier runs (tools that
+    /// register later, such as MCP tools, pick theirs up when they appear).
+    pub async fn restore_tool_settings(&self) {
+        match self.store.tool_settings().await {
+            Ok(saved) => {
+                let disabled = saved.iter().filter(|(_, enabled)| !enabled).count();
+                if disabled > 0 {
+                    tracing::info!(disabled, "restored tools disabled at runtime earlier");
+                }
+                self.tools.restore_overrides(saved);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the saved tool settings; every tool starts enabled")
+            }
+        }
+    }
+
+    /// Enables or disables one tool at runtime and saves the choice, so it survives a
+    /// restart. The error says what to fix (an unknown name, with close matches).
+    pub async fn set_tool_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<tools::ToolInfo, String> {
+        if !self.tools.set_enabled(name, enabled) {
+            let similar = self.tools.similar_names(name);
+            let hint = if similar.is_empty() {
+                "call list_tools to see every tool".to_string()
+            } else {
+                format!("did you mean {}?", similar.join(", "))
+            };
+            return Err(format!("the bot has no tool named `{name}`; {hint}"));
+        }
+        tracing::info!(
+            tool = name,
+            enabled,
+            "tool enabled state changed at runtime"
+        );
+        if let Err(e) = self.store.save_tool_enabled(name, enabled).await {
+            return Err(format!(
+                "`{name}` is now {} but the choice could not be saved, so a restart will undo it: {e}",
+                if enabled { "enabled" } else { "disabled" }
+            ));
+        }
+        self.tools
+            .get(name)
+            .ok_or_else(|| format!("`{name}` went away while it was being changed"))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BotError {
     #[error(transparent)]
@@ -127,7 +178,9 @@ impl Bot {
             "LLM provider"
         );
 
-        let tools = Arc::new(ToolRunner::new(config.tool_timeout));
+        let tools = Arc::new(
+            ToolRunner::new(config.tool_timeout).with_llm_filter(config.llm_tools_filter.clone()),
+        );
         // Connects in the background; start-up never waits for MCP servers.
         let mcp_host = mcp_client::McpHost::start(
             &config.mcp_servers_config,

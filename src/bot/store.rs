@@ -62,6 +62,20 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );",
+    // 3: tools enabled or disabled at runtime (toggle_tool), and the bot's warnings and
+    // errors kept across restarts (server_log's database reader), newest rows kept.
+    "CREATE TABLE tool_settings (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE log_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time_us INTEGER NOT NULL,
+        level TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX log_events_by_time ON log_events(time_us);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -582,6 +596,35 @@ impl Store {
                 "UPDATE tasks SET status = 'interrupted' WHERE status = 'running'",
                 [],
             )?)
+        })
+        .await
+    }
+
+    // ---- tool settings -------------------------------------------------------------
+
+    /// Records that a tool was enabled or disabled at runtime.
+    pub async fn save_tool_enabled(&self, name: &str, enabled: bool) -> Result<(), StoreError> {
+        let name = name.to_string();
+        self.call(move |c| {
+            c.execute(
+                "INSERT INTO tool_settings (name, enabled, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(name) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at",
+                params![name, enabled, now_rfc3339()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every saved enabled state, by tool name.
+    pub async fn tool_settings(&self) -> Result<Vec<(String, bool)>, StoreError> {
+        self.call(|c| {
+            let mut statement =
+                c.prepare("SELECT name, enabled FROM tool_settings ORDER BY name")?;
+            let rows = statement
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
         })
         .await
     }
