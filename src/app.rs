@@ -11,7 +11,9 @@ use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::log_buffer::level_name;
 use crate::mcp::log_file::LogFile;
+use crate::mcp::log_journal::{JOURNAL_TARGET, LogJournal};
 use crate::mcp::redact::{Redactor, is_secret_key};
 use crate::mcp::{Auth, McpServer, SessionConfig};
 
@@ -89,6 +91,10 @@ pub struct Logging {
     pub filter: Option<Arc<dyn LogFilterControl>>,
     /// The log file the process writes (`LOG_FILE`), for `server_log`.
     pub file: Option<Arc<LogFile>>,
+    /// The journal the process's tracing layer feeds with warnings, errors and audit
+    /// records (MCP enabled); the app writes it to the store. A fresh, unfed one is made
+    /// when `None`, so `server_log` still reads what earlier runs stored.
+    pub journal: Option<Arc<LogJournal>>,
 }
 
 /// Builds the `/mcp` server over the bot's services.
@@ -115,11 +121,14 @@ fn build_mcp(
             Auth::Misconfigured
         }
     };
+    let journal = logging.journal.unwrap_or_else(LogJournal::new);
+    spawn_journal_writer(bot, &journal);
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
         logging.filter,
         logging.file,
+        journal,
         diagnostics::Settings {
             db_query_readonly: c.db_query_readonly,
             send_message_timeout: c.send_message_timeout,
@@ -170,6 +179,47 @@ fn build_mcp(
         }
     });
     Ok(server)
+}
+
+/// Writes what the journal collects to the store, in batches as they come, off every
+/// request's path, keeping the newest `LOG_DB_MAX_EVENTS` rows. A store that fails is
+/// reported now and then (1st, 2nd, 4th, 8th… failure), under a target the journal
+/// itself skips, so failures cannot feed themselves.
+fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
+    const BATCH: usize = 256;
+    let Some(mut records) = journal.take_receiver() else {
+        return;
+    };
+    let store = bot.store.clone();
+    let keep = bot.config.log_db_max_events;
+    tokio::spawn(async move {
+        let mut failures: u64 = 0;
+        while let Some(first) = records.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match records.try_recv() {
+                    Ok(record) => batch.push(record),
+                    Err(_) => break,
+                }
+            }
+            let rows = batch
+                .iter()
+                .map(|r| {
+                    (
+                        r.time_us,
+                        level_name(r.level).to_string(),
+                        r.to_json().to_string(),
+                    )
+                })
+                .collect();
+            if let Err(e) = store.append_log_events(rows, keep).await {
+                failures += 1;
+                if failures.is_power_of_two() {
+                    tracing::warn!(target: JOURNAL_TARGET, error = %e, failures, "cannot keep warnings and errors in the database");
+                }
+            }
+        }
+    });
 }
 
 /// The diagnostics tools `/mcp` serves: those `MCP_TOOLS_INCLUDE`/`MCP_TOOLS_EXCLUDE`

@@ -92,6 +92,9 @@ pub struct Config {
     pub log_file: Option<PathBuf>,
     /// Size at which the log file is rotated to `<LOG_FILE>.1`.
     pub log_file_max_bytes: u64,
+    /// `LOG_DB_MAX_EVENTS`: warnings, errors and audit records kept in the database
+    /// (with MCP enabled), newest first.
+    pub log_db_max_events: usize,
     /// `LLM_TOOLS_INCLUDE`/`LLM_TOOLS_EXCLUDE`: which bot tools the LLM is offered.
     pub llm_tools_filter: ToolFilter,
     pub mcp: McpServerConfig,
@@ -315,6 +318,7 @@ impl Config {
                 64 * 1024,
                 10 * 1024 * 1024 * 1024,
             )?,
+            log_db_max_events: vars.number("LOG_DB_MAX_EVENTS", 10_000usize, 100, 10_000_000)?,
             llm_tools_filter: vars.tool_filter("LLM_TOOLS_INCLUDE", "LLM_TOOLS_EXCLUDE")?,
             mcp,
         })

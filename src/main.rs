@@ -20,6 +20,7 @@ use porthole::diagnostics::LogFilterControl;
 use porthole::mcp::McpServer;
 use porthole::mcp::log_buffer::LogBuffer;
 use porthole::mcp::log_file::LogFile;
+use porthole::mcp::log_journal::LogJournal;
 use std::net::SocketAddr;
 
 const USAGE: &str = "usage: porthole [token | --help]
@@ -88,6 +89,8 @@ async fn run() -> ExitCode {
         .mcp
         .enabled
         .then(|| LogBuffer::new(config.mcp.log_buffer_size));
+    // So is the journal that keeps warnings, errors and audit records in the database.
+    let journal = config.mcp.enabled.then(LogJournal::new);
     let log_file = match &config.log_file {
         None => None,
         Some(path) => match LogFile::open(path, config.log_file_max_bytes) {
@@ -108,6 +111,7 @@ async fn run() -> ExitCode {
         .with(tracing_subscriber::fmt::layer())
         .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
         .with(log_file.as_ref().map(|f| f.layer(WEB_CONSOLE_TARGET)))
+        .with(journal.as_ref().map(|j| j.layer(WEB_CONSOLE_TARGET)))
         .init();
     let logging = Logging {
         buffer,
@@ -116,6 +120,7 @@ async fn run() -> ExitCode {
             current: Mutex::new(initial_filter),
         })),
         file: log_file,
+        journal,
     };
 
     let app = match porthole::app::start(config, logging).await {

@@ -34,6 +34,7 @@ use serde_json::{Value, json};
 use crate::bot::Bot;
 use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_file::LogFile;
+use crate::mcp::log_journal::LogJournal;
 use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
 
 /// Settings the diagnostics read besides the bot's own.
@@ -64,6 +65,8 @@ pub struct Diagnostics {
     pub log_filter: Option<Arc<dyn LogFilterControl>>,
     /// The log file `server_log` reads beyond the ring buffer (`LOG_FILE`).
     pub log_file: Option<Arc<LogFile>>,
+    /// What feeds the store's log events (server_log's database reader).
+    pub journal: Arc<LogJournal>,
     /// The server these tools are served by (set once it is built), for `health`.
     pub server: OnceLock<McpServer>,
     pub settings: Settings,
@@ -75,6 +78,7 @@ impl Diagnostics {
         logs: Arc<LogBuffer>,
         log_filter: Option<Arc<dyn LogFilterControl>>,
         log_file: Option<Arc<LogFile>>,
+        journal: Arc<LogJournal>,
         settings: Settings,
     ) -> Arc<Self> {
         Arc::new(Diagnostics {
@@ -82,6 +86,7 @@ impl Diagnostics {
             logs,
             log_filter,
             log_file,
+            journal,
             server: OnceLock::new(),
             settings,
         })
