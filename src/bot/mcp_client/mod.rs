@@ -16,6 +16,7 @@ mod config;
 mod connection;
 mod http;
 mod jsonrpc;
+mod pending;
 mod stats;
 mod stdio;
 #[cfg(test)]
