@@ -32,7 +32,7 @@ impl Tool for ListMcpServers {
         ToolSpec {
             name: "list_mcp_servers".into(),
             title: Some("List the bot's MCP servers".into()),
-            description: "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http), \
+            description: "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http/sse), \
                           enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool."
                 .into(),
             input_schema: object_schema(json!({}), &[]),

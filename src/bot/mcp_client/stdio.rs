@@ -15,7 +15,9 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connection::{ConnEvent, shorten};
+use super::connection::{
+    ConnEvent, handshake_error, initialize_params, negotiated_version, shorten,
+};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
 
@@ -126,31 +128,12 @@ impl StdioConn {
     }
 
     async fn handshake(&self, timeout: Duration) -> Result<(), String> {
-        let params = json!({
-            "protocolVersion": jsonrpc::LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": jsonrpc::client_info(),
-        });
         let result = self
-            .request("initialize", params, timeout)
+            .request("initialize", initialize_params(), timeout)
             .await
-            .map_err(|e| match e {
-                CallError::Timeout(t) => format!(
-                    "the server did not answer `initialize` within {} ms",
-                    t.as_millis()
-                ),
-                CallError::Lost(reason) => {
-                    format!("the server ended during the handshake: {reason}")
-                }
-                other => format!("the server rejected `initialize`: {other}"),
-            })?;
-        let version = result["protocolVersion"]
-            .as_str()
-            .ok_or("the `initialize` result has no protocolVersion")?;
-        if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
-            tracing::warn!(server = %self.server, version, "the server chose a protocol version this client does not know; trying it anyway");
-        }
-        let _ = self.protocol_version.set(version.to_string());
+            .map_err(handshake_error)?;
+        let version = negotiated_version(&self.server, &result)?;
+        let _ = self.protocol_version.set(version);
         self.send(&jsonrpc::notification("notifications/initialized", None))
             .await
             .map_err(|e| format!("cannot finish the handshake: {e}"))
