@@ -44,7 +44,12 @@ async fn announces_list_changed(
 
 #[tokio::test]
 async fn llm_tool_globs_trim_what_the_model_is_offered() {
-    let llm = fake_llm::start(vec![Turn::Text(vec!["fine"])]).await;
+    let llm = fake_llm::start(vec![
+        Turn::Text(vec!["fine"]),
+        Turn::ToolCall("current_time", json!({})),
+        Turn::Text(vec!["could not"]),
+    ])
+    .await;
     let base = format!("{}/v1", llm.url());
     let app = start_bot(&[
         ("LLM_PROVIDER", "openai"),
@@ -65,6 +70,25 @@ async fn llm_tool_globs_trim_what_the_model_is_offered() {
     assert_eq!(offered, ["calculator", "get_bot_status"], "exclude wins");
     // The filter trims the offer, not the bot: every tool is still there.
     assert!(app.bot.tools.get("current_time").is_some());
+    // A model that names an excluded tool anyway is refused, and the tool never runs.
+    let r = call_tool(&app, "send_message", json!({"content": "what time is it?"})).await;
+    assert!(!is_error(&r), "{r}");
+    let tool_result = llm.requests()[2]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        tool_result.contains("not available to the model"),
+        "{tool_result}"
+    );
+    assert_eq!(
+        app.bot.tools.get("current_time").unwrap().stats.invocations,
+        0
+    );
     app.shutdown().await;
 }
 
