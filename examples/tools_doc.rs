@@ -23,7 +23,7 @@ const TOKEN: &str = "docs-example-token-0123456789abcdef";
 fn example(name: &str, conversation: &str, task: i64) -> (Value, bool) {
     match name {
         "server_log" => (
-            json!({"level": "info", "grep": "listening", "limit": 2}),
+            json!({"level": "log", "grep": "listening", "limit": 2}),
             true,
         ),
         "web_log" => (json!({"level": "warn", "limit": 20}), true),
@@ -34,18 +34,19 @@ fn example(name: &str, conversation: &str, task: i64) -> (Value, bool) {
             false,
         ),
         "db_query" => (
-            json!({"sql": "SELECT id, role, content FROM messages ORDER BY id LIMIT ?1", "params": [2]}),
+            json!({"query": "SELECT id, role, content FROM messages ORDER BY id LIMIT ?1", "params": [2]}),
             true,
         ),
         "list_conversations" => (json!({"limit": 5}), true),
-        "list_messages" => (json!({"conversationId": conversation, "limit": 2}), true),
+        "list_messages" => (json!({"conversation_id": conversation, "limit": 2}), true),
         "list_tools" => (json!({"source": "native"}), true),
         "get_tool_schema" => (json!({"name": "calculator"}), true),
         "run_tool" => (
-            json!({"name": "calculator", "arguments": {"expression": "(2+3)*4"}}),
+            json!({"tool_name": "calculator", "parameters": {"expression": "(2+3)*4"}}),
             true,
         ),
         "toggle_mcp_server" => (json!({"name": "files", "enabled": false}), false),
+        "toggle_tool" => (json!({"name": "calculator", "enabled": false}), false),
         "run_task" => (json!({"id": task}), true),
         "send_message" => (json!({"content": "/run current_time {}"}), true),
         _ => (json!({}), false),
@@ -288,7 +289,20 @@ async fn main() -> anyhow::Result<()> {
                         .as_str()
                         .unwrap_or_default()
                         .to_string();
-                    let extra = bounds(schema);
+                    let mut extra = bounds(schema);
+                    if let Some(aliases) = schema["x-aliases"].as_array() {
+                        let aliases: Vec<String> = aliases
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|a| format!("`{a}`"))
+                            .collect();
+                        let also = format!("also accepted as {}", aliases.join(", "));
+                        extra = if extra.is_empty() {
+                            also
+                        } else {
+                            format!("{extra}; {also}")
+                        };
+                    }
                     if !extra.is_empty() {
                         description = if description.is_empty() {
                             extra

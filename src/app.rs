@@ -11,7 +11,9 @@ use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::mcp::log_buffer::LogBuffer;
+use crate::mcp::log_buffer::level_name;
 use crate::mcp::log_file::LogFile;
+use crate::mcp::log_journal::{JOURNAL_TARGET, LogJournal};
 use crate::mcp::{Auth, McpServer, SessionConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
@@ -75,6 +77,10 @@ pub struct Logging {
     pub filter: Option<Arc<dyn LogFilterControl>>,
     /// The log file the process writes (`LOG_FILE`), for `server_log`.
     pub file: Option<Arc<LogFile>>,
+    /// The journal the process's tracing layer feeds with warnings, errors and audit
+    /// records (MCP enabled); the app writes it to the store. A fresh, unfed one is made
+    /// when `None`, so `server_log` still reads what earlier runs stored.
+    pub journal: Option<Arc<LogJournal>>,
 }
 
 /// Builds the `/mcp` server over the bot's services.
@@ -104,11 +110,14 @@ async fn build_mcp(
     let ledger = diagnostics::StoredSessionLedger::load(bot.store.clone(), c.session_max_age)
         .await
         .map_err(|e| anyhow::anyhow!("cannot read the ended MCP sessions: {e}"))?;
+    let journal = logging.journal.unwrap_or_else(LogJournal::new);
+    spawn_journal_writer(bot, &journal);
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
         logging.filter,
         logging.file,
+        journal,
         diagnostics::Settings {
             db_query_readonly: c.db_query_readonly,
             send_message_timeout: c.send_message_timeout,
@@ -135,7 +144,7 @@ async fn build_mcp(
             ledger: Some(Arc::new(ledger)),
         })
         .redactor(bot.redactor.as_ref().clone())
-        .tools(diagnostics::tools(&diagnostics))
+        .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))
         .build()
@@ -163,6 +172,81 @@ async fn build_mcp(
     Ok(server)
 }
 
+/// Writes what the journal collects to the store, in batches as they come, off every
+/// request's path, keeping the newest `LOG_DB_MAX_EVENTS` rows. A store that fails is
+/// reported now and then (1st, 2nd, 4th, 8th… failure), under a target the journal
+/// itself skips, so failures cannot feed themselves.
+fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
+    const BATCH: usize = 256;
+    let Some(mut records) = journal.take_receiver() else {
+        return;
+    };
+    let store = bot.store.clone();
+    let keep = bot.config.log_db_max_events;
+    tokio::spawn(async move {
+        let mut failures: u64 = 0;
+        while let Some(first) = records.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match records.try_recv() {
+                    Ok(record) => batch.push(record),
+                    Err(_) => break,
+                }
+            }
+            let rows = batch
+                .iter()
+                .map(|r| {
+                    (
+                        r.time_us,
+                        level_name(r.level).to_string(),
+                        r.to_json().to_string(),
+                    )
+                })
+                .collect();
+            if let Err(e) = store.append_log_events(rows, keep).await {
+                failures += 1;
+                if failures.is_power_of_two() {
+                    tracing::warn!(target: JOURNAL_TARGET, error = %e, failures, "cannot keep warnings and errors in the database");
+                }
+            }
+        }
+    });
+}
+
+/// The diagnostics tools `/mcp` serves: those `MCP_TOOLS_INCLUDE`/`MCP_TOOLS_EXCLUDE`
+/// let through. An include pattern that matches nothing is most likely a typo, so it
+/// is named in a warning.
+fn offered_mcp_tools(
+    diagnostics: &Arc<Diagnostics>,
+    filter: &crate::tool_filter::ToolFilter,
+) -> Vec<Arc<dyn crate::mcp::Tool>> {
+    let all = diagnostics::tools(diagnostics);
+    if filter.is_empty() {
+        return all;
+    }
+    let names: Vec<String> = all.iter().map(|t| t.spec().name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for pattern in filter.unmatched_includes(&names) {
+        tracing::warn!(
+            pattern,
+            "MCP_TOOLS_INCLUDE pattern matches no diagnostics tool; check its spelling (see docs/tools.md)"
+        );
+    }
+    let offered: Vec<_> = all
+        .into_iter()
+        .filter(|t| filter.allows(&t.spec().name))
+        .collect();
+    tracing::info!(
+        offered = offered.len(),
+        of = names.len(),
+        "MCP_TOOLS_INCLUDE/MCP_TOOLS_EXCLUDE trim the tools /mcp serves"
+    );
+    if offered.is_empty() {
+        tracing::warn!("MCP_TOOLS_INCLUDE/MCP_TOOLS_EXCLUDE leave /mcp with no tools at all");
+    }
+    offered
+}
+
 /// Builds every service and starts serving on `config.host:config.port`.
 pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningApp> {
     let mcp_enabled = config.mcp.enabled;
@@ -179,6 +263,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         None => Arc::new(TracingWebLogSink),
     };
     let bot = Bot::build(config, sink)?;
+    bot.restore_tool_settings().await;
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {

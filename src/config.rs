@@ -9,6 +9,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::tool_filter::ToolFilter;
+
 /// A configuration value that could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{variable}={value:?} is not valid: {allowed}")]
@@ -64,6 +66,8 @@ pub struct McpServerConfig {
     pub allowed_hosts: Vec<String>,
     pub send_message_timeout: Duration,
     pub db_query_readonly: bool,
+    /// `MCP_TOOLS_INCLUDE`/`MCP_TOOLS_EXCLUDE`: which diagnostics tools `/mcp` serves.
+    pub tools_filter: ToolFilter,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +93,11 @@ pub struct Config {
     pub log_file: Option<PathBuf>,
     /// Size at which the log file is rotated to `<LOG_FILE>.1`.
     pub log_file_max_bytes: u64,
+    /// `LOG_DB_MAX_EVENTS`: warnings, errors and audit records kept in the database
+    /// (with MCP enabled), newest first.
+    pub log_db_max_events: usize,
+    /// `LLM_TOOLS_INCLUDE`/`LLM_TOOLS_EXCLUDE`: which bot tools the LLM is offered.
+    pub llm_tools_filter: ToolFilter,
     pub mcp: McpServerConfig,
 }
 
@@ -141,6 +150,28 @@ impl Vars<'_> {
                 }),
             },
         }
+    }
+
+    /// An include/exclude pair of comma-separated tool-name globs; a bad pattern is
+    /// reported against the variable that holds it.
+    fn tool_filter(
+        &self,
+        include: &'static str,
+        exclude: &'static str,
+    ) -> Result<ToolFilter, ConfigError> {
+        let patterns = |variable: &'static str| {
+            let list = self.list(variable);
+            ToolFilter::check_patterns(&list).map_err(|allowed| ConfigError {
+                variable,
+                value: self.raw(variable).unwrap_or_default(),
+                allowed,
+            })?;
+            Ok(list)
+        };
+        Ok(ToolFilter::from_checked(
+            patterns(include)?,
+            patterns(exclude)?,
+        ))
     }
 
     fn list(&self, name: &str) -> Vec<String> {
@@ -268,6 +299,7 @@ impl Config {
                 3600,
             )?),
             db_query_readonly: vars.bool("DB_QUERY_READONLY", false)?,
+            tools_filter: vars.tool_filter("MCP_TOOLS_INCLUDE", "MCP_TOOLS_EXCLUDE")?,
         };
 
         Ok(Config {
@@ -293,6 +325,8 @@ impl Config {
                 64 * 1024,
                 10 * 1024 * 1024 * 1024,
             )?,
+            log_db_max_events: vars.number("LOG_DB_MAX_EVENTS", 10_000usize, 100, 10_000_000)?,
+            llm_tools_filter: vars.tool_filter("LLM_TOOLS_INCLUDE", "LLM_TOOLS_EXCLUDE")?,
             mcp,
         })
     }
@@ -326,6 +360,22 @@ mod tests {
         assert_eq!(c.llm.provider, LlmProviderKind::Offline);
         assert!(!c.mcp.enabled);
         assert_eq!(c.mcp.log_buffer_size, 1000);
+    }
+
+    #[test]
+    fn tool_filters_are_comma_separated_globs() {
+        let c = config(&[
+            ("LLM_TOOLS_INCLUDE", "calculator, mcp.files__*"),
+            ("MCP_TOOLS_EXCLUDE", "db_query,run_*"),
+        ])
+        .unwrap();
+        assert!(c.llm_tools_filter.allows("mcp.files__read"));
+        assert!(!c.llm_tools_filter.allows("current_time"));
+        assert!(!c.mcp.tools_filter.allows("run_tool"));
+        assert!(c.mcp.tools_filter.allows("health"));
+        let err = config(&[("MCP_TOOLS_EXCLUDE", "db query")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_TOOLS_EXCLUDE");
+        assert!(err.to_string().contains("wildcards"), "{err}");
     }
 
     #[test]

@@ -16,3 +16,4 @@ pub mod mcp;
 pub mod net;
 pub mod redact;
 pub mod text;
+pub mod tool_filter;

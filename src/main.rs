@@ -20,6 +20,7 @@ use porthole::diagnostics::LogFilterControl;
 use porthole::mcp::McpServer;
 use porthole::mcp::log_buffer::LogBuffer;
 use porthole::mcp::log_file::LogFile;
+use porthole::mcp::log_journal::LogJournal;
 use std::net::SocketAddr;
 
 const USAGE: &str = "usage: porthole [token | --help]
@@ -88,6 +89,8 @@ async fn run() -> ExitCode {
         .mcp
         .enabled
         .then(|| LogBuffer::new(config.mcp.log_buffer_size));
+    // So is the journal that keeps warnings, errors and audit records in the database.
+    let journal = config.mcp.enabled.then(LogJournal::new);
     let log_file = match &config.log_file {
         None => None,
         Some(path) => match LogFile::open(path, config.log_file_max_bytes) {
@@ -108,6 +111,7 @@ async fn run() -> ExitCode {
         .with(tracing_subscriber::fmt::layer())
         .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
         .with(log_file.as_ref().map(|f| f.layer(WEB_CONSOLE_TARGET)))
+        .with(journal.as_ref().map(|j| j.layer(WEB_CONSOLE_TARGET)))
         .init();
     let logging = Logging {
         buffer,
@@ -116,6 +120,7 @@ async fn run() -> ExitCode {
             current: Mutex::new(initial_filter),
         })),
         file: log_file,
+        journal,
     };
 
     let app = match porthole::app::start(config, logging).await {
@@ -147,16 +152,30 @@ fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
         addr.ip().to_string()
     };
     let url = format!("http://{host}:{}/mcp", addr.port());
-    let auth = if config.mcp.auth_disabled {
-        String::new()
-    } else {
-        " --header \"Authorization: Bearer $MCP_SERVER_SECRET\"".to_string()
-    };
     tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
-    println!(
-        "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
-         claude mcp add --transport http porthole {url}{auth}\n"
-    );
+    println!("{}", connect_instructions(config, &url));
+}
+
+/// What start-up prints about `/mcp`: the `claude mcp add` line when the endpoint can
+/// be used, and what to set instead when it is enabled without a secret (then every
+/// request answers 500, so a connect line would only lead to errors).
+fn connect_instructions(config: &Config, url: &str) -> String {
+    let add = format!("claude mcp add --transport http porthole {url}");
+    match (&config.mcp.secret, config.mcp.auth_disabled) {
+        (_, true) => format!(
+            "\nPorthole MCP endpoint: {url} (authentication is DISABLED)\nConnect Claude Code with:\n  {add}\n"
+        ),
+        (Some(_), false) => format!(
+            "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
+             {add} --header \"Authorization: Bearer $MCP_SERVER_SECRET\"\n"
+        ),
+        (None, false) => format!(
+            "\nPorthole MCP endpoint: {url} is NOT usable yet: MCP_SERVER_ENABLED=true but MCP_SERVER_SECRET is not set, \
+             so every /mcp request answers 500 \"Server misconfigured\".\n\
+             To fix it, run `porthole token` (or `cargo run --release -- token`), which writes a new MCP_SERVER_SECRET to .env,\n\
+             or set MCP_SERVER_SECRET yourself (at least 16 characters, e.g. `openssl rand -hex 32`); then restart the bot.\n"
+        ),
+    }
 }
 
 /// The `set_log_level` tool's handle on the subscriber's filter.

@@ -16,7 +16,27 @@ struct Relay {
 }
 
 fn spawn_relay(url: &str, token: &str) -> Relay {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole-stdio"))
+    spawn_relay_with(url, token, &[])
+}
+
+/// The relay with extra environment variables (proxy settings); inherited proxy
+/// variables are removed so only `env` decides.
+fn spawn_relay_with(url: &str, token: &str, env: &[(&str, &str)]) -> Relay {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole-stdio"));
+    for proxy in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        command.env_remove(proxy);
+    }
+    let mut child = command
+        .envs(env.iter().copied())
         .env("PORTHOLE_URL", url)
         .env("PORTHOLE_TOKEN", token)
         .stdin(Stdio::piped())
@@ -124,5 +144,91 @@ async fn bot_down_or_wrong_token_is_an_error_not_a_hang() {
             .contains("PORTHOLE_TOKEN"),
         "{reply}"
     );
+    app.shutdown().await;
+}
+
+/// The seed's usage: a base URL, and requests written back to back without waiting for
+/// the initialize answer; every one is answered within the session.
+#[tokio::test]
+async fn base_url_and_back_to_back_requests_are_all_answered() {
+    let app = start_bot(&[]).await;
+    let mut relay = spawn_relay(&app.url(), TOKEN);
+    relay
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}))
+        .await;
+    relay
+        .send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    relay
+        .send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await;
+    relay
+        .send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"health","arguments":{}}}))
+        .await;
+    let mut answers = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let reply = relay.response().await;
+        answers.insert(reply["id"].as_i64().unwrap(), reply);
+    }
+    assert_eq!(answers[&1]["result"]["serverInfo"]["name"], "porthole");
+    assert!(
+        answers[&2]["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.len() > 10),
+        "tools/list within the session: {}",
+        answers[&2]
+    );
+    assert!(
+        answers[&3]["result"]["structuredContent"]["uptime_secs"].is_u64(),
+        "health within the session: {}",
+        answers[&3]
+    );
+    assert_eq!(app.mcp.as_ref().unwrap().live_sessions(), 1);
+    drop(relay.stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(10), relay.child.wait()).await;
+    app.shutdown().await;
+}
+
+/// A proxy in the environment never sees a request (and so never the token) for a bot
+/// on the same machine.
+#[tokio::test]
+async fn a_loopback_bot_is_never_reached_through_a_proxy() {
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = connections.clone();
+    let recorder = tokio::spawn(async move {
+        while let Ok((socket, _)) = proxy.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let app = start_bot(&[]).await;
+    for host_url in [app.url(), app.url().replace("127.0.0.1", "localhost")] {
+        let mut relay = spawn_relay_with(
+            &host_url,
+            TOKEN,
+            &[
+                ("HTTP_PROXY", &proxy_url),
+                ("http_proxy", &proxy_url),
+                ("HTTPS_PROXY", &proxy_url),
+                ("ALL_PROXY", &proxy_url),
+            ],
+        );
+        relay
+            .send(json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}))
+            .await;
+        let reply = relay.response().await;
+        assert!(
+            reply["result"]["tools"].is_array(),
+            "{host_url}: answered directly: {reply}"
+        );
+    }
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the proxy saw a connection"
+    );
+    recorder.abort();
     app.shutdown().await;
 }

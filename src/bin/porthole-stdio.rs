@@ -2,8 +2,12 @@
 //! Desktop) to the running bot's `/mcp` endpoint.
 //!
 //! It reads newline-delimited JSON-RPC from stdin and POSTs each message to
-//! `PORTHOLE_URL` (default `http://127.0.0.1:3000/mcp`) with `PORTHOLE_TOKEN` as the
-//! bearer token, keeping the session id the bot hands out. Replies — plain JSON or SSE
+//! `PORTHOLE_URL` (default `http://127.0.0.1:3000/mcp`; a base URL such as
+//! `http://127.0.0.1:3000` gets `/mcp` added) with `PORTHOLE_TOKEN` as the bearer
+//! token, keeping the session id the bot hands out. Messages that arrive while an
+//! `initialize` is unanswered wait for its answer, so they carry the new session id.
+//! A loopback URL is never sent through `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: the
+//! token must not leave the machine on its way to a bot on the same machine. Replies — plain JSON or SSE
 //! streams — are written to stdout one message per line; once a session exists, the
 //! session's GET notification stream is relayed too. Diagnostics go to stderr only.
 //! When the bot is down or refuses the token, the client gets a JSON-RPC error for
@@ -104,15 +108,18 @@ impl Relay {
             .request(reqwest::Method::POST, "application/json, text/event-stream")
             .header("content-type", "application/json");
         // 2026-era clients put their version in _meta; mirror it (and the method and
-        // name) in the headers the server checks.
+        // name) in the headers the server checks. Other messages go without them, so a
+        // bare request (no initialize, no _meta) is served statelessly.
         let params = &message["params"];
-        if let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() {
+        let modern_version = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
+        if let Some(version) = modern_version {
             request = request.header("mcp-protocol-version", version);
         }
-        if !method.is_empty() {
+        if modern_version.is_some() && !method.is_empty() {
             request = request.header("mcp-method", &method);
         }
         if let Some(name) = params["name"].as_str().or(params["uri"].as_str())
+            && modern_version.is_some()
             && matches!(
                 method.as_str(),
                 "tools/call" | "prompts/get" | "resources/read"
@@ -266,9 +273,78 @@ impl Relay {
     }
 }
 
+/// The `/mcp` endpoint for `PORTHOLE_URL`: a base URL gets `/mcp` appended, a URL
+/// that already ends in `/mcp` is kept. The error says what to set.
+fn endpoint_url(text: &str) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(text.trim()).map_err(|e| {
+        format!("PORTHOLE_URL=\"{text}\" is not a URL ({e}); use e.g. http://127.0.0.1:3000")
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!(
+            "PORTHOLE_URL=\"{text}\" must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:3000"
+        ));
+    }
+    let path = url.path().trim_end_matches('/').to_string();
+    if path.ends_with("/mcp") {
+        url.set_path(&path);
+    } else {
+        url.set_path(&format!("{path}/mcp"));
+    }
+    Ok(url)
+}
+
+/// Whether `url` points at this machine (`localhost`, `127.0.0.0/8`, `::1`).
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let name = host.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+    }
+}
+
+/// The HTTP client: never through a proxy for a loopback URL (the bearer token would
+/// travel to the proxy); other URLs follow the usual proxy variables.
+fn http_client(url: &reqwest::Url) -> reqwest::Client {
+    let builder = reqwest::Client::builder();
+    let builder = if is_loopback(url) {
+        builder.no_proxy()
+    } else {
+        builder
+    };
+    builder.build().unwrap_or_else(|e| {
+        log(&format!(
+            "cannot build the HTTP client with the proxy settings ({e}); going direct"
+        ));
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+/// Whether a stdin line is an `initialize` request (later messages wait for its answer).
+fn is_initialize(line: &str) -> bool {
+    serde_json::from_str::<Value>(line)
+        .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some())
+}
+
 #[tokio::main]
 async fn main() {
-    let url = std::env::var("PORTHOLE_URL").unwrap_or_else(|_| "http://127.0.0.1:3000/mcp".into());
+    let configured =
+        std::env::var("PORTHOLE_URL").unwrap_or_else(|_| "http://127.0.0.1:3000/mcp".into());
+    let url = match endpoint_url(&configured) {
+        Ok(url) => url,
+        Err(message) => {
+            log(&message);
+            std::process::exit(2);
+        }
+    };
     let token = std::env::var("PORTHOLE_TOKEN")
         .ok()
         .filter(|t| !t.is_empty());
@@ -292,16 +368,32 @@ async fn main() {
         }
     });
     let relay = Arc::new(Relay {
-        http: reqwest::Client::new(),
-        url,
+        http: http_client(&url),
+        url: url.to_string(),
         token,
         session: Mutex::new(Session::default()),
         out,
     });
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut in_flight = tokio::task::JoinSet::new();
+    // An unanswered `initialize`: messages written right behind it wait for its answer,
+    // which brings the session id they must carry.
+    let mut handshake: Option<tokio::sync::oneshot::Receiver<()>> = None;
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(answered) = handshake.take() {
+            let _ = answered.await;
+        }
+        if is_initialize(&line) {
+            let (done, answered) = tokio::sync::oneshot::channel();
+            handshake = Some(answered);
+            let relay = relay.clone();
+            in_flight.spawn(async move {
+                relay.relay(line).await;
+                let _ = done.send(());
+            });
             continue;
         }
         // Each message goes on its own task, so a long tool call never blocks others.
@@ -311,4 +403,46 @@ async fn main() {
     relay.end_session().await;
     drop(relay);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_and_full_urls_name_the_same_endpoint() {
+        for (given, expected) in [
+            ("http://127.0.0.1:3000", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
+            ("http://127.0.0.1:3000/mcp/", "http://127.0.0.1:3000/mcp"),
+            (
+                "https://bot.example/porthole",
+                "https://bot.example/porthole/mcp",
+            ),
+        ] {
+            assert_eq!(endpoint_url(given).unwrap().as_str(), expected, "{given}");
+        }
+        assert!(endpoint_url("127.0.0.1:3000").is_err());
+        assert!(
+            endpoint_url("ftp://127.0.0.1/")
+                .unwrap_err()
+                .contains("http://")
+        );
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for url in [
+            "http://127.0.0.1:1",
+            "http://127.9.9.9",
+            "http://[::1]:3",
+            "http://LOCALHOST:3000",
+        ] {
+            assert!(is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
+        }
+        for url in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
+            assert!(!is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
+        }
+    }
 }

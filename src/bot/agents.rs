@@ -214,11 +214,21 @@ async fn run_tool_loop(
                     arguments: call.arguments.clone(),
                 },
             );
-            let (content, is_error) = match settings
-                .runner
-                .call(&call.name, call.arguments.clone(), settings.ctx)
-                .await
-            {
+            // A model may name a tool it was not offered; the LLM tool filter holds
+            // for calls too, not only for the offer.
+            let outcome = if settings.runner.llm_filter().allows(&call.name) {
+                settings
+                    .runner
+                    .call(&call.name, call.arguments.clone(), settings.ctx)
+                    .await
+                    .map_err(|e| e.to_string())
+            } else {
+                Err(format!(
+                    "tool `{}` is not available to the model here (LLM_TOOLS_INCLUDE/LLM_TOOLS_EXCLUDE)",
+                    call.name
+                ))
+            };
+            let (content, is_error) = match outcome {
                 Ok(value) => (render_value(&value), false),
                 Err(e) => (format!("Error: {e}"), true),
             };

@@ -68,6 +68,79 @@ impl WebLogSink for TracingWebLogSink {
     }
 }
 
+/// Resident memory of this process in bytes (Linux, from /proc); `None` elsewhere.
+pub fn resident_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The limits and switches `get_bot_status` reports: numbers, flags and the model's
+/// name, never a key, a token or a URL that could carry credentials.
+fn operational_settings(config: &Config) -> serde_json::Value {
+    serde_json::json!({
+        "llm_timeout_secs": config.llm.timeout.as_secs(),
+        "agent_max_steps": config.agent_max_steps,
+        "tool_timeout_secs": config.tool_timeout.as_secs(),
+        "log_file_max_bytes": config.log_file.as_ref().map(|_| config.log_file_max_bytes),
+        "scheduler_enabled": config.scheduler_enabled,
+        "web_console_forwarding": config.web_console_forwarding,
+        "database": if config.database_path == ":memory:" { "in memory" } else { "file" },
+    })
+}
+
+impl Bot {
+    /// Applies the enabled states `toggle_tool` saved in earlier runs (tools that
+    /// register later, such as MCP tools, pick theirs up when they appear).
+    pub async fn restore_tool_settings(&self) {
+        match self.store.tool_settings().await {
+            Ok(saved) => {
+                let disabled = saved.iter().filter(|(_, enabled)| !enabled).count();
+                if disabled > 0 {
+                    tracing::info!(disabled, "restored tools disabled at runtime earlier");
+                }
+                self.tools.restore_overrides(saved);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the saved tool settings; every tool starts enabled")
+            }
+        }
+    }
+
+    /// Enables or disables one tool at runtime and saves the choice, so it survives a
+    /// restart. The error says what to fix (an unknown name, with close matches).
+    pub async fn set_tool_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<tools::ToolInfo, String> {
+        if !self.tools.set_enabled(name, enabled) {
+            let similar = self.tools.similar_names(name);
+            let hint = if similar.is_empty() {
+                "call list_tools to see every tool".to_string()
+            } else {
+                format!("did you mean {}?", similar.join(", "))
+            };
+            return Err(format!("the bot has no tool named `{name}`; {hint}"));
+        }
+        tracing::info!(
+            tool = name,
+            enabled,
+            "tool enabled state changed at runtime"
+        );
+        if let Err(e) = self.store.save_tool_enabled(name, enabled).await {
+            return Err(format!(
+                "`{name}` is now {} but the choice could not be saved, so a restart will undo it: {e}",
+                if enabled { "enabled" } else { "disabled" }
+            ));
+        }
+        self.tools
+            .get(name)
+            .ok_or_else(|| format!("`{name}` went away while it was being changed"))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BotError {
     #[error(transparent)]
@@ -123,7 +196,9 @@ impl Bot {
             "LLM provider"
         );
 
-        let tools = Arc::new(ToolRunner::new(config.tool_timeout));
+        let tools = Arc::new(
+            ToolRunner::new(config.tool_timeout).with_llm_filter(config.llm_tools_filter.clone()),
+        );
         // Connects in the background; start-up never waits for MCP servers.
         let mcp_host = mcp_client::McpHost::start(
             &config.mcp_servers_config,
@@ -154,6 +229,7 @@ impl Bot {
                     let host = mcp_host.clone();
                     Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
                 },
+                settings: operational_settings(&config),
             },
         )
         .map_err(BotError::Tools)?;

@@ -1,17 +1,40 @@
 //! An incremental Server-Sent Events decoder, shared by everything in the bot that reads
-//! an SSE response: the LLM providers' streams, the MCP client's replies, and the
-//! `porthole-stdio` relay.
+//! an SSE response: the LLM providers' streams, the MCP client's replies and its
+//! HTTP+SSE transport (which needs event names), and the `porthole-stdio` relay.
 
 /// Incremental Server-Sent Events decoder: feed it bytes, get back the `data` of each
-/// complete event (multi-line data joined by `\n`). Comments and other fields are skipped.
+/// complete event (multi-line data joined by `\n`), or with [`SseDecoder::push_events`]
+/// the event's name too. Comments and other fields are skipped.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     line: Vec<u8>,
     data: Option<String>,
+    event: Option<String>,
+    /// Names of the events completed by the current `push`, in order.
+    names: Vec<String>,
+}
+
+/// One complete event: its `event:` name (`message` when it has none) and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: String,
+    pub data: String,
 }
 
 impl SseDecoder {
+    /// Like [`SseDecoder::push`], keeping each event's name.
+    pub fn push_events(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let data = self.push(bytes);
+        let names = std::mem::take(&mut self.names);
+        names
+            .into_iter()
+            .zip(data)
+            .map(|(event, data)| SseEvent { event, data })
+            .collect()
+    }
+
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.names.clear();
         let mut events = Vec::new();
         for &byte in bytes {
             if byte == b'\n' {
@@ -44,8 +67,11 @@ impl SseDecoder {
 
     fn take_line(&mut self, line: &[u8], events: &mut Vec<String>) {
         if line.is_empty() {
+            let name = self.event.take();
             if let Some(data) = self.data.take() {
                 events.push(data);
+                self.names
+                    .push(name.unwrap_or_else(|| "message".to_string()));
             }
             return;
         }
@@ -57,7 +83,9 @@ impl SseDecoder {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (line.as_ref(), ""),
         };
-        if field == "data" {
+        if field == "event" {
+            self.event = Some(value.to_string());
+        } else if field == "data" {
             match &mut self.data {
                 Some(data) => {
                     data.push('\n');
@@ -82,5 +110,25 @@ mod tests {
         assert_eq!(events, vec!["{\"a\":1}".to_string(), "x\ny".to_string()]);
         assert!(decoder.push(b"data: last").is_empty());
         assert_eq!(decoder.finish().as_deref(), Some("last"));
+    }
+
+    #[test]
+    fn events_keep_their_names() {
+        let mut decoder = SseDecoder::default();
+        let events = decoder.push_events(
+            b"event: endpoint\ndata: /message?sessionId=1\n\ndata: {\"id\":1}\n\nevent: message\ndata: x\n\n",
+        );
+        let named: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e.event.as_str(), e.data.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("endpoint", "/message?sessionId=1"),
+                ("message", "{\"id\":1}"),
+                ("message", "x")
+            ]
+        );
     }
 }

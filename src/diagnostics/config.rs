@@ -1,5 +1,5 @@
 //! Configuration and management: `list_mcp_servers`, `toggle_mcp_server`,
-//! `list_tasks`, `run_task`, `list_skills`, `get_config`.
+//! `toggle_tool`, `list_tasks`, `run_task`, `list_skills`, `get_config`.
 
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ListMcpServers(d.clone())),
         Arc::new(ToggleMcpServer(d.clone())),
+        Arc::new(ToggleTool(d.clone())),
         Arc::new(ListTasks(d.clone())),
         Arc::new(RunTask(d.clone())),
         Arc::new(ListSkills(d.clone())),
@@ -32,7 +33,7 @@ impl Tool for ListMcpServers {
         ToolSpec {
             name: "list_mcp_servers".into(),
             title: Some("List the bot's MCP servers".into()),
-            description: "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http), \
+            description: "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http/sse), \
                           enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool."
                 .into(),
             input_schema: object_schema(json!({}), &[]),
@@ -54,6 +55,54 @@ impl Tool for ListMcpServers {
             "servers": bot.mcp_host.servers(),
             "config_file": bot.config.mcp_servers_config.display().to_string(),
         })))
+    }
+}
+
+struct ToggleTool(Arc<Diagnostics>);
+
+#[async_trait]
+impl Tool for ToggleTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "toggle_tool".into(),
+            title: Some("Enable or disable a bot tool".into()),
+            description: "Enables or disables one of the bot's tools (native, user or mcp, by its full name as list_tools \
+                          shows it) at runtime. A disabled tool is neither offered to the model nor callable. The choice is \
+                          saved in the bot's database and survives a restart; MCP clients are told the tool list changed."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"},
+                    "enabled": {"type": "boolean", "description": "true to enable, false to disable"}
+                }),
+                &["name", "enabled"],
+            ),
+            output_schema: Some(output_schema(
+                json!({"tool": {"type": "object"}, "saved": {"type": "boolean"}}),
+                &["tool", "saved"],
+            )),
+            annotations: Annotations {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: false,
+            },
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: ToggleArgs = args_or_error!("toggle_tool", args);
+        match self.0.bot.set_tool_enabled(&args.name, args.enabled).await {
+            Ok(tool) => Ok(done(json!({
+                "tool": {"name": tool.def.name, "source": tool.def.source, "enabled": tool.enabled},
+                "saved": true,
+            }))),
+            Err(e) => Ok(failed(e)),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Diagnostics, done, failed, object_schema, output_schema};
+use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
 use crate::redact::{REDACTED, is_secret_key};
@@ -24,9 +24,8 @@ struct DbQuery(Arc<Diagnostics>);
 
 #[derive(Deserialize)]
 struct DbQueryArgs {
-    /// The design's name; `sql` is the older spelling, still accepted.
-    #[serde(alias = "sql")]
-    query: Option<String>,
+    /// The design's name; `sql`, the older spelling, is renamed to it by the tool set.
+    query: String,
     #[serde(default)]
     params: Vec<Value>,
     limit: Option<usize>,
@@ -45,25 +44,22 @@ impl Tool for DbQuery {
             name: "db_query".into(),
             title: Some("Run SQL".into()),
             description: format!(
-                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA), given as `query`, on the bot's \
-                 SQLite database (tables: conversations, messages, tasks, embeddings, memories). Use ?1, ?2… with \
+                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database, given \
+                 as `query` (tables: conversations, messages, tasks, embeddings, memories, and the bot's own bookkeeping). Use ?1, ?2… with \
                  `params`. Rows come back as arrays matching `columns`; blobs as {{\"base64\": …}}; values in columns \
                  named like secrets (password, api_key…) are redacted. {mode} Clients that support elicitation are \
                  asked to confirm a write before it runs, shown what it writes."
             ),
             input_schema: object_schema(
                 json!({
-                    "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement"},
-                    "sql": {"type": "string", "minLength": 1, "maxLength": 100000,
-                            "description": "Older name of `query`; give one of the two"},
+                    "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement",
+                              "x-aliases": ["sql"]},
                     "params": {"type": "array", "maxItems": 100, "description": "Positional parameters for ?1, ?2…",
                                "items": {"type": ["string", "number", "integer", "boolean", "null"]}},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
                               "description": "Most rows to return"}
                 }),
-                // Not `required: ["query"]`: `sql` may stand in for it, and a top-level
-                // `anyOf` is refused by some clients' model APIs. `call` checks instead.
-                &[],
+                &["query"],
             ),
             output_schema: Some(output_schema(
                 json!({
@@ -86,11 +82,7 @@ impl Tool for DbQuery {
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: DbQueryArgs = args_or_error!("db_query", args);
-        let Some(sql) = args.query else {
-            return Ok(failed(
-                "`query` is required: the SQL statement to run, e.g. {\"query\": \"SELECT * FROM tasks\"}",
-            ));
-        };
+        let sql = args.query;
         let limit = args.limit.unwrap_or(100).clamp(1, 1000);
         let settings = &self.0.settings;
         // A write on a client that can ask its user: ask first, showing what it writes.
@@ -316,7 +308,6 @@ struct ListMessages(Arc<Diagnostics>);
 
 #[derive(Deserialize)]
 struct ListMessagesArgs {
-    #[serde(alias = "conversation_id", rename = "conversationId")]
     conversation_id: String,
     limit: Option<usize>,
     before: Option<i64>,
@@ -334,12 +325,12 @@ impl Tool for ListMessages {
                 .into(),
             input_schema: object_schema(
                 json!({
-                    "conversationId": {"type": "string", "minLength": 1, "description": "From list_conversations"},
+                    "conversation_id": conversation_id_property("From list_conversations"),
                     "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
                     "before": {"type": "integer", "minimum": 1, "description": "Only messages with a smaller id"},
                     "after": {"type": "integer", "minimum": 0, "description": "Only messages with a larger id"}
                 }),
-                &["conversationId"],
+                &["conversation_id"],
             ),
             output_schema: Some(output_schema(
                 json!({

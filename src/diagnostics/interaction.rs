@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Diagnostics, done, failed, object_schema, output_schema};
+use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::agents::{AgentError, AgentEvent};
 use crate::bot::tools::{ADMIN_ROLE, ExecContext};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
@@ -27,7 +27,6 @@ struct SendMessage(Arc<Diagnostics>);
 #[derive(Deserialize)]
 struct SendArgs {
     content: String,
-    #[serde(alias = "conversationId")]
     conversation_id: Option<String>,
 }
 
@@ -47,7 +46,7 @@ impl Tool for SendMessage {
             input_schema: object_schema(
                 json!({
                     "content": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "The user message"},
-                    "conversation_id": {"type": "string", "minLength": 1, "description": "Continue this conversation"}
+                    "conversation_id": conversation_id_property("Continue this conversation")
                 }),
                 &["content"],
             ),

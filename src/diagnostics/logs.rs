@@ -1,4 +1,10 @@
-//! Logs and health: `server_log`, `web_log` (one reader, two sources) and `health`.
+//! Logs and health: `server_log`, `web_log` (one tool, two sources) and `health`.
+//!
+//! `server_log` merges three readers in time order, each line labelled with its reader
+//! and each reader's availability reported: the in-memory ring buffer, the log file
+//! (`LOG_FILE`, for lines older than the buffer holds) and the database (warnings,
+//! errors and audit records kept across restarts). A line two readers hold is returned
+//! once.
 //!
 //! Log results respect a client's context budget: a `cursor` to pass back as `since`
 //! for "only what is new", a `max_bytes` budget, a `limit`, and a note of what was cut.
@@ -158,6 +164,12 @@ fn parse_since(value: &Value) -> Result<Since, String> {
 #[async_trait]
 impl Tool for LogTool {
     fn spec(&self) -> ToolSpec {
+        let database = match self.source {
+            LogSource::Server => {
+                ", and from the database, which keeps warnings, errors and audit records across restarts"
+            }
+            LogSource::Web => "",
+        };
         let (name, what) = match self.source {
             LogSource::Server => (
                 "server_log",
@@ -180,14 +192,17 @@ impl Tool for LogTool {
             ),
             description: format!(
                 "Reads {what} from an in-memory ring buffer — and, when LOG_FILE is set, from the log file for lines \
-                 older than the buffer holds (each line says its `reader`) — newest last. Filter by minimum level, substring (grep), \
+                 older than the buffer holds{database} (each line says its `reader`; `readers` says which were available) — \
+                 merged in time order, newest last. Filter by minimum level, substring (grep), \
                  and since (a time or the `cursor` from your previous call, to get only new lines). \
                  Bounded by `limit` and `max_bytes`; says when lines were cut."
             ),
             input_schema: object_schema(
                 json!({
-                    "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"],
-                              "description": "Minimum level to include"},
+                    "level": {"type": "string", "enum": ["log", "warn", "error", "trace", "debug", "info"],
+                              "description": "Minimum level to include: `log` = info and above (everything a console.log \
+                                              would show), `warn` = warnings and errors, `error` = errors only; tracing's \
+                                              `trace`, `debug` and `info` work too. Omit for all levels the log filter keeps."},
                     "grep": {"type": "string", "maxLength": 1000, "description": "Only lines containing this text (message, target or fields)"},
                     "case_insensitive": {"type": "boolean", "default": false, "description": "Match grep ignoring case"},
                     "since": {"type": ["string", "integer"],
@@ -302,6 +317,21 @@ impl Tool for LogTool {
                        "lines_returned": from_file})
             }
         };
+        let database = match self.source {
+            LogSource::Web => json!({"reader": "database", "available": false,
+                "reason": "only the bot's own warnings, errors and audit records are kept in the database"}),
+            LogSource::Server => {
+                let used: usize = lines.iter().map(|l| l.to_string().len()).sum();
+                let (status, stored) = self.database_lines(&query, used).await;
+                let added = merge_lines(&mut lines, stored, query.limit);
+                truncated_by_limit |= added.cut_by_limit;
+                let mut status = status;
+                if status["available"] == true {
+                    status["lines_returned"] = json!(added.added);
+                }
+                status
+            }
+        };
         if truncated_by_limit {
             notes.push(format!("more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)", query.limit));
         }
@@ -318,6 +348,7 @@ impl Tool for LogTool {
             "readers": [
                 {"reader": "ring_buffer", "available": true},
                 log_file,
+                database,
                 {"reader": "audit", "available": true, "included": query.include_mcp,
                  "how": "tools/call audit lines (target porthole::mcp::audit); set include_mcp to see them"},
             ],
@@ -329,15 +360,150 @@ impl Tool for LogTool {
     }
 }
 
-struct Health(Arc<Diagnostics>);
-
-/// Resident memory of this process in bytes (Linux), from /proc.
-pub fn resident_memory_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+impl LogTool {
+    /// The database reader: warnings, errors and audit records this and earlier runs
+    /// stored, filtered like the other readers. Only asked for lines by time (a cursor
+    /// from `since` is a sequence of this run's ring buffer). Returns the reader's
+    /// status and its lines labelled `database`, oldest first.
+    async fn database_lines(&self, query: &LogQuery, bytes_used: usize) -> (Value, Vec<Value>) {
+        let store = &self.d.bot.store;
+        let mut status = json!({
+            "reader": "database",
+            "available": true,
+            "keeps": "the bot's warnings, errors and MCP audit records",
+            "persistent": store.path() != ":memory:",
+            "max_events": self.d.bot.config.log_db_max_events,
+            "dropped_when_busy": self.d.journal.dropped(),
+        });
+        if query.after_seq.is_some() {
+            status["note"] = json!(
+                "not read for a cursor: it only holds what the ring buffer had when it was new"
+            );
+            return (status, Vec::new());
+        }
+        let levels: Vec<String> = query
+            .min_level
+            .map(|min| {
+                ["trace", "debug", "info", "warn", "error"]
+                    .into_iter()
+                    .filter(|name| parse_level(name).is_some_and(|l| l <= min))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The rows hold JSON text: a needle that JSON would escape cannot be searched in
+        // SQL, and case-insensitive matching is done exactly afterwards anyway.
+        let prefilter = query.grep.clone().filter(|g| {
+            !query.case_insensitive && !g.contains(['"', '\\']) && !g.contains(char::is_control)
+        });
+        let rows = store
+            .log_events(
+                levels,
+                query.since.map(|t| t.timestamp_micros() - 1),
+                prefilter,
+                (query.limit * 2).min(1000),
+            )
+            .await;
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                return (
+                    json!({"reader": "database", "available": false, "reason": format!("cannot read the log events: {e}")}),
+                    Vec::new(),
+                );
+            }
+        };
+        let records: Vec<LogRecord> = rows
+            .iter()
+            .filter_map(|row| serde_json::from_str(row).ok())
+            .filter_map(|value: Value| LogRecord::from_json(&value))
+            .collect();
+        let wanted = LogQuery {
+            bytes_used,
+            ..query.clone()
+        };
+        let (picked, _, _) = select(records.iter(), &wanted);
+        let lines = picked
+            .iter()
+            .map(|r| {
+                let mut line = r.to_json();
+                line["reader"] = json!("database");
+                line
+            })
+            .collect();
+        (status, lines)
+    }
 }
+
+/// What merging one reader's lines into the others' did.
+struct Merged {
+    added: usize,
+    cut_by_limit: bool,
+}
+
+/// Two readers' copies of one event differ in time by the few microseconds between the
+/// layers that recorded them (more when a file write was slow); a copy is looked for
+/// within this window.
+const SAME_EVENT_WINDOW_US: i64 = 50_000;
+
+/// Merges `more` into `lines` in time order, skipping lines another reader already
+/// returned (same level, target, message and fields, within [`SAME_EVENT_WINDOW_US`];
+/// each earlier line stands for one copy only, so repeated identical lines keep their
+/// count, and the first reader's label stays), and keeps the newest `limit`.
+fn merge_lines(lines: &mut Vec<Value>, more: Vec<Value>, limit: usize) -> Merged {
+    let key = |line: &Value| {
+        (
+            line["level"].as_str().unwrap_or_default().to_string(),
+            line["target"].as_str().unwrap_or_default().to_string(),
+            line["message"].as_str().unwrap_or_default().to_string(),
+            line["fields"].to_string(),
+        )
+    };
+    let time = |line: &Value| line["time_us"].as_i64().unwrap_or_default();
+    let mut unmatched: std::collections::HashMap<_, Vec<i64>> = std::collections::HashMap::new();
+    for line in lines.iter() {
+        unmatched.entry(key(line)).or_default().push(time(line));
+    }
+    let fresh: Vec<Value> = more
+        .into_iter()
+        .filter(|line| {
+            let Some(times) = unmatched.get_mut(&key(line)) else {
+                return true;
+            };
+            let at = time(line);
+            match times
+                .iter()
+                .position(|t| (t - at).abs() <= SAME_EVENT_WINDOW_US)
+            {
+                Some(copy) => {
+                    times.swap_remove(copy);
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect();
+    let mut added = fresh.len();
+    lines.extend(fresh);
+    lines.sort_by_key(|l| l["time_us"].as_i64().unwrap_or_default());
+    let mut cut_by_limit = false;
+    if lines.len() > limit {
+        let cut = lines.len() - limit;
+        added -= lines[..cut]
+            .iter()
+            .filter(|l| l["reader"] == "database")
+            .count()
+            .min(added);
+        lines.drain(..cut);
+        cut_by_limit = true;
+    }
+    Merged {
+        added,
+        cut_by_limit,
+    }
+}
+
+struct Health(Arc<Diagnostics>);
 
 #[async_trait]
 impl Tool for Health {
@@ -378,7 +544,7 @@ impl Tool for Health {
         let server = self.0.server.get();
         Ok(done(json!({
             "uptime_secs": bot.started.elapsed().as_secs(),
-            "memory_rss_bytes": resident_memory_bytes(),
+            "memory_rss_bytes": crate::bot::resident_memory_bytes(),
             "websocket_clients": bot.web.connected_clients(),
             "llm": {"provider": bot.llm.provider(), "model": bot.llm.model()},
             "agents": {

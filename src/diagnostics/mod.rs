@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 use crate::bot::Bot;
 use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_file::LogFile;
+use crate::mcp::log_journal::LogJournal;
 use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
 
 /// Settings the diagnostics read besides the bot's own.
@@ -68,6 +69,8 @@ pub struct Diagnostics {
     pub log_filter: Option<Arc<dyn LogFilterControl>>,
     /// The log file `server_log` reads beyond the ring buffer (`LOG_FILE`).
     pub log_file: Option<Arc<LogFile>>,
+    /// What feeds the store's log events (server_log's database reader).
+    pub journal: Arc<LogJournal>,
     /// The server these tools are served by (set once it is built), for `health`.
     pub server: OnceLock<McpServer>,
     pub settings: Settings,
@@ -79,6 +82,7 @@ impl Diagnostics {
         logs: Arc<LogBuffer>,
         log_filter: Option<Arc<dyn LogFilterControl>>,
         log_file: Option<Arc<LogFile>>,
+        journal: Arc<LogJournal>,
         settings: Settings,
     ) -> Arc<Self> {
         Arc::new(Diagnostics {
@@ -86,6 +90,7 @@ impl Diagnostics {
             logs,
             log_filter,
             log_file,
+            journal,
             server: OnceLock::new(),
             settings,
         })
@@ -136,6 +141,19 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
         "properties": properties,
         "required": required,
         "additionalProperties": false,
+    })
+}
+
+/// The conversation id property of every tool that takes one (`send_message`,
+/// `list_messages`): one spelling rule for all of them. The property is
+/// `conversation_id`; the seed's `conversationId` is accepted as the same property (the
+/// tool set renames it before validation, see `x-aliases` in `mcp::tool`).
+fn conversation_id_property(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "description": description,
+        "x-aliases": ["conversationId"],
     })
 }
 

@@ -153,9 +153,9 @@ struct RunTool(Arc<Diagnostics>);
 
 #[derive(Deserialize)]
 struct RunToolArgs {
-    name: String,
+    tool_name: String,
     #[serde(default)]
-    arguments: Value,
+    parameters: Value,
 }
 
 #[async_trait]
@@ -164,16 +164,19 @@ impl Tool for RunTool {
         ToolSpec {
             name: "run_tool".into(),
             title: Some("Run a bot tool".into()),
-            description: "Executes any bot tool (native, user or mcp, internal ones included) with an argument object, \
-                          bypassing the agent loop, as an admin. The arguments are validated against the tool's schema \
-                          (see get_tool_schema). Returns the tool's raw result."
+            description: "Executes any bot tool (native, user or mcp, internal ones included) directly with \
+                          specific parameters, bypassing the agent loop, as an admin. Use list_tools to discover the tools and \
+                          get_tool_schema for parameter details; the parameters are validated against that schema. Returns the \
+                          tool's raw result. `name` and `arguments` are accepted for `tool_name` and `parameters`."
                 .into(),
             input_schema: object_schema(
                 json!({
-                    "name": {"type": "string", "minLength": 1},
-                    "arguments": {"type": "object", "description": "The tool's arguments", "default": {}}
+                    "tool_name": {"type": "string", "minLength": 1, "x-aliases": ["name"],
+                                  "description": "Full tool name (e.g. 'calculator', 'user.my_tool', 'mcp.github__list_repos')"},
+                    "parameters": {"type": "object", "x-aliases": ["arguments"], "default": {},
+                                   "description": "Tool input parameters as a JSON object"}
                 }),
-                &["name"],
+                &["tool_name"],
             ),
             output_schema: Some(output_schema(
                 json!({"tool": {"type": "string"}, "result": {}, "duration_ms": {"type": "number"}}),
@@ -190,16 +193,22 @@ impl Tool for RunTool {
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: RunToolArgs = args_or_error!("run_tool", args);
         let runner = &self.0.bot.tools;
-        if runner.get(&args.name).is_none() {
-            return Ok(unknown_tool(&self.0, &args.name));
+        let name = args.tool_name;
+        if runner.get(&name).is_none() {
+            return Ok(unknown_tool(&self.0, &name));
         }
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
         let started = Instant::now();
-        match runner.call(&args.name, args.arguments, &exec).await {
+        let parameters = if args.parameters.is_null() {
+            json!({})
+        } else {
+            args.parameters
+        };
+        match runner.call(&name, parameters, &exec).await {
             Ok(result) => Ok(done(json!({
-                "tool": args.name,
-                "source": runner.get(&args.name).map(|t| t.def.source).unwrap_or(ToolSource::Native),
+                "tool": name,
+                "source": runner.get(&name).map(|t| t.def.source).unwrap_or(ToolSource::Native),
                 "result": result,
                 "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
             }))),

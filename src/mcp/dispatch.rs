@@ -69,6 +69,24 @@ impl Method {
         Some(method)
     }
 
+    /// Methods that need no session state, so a bare request (no session, no version)
+    /// can be served: listing, reading and calling, but not the handshake,
+    /// subscriptions or a session's log level.
+    pub fn is_stateless(self) -> bool {
+        matches!(
+            self,
+            Method::Ping
+                | Method::ToolsList
+                | Method::ToolsCall
+                | Method::ResourcesList
+                | Method::ResourcesRead
+                | Method::ResourcesTemplatesList
+                | Method::PromptsList
+                | Method::PromptsGet
+                | Method::CompletionComplete
+        )
+    }
+
     /// Results that carry `ttlMs`/`cacheScope` in 2026.
     fn cacheable(self) -> bool {
         matches!(

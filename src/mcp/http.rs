@@ -277,7 +277,9 @@ pub(crate) async fn handle_post(
             );
         }
     };
-    if is_legacy(headers, session_id.as_deref(), &message) {
+    if is_bare(headers, session_id.as_deref(), &message) {
+        bare_post(inner, message, accept).await
+    } else if is_legacy(headers, session_id.as_deref(), &message) {
         legacy_post(inner, headers, session_id.as_deref(), message, accept).await
     } else {
         modern_post(inner, headers, message, accept).await
@@ -302,6 +304,50 @@ fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) 
         Some(v) => protocol::legacy_version(v).is_some(),
         None => message.method() == Some("initialize"),
     }
+}
+
+/// A bare request, as in the curl example of the design: no session, no protocol
+/// version (neither header nor `_meta`), no `Mcp-Method` header, and a method that needs
+/// no session state. Such a request is answered statelessly in the oldest legacy
+/// version, which is what the 2025 transport says a server assumes without a version
+/// header. Everything else keeps its era's rules.
+fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+    session_id.is_none()
+        && meta_version(message).is_none()
+        && header(headers, protocol::HEADER_PROTOCOL_VERSION).is_none()
+        && header(headers, protocol::HEADER_METHOD).is_none()
+        && matches!(message, Incoming::Request { .. })
+        && message
+            .method()
+            .and_then(|m| Method::parse(m, false))
+            .is_some_and(Method::is_stateless)
+}
+
+async fn bare_post(inner: Arc<ServerInner>, message: Incoming, accept: Accepts) -> Response {
+    let Incoming::Request {
+        id, method, params, ..
+    } = message
+    else {
+        return accepted();
+    };
+    let Some(parsed) = Method::parse(&method, false) else {
+        return rpc_error(
+            StatusCode::OK,
+            Some(&id),
+            &RpcError::method_not_found(&method),
+        );
+    };
+    let ctx = inner.context(
+        Era::Legacy(protocol::DEFAULT_LEGACY_VERSION),
+        None,
+        id.clone(),
+        None,
+        None,
+    );
+    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+        return raw_reply(&id, listing, accept);
+    }
+    run_stateless(inner, parsed, params, ctx, accept).await
 }
 
 fn progress_token(params: &Map<String, Value>) -> Option<Value> {
@@ -742,7 +788,7 @@ async fn modern_post(
     if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
         return raw_reply(&id, listing, accept);
     }
-    run_modern(inner, parsed, params, ctx, accept).await
+    run_stateless(inner, parsed, params, ctx, accept).await
 }
 
 /// Decodes a header value that may use the `=?base64?…?=` sentinel.
@@ -842,7 +888,9 @@ fn modern_status(error: &RpcError) -> StatusCode {
     }
 }
 
-async fn run_modern(
+/// Runs a request that belongs to no session (the modern era, or a bare request): the
+/// work ends with the request.
+async fn run_stateless(
     inner: Arc<ServerInner>,
     method: Method,
     params: Map<String, Value>,
@@ -850,6 +898,7 @@ async fn run_modern(
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
+    let modern = ctx.era.is_modern();
     let call = Call::new(
         inner.clone(),
         method,
@@ -859,7 +908,7 @@ async fn run_modern(
         Lifetime::EndsWithRequest,
     );
     let (first, mut events, rest) = match call.run().await {
-        Progress::Done(result) => return final_reply(&id, result, true, accept),
+        Progress::Done(result) => return final_reply(&id, result, modern, accept),
         Progress::Streaming {
             first,
             events,

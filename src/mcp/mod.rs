@@ -27,6 +27,7 @@ mod http;
 pub mod jsonrpc;
 pub mod log_buffer;
 pub mod log_file;
+pub mod log_journal;
 mod mrtr;
 pub mod protocol;
 

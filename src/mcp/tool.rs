@@ -1,6 +1,11 @@
 //! The tool seam: what an MCP tool is ([`Tool`]), what it returns ([`Outcome`] of a
 //! [`CallToolResult`]), and the [`ToolSet`] that lists them in a fixed order and
 //! validates arguments against each input schema before a handler runs.
+//!
+//! A property may declare other accepted spellings with `"x-aliases": ["…"]` in its
+//! schema (for example `tool_name` with `name`): the set renames an alias to the
+//! declared name before validation, so handlers and schemas only know one spelling,
+//! and a call that gives two spellings of one property is refused with a clear error.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -176,6 +181,8 @@ struct Entry {
     validator: jsonschema::Validator,
     /// `x-mcp-header` annotations: (property name, header name).
     param_headers: Vec<(String, String)>,
+    /// `x-aliases` annotations: (alias, property name).
+    aliases: Vec<(String, String)>,
 }
 
 /// The tools of a server, sorted by name, with their listing precomputed.
@@ -226,6 +233,7 @@ impl ToolSet {
                         .collect()
                 })
                 .unwrap_or_default();
+            let aliases = property_aliases(&spec.input_schema);
             listing.push(spec.to_json());
             if entries
                 .insert(
@@ -234,6 +242,7 @@ impl ToolSet {
                         tool,
                         validator,
                         param_headers,
+                        aliases,
                     },
                 )
                 .is_some()
@@ -292,7 +301,12 @@ impl ToolSet {
                 "Unknown tool: {name}; {hint}"
             )));
         };
-        let args = if args.is_null() { json!({}) } else { args };
+        let mut args = if args.is_null() { json!({}) } else { args };
+        if let Err(problem) = rename_aliases(&mut args, &entry.aliases) {
+            return Ok(Outcome::Complete(CallToolResult::error(format!(
+                "Invalid arguments for {name}: {problem}"
+            ))));
+        }
         let problems: Vec<String> = entry
             .validator
             .iter_errors(&args)
@@ -315,5 +329,71 @@ impl ToolSet {
             ))));
         }
         entry.tool.call(args, ctx).await
+    }
+}
+
+/// The `(alias, property)` pairs a schema declares with `x-aliases` on its properties.
+fn property_aliases(schema: &Value) -> Vec<(String, String)> {
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .flat_map(|(property, schema)| {
+            schema["x-aliases"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(move |alias| (alias.to_string(), property.clone()))
+        })
+        .collect()
+}
+
+/// Renames each alias present in `args` to its property; two spellings of one property
+/// in the same call are an error naming both.
+fn rename_aliases(args: &mut Value, aliases: &[(String, String)]) -> Result<(), String> {
+    let Some(object) = args.as_object_mut() else {
+        return Ok(());
+    };
+    for (alias, property) in aliases {
+        let Some(value) = object.remove(alias) else {
+            continue;
+        };
+        if object.contains_key(property) {
+            return Err(format!(
+                "`{alias}` is another spelling of `{property}`; give only one of them"
+            ));
+        }
+        object.insert(property.clone(), value);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+
+    #[test]
+    fn aliases_are_renamed_and_doubles_refused() {
+        let schema = json!({"properties": {
+            "tool_name": {"type": "string", "x-aliases": ["name"]},
+            "parameters": {"type": "object", "x-aliases": ["arguments"]}
+        }});
+        let aliases = property_aliases(&schema);
+        let mut args = json!({"name": "calculator", "arguments": {"a": 1}});
+        rename_aliases(&mut args, &aliases).unwrap();
+        assert_eq!(
+            args,
+            json!({"tool_name": "calculator", "parameters": {"a": 1}})
+        );
+        let mut both = json!({"name": "a", "tool_name": "b"});
+        let error = rename_aliases(&mut both, &aliases).unwrap_err();
+        assert!(
+            error.contains("`name` is another spelling of `tool_name`"),
+            "{error}"
+        );
+        let mut not_object = json!([1]);
+        assert!(rename_aliases(&mut not_object, &aliases).is_ok());
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! The file has the shape used by desktop MCP hosts:
 //! `{"mcpServers": {"<name>": {"command": …, "args": […], "env": {…}} | {"url": …, "headers": {…}}}}`,
-//! plus the optional keys `enabled`, `timeoutMs`, `allowedTools`, `excludedTools` and `cwd`.
+//! plus the optional keys `type`, `enabled`, `timeoutMs`, `allowedTools`, `excludedTools`
+//! and `cwd`. A `url` entry speaks Streamable HTTP, or the older HTTP+SSE transport with
+//! `"type": "sse"`.
 //! A bad entry is reported with its name and reason and left out; the others still load.
 
 use std::collections::BTreeMap;
@@ -24,6 +26,11 @@ pub(crate) enum TransportConfig {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// The older HTTP+SSE transport: `url` is the event stream.
+    Sse {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
 }
 
 impl TransportConfig {
@@ -31,6 +38,7 @@ impl TransportConfig {
         match self {
             TransportConfig::Stdio { .. } => "stdio",
             TransportConfig::Http { .. } => "http",
+            TransportConfig::Sse { .. } => "sse",
         }
     }
 }
@@ -188,9 +196,11 @@ fn parse_entry(
                     return Err(format!("header `{header}` is not a valid HTTP header"));
                 }
             }
-            TransportConfig::Http {
-                url: url.to_string(),
-                headers,
+            let url = url.to_string();
+            if entry.get("type").and_then(Value::as_str) == Some("sse") {
+                TransportConfig::Sse { url, headers }
+            } else {
+                TransportConfig::Http { url, headers }
             }
         }
     };
@@ -201,10 +211,11 @@ fn parse_entry(
             TransportConfig::Http { .. } => {
                 matches!(kind, "http" | "streamable-http" | "streamableHttp")
             }
+            TransportConfig::Sse { .. } => true,
         };
         if !fits {
             return Err(format!(
-                "`type` {kind:?} is not supported with {} (the old HTTP+SSE transport is not supported; use Streamable HTTP)",
+                "`type` {kind:?} is not supported with {} (use \"stdio\" with `command`, \"http\" or \"sse\" with `url`)",
                 if matches!(transport, TransportConfig::Stdio { .. }) {
                     "`command`"
                 } else {
@@ -289,6 +300,7 @@ mod tests {
             "both": {"command": "x", "url": "http://a"},
             "ftp": {"url": "ftp://a"},
             "old_sse": {"url": "http://a/sse", "type": "sse"},
+            "sse_cmd": {"command": "x", "type": "sse"},
             "slow": {"command": "x", "timeoutMs": -1},
             "lists": {"command": "x", "allowedTools": ["a"], "excludedTools": ["b"]},
             "a__b": {"command": "x"},
@@ -296,7 +308,7 @@ mod tests {
         }}"#;
         let parsed = parse(text, DEFAULT).unwrap();
         let names: Vec<_> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, vec!["files", "lists", "remote"]);
+        assert_eq!(names, vec!["files", "lists", "old_sse", "remote"]);
         let skipped: BTreeMap<_, _> = parsed.skipped.into_iter().collect();
         assert_eq!(skipped.len(), 8, "{skipped:?}");
         assert!(skipped["a__b"].contains("`__`"));
@@ -305,14 +317,15 @@ mod tests {
         assert!(skipped["nothing"].contains("`command`"));
         assert!(skipped["both"].contains("not both"));
         assert!(skipped["ftp"].contains("http://"));
-        assert!(skipped["old_sse"].contains("not supported"));
+        assert!(skipped["sse_cmd"].contains("\"sse\" with `url`"));
         assert!(skipped["slow"].contains("timeoutMs"));
 
         let files = &parsed.servers[0];
         assert_eq!(files.timeout, Duration::from_millis(5000));
         assert!(files.enabled);
         assert_eq!(files.transport.kind(), "stdio");
-        let remote = &parsed.servers[2];
+        assert_eq!(parsed.servers[2].transport.kind(), "sse");
+        let remote = &parsed.servers[3];
         assert!(!remote.enabled);
         assert_eq!(remote.timeout, DEFAULT);
         assert_eq!(remote.transport.kind(), "http");

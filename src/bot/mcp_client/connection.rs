@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 
 use super::config::{ServerConfig, TransportConfig};
 use super::http::HttpConn;
-use super::jsonrpc::{CallError, ParamHeader};
+use super::http_sse::SseConn;
+use super::jsonrpc::{self, CallError, ParamHeader};
 use super::stdio::{Launch, StdioConn};
 
 /// What a connection tells the task that supervises it.
@@ -24,6 +25,7 @@ pub(crate) enum ConnEvent {
 pub(crate) enum Conn {
     Stdio(StdioConn),
     Http(Box<HttpConn>),
+    Sse(SseConn),
 }
 
 impl Conn {
@@ -56,6 +58,11 @@ impl Conn {
                     .await
                     .map(|conn| Conn::Http(Box::new(conn)))
             }
+            TransportConfig::Sse { url, headers } => {
+                SseConn::connect(&config.name, url, headers, config.timeout, events)
+                    .await
+                    .map(Conn::Sse)
+            }
         }
     }
 
@@ -63,6 +70,7 @@ impl Conn {
         match self {
             Conn::Stdio(conn) => conn.protocol_version(),
             Conn::Http(conn) => conn.protocol_version(),
+            Conn::Sse(conn) => conn.protocol_version(),
         }
     }
 
@@ -75,6 +83,7 @@ impl Conn {
         match self {
             Conn::Stdio(conn) => conn.request(method, params, timeout).await,
             Conn::Http(conn) => conn.request(method, params, timeout).await,
+            Conn::Sse(conn) => conn.request(method, params, timeout).await,
         }
     }
 
@@ -86,13 +95,14 @@ impl Conn {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         match self {
-            Conn::Stdio(conn) => {
-                let params = json!({"name": name, "arguments": arguments});
-                conn.request("tools/call", params, timeout).await
-            }
+            // Only Streamable HTTP mirrors the call in headers.
             Conn::Http(conn) => {
                 conn.call_tool(name, arguments, param_headers, timeout)
                     .await
+            }
+            Conn::Stdio(_) | Conn::Sse(_) => {
+                let params = json!({"name": name, "arguments": arguments});
+                self.request("tools/call", params, timeout).await
             }
         }
     }
@@ -130,11 +140,49 @@ impl Conn {
         match self {
             Conn::Stdio(conn) => conn.close().await,
             Conn::Http(conn) => conn.close().await,
+            Conn::Sse(conn) => conn.close().await,
         }
     }
 }
 
-/// Acts on a notification from a server (either transport).
+/// The params of the legacy `initialize` request, for every transport with that
+/// handshake.
+pub(crate) fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": jsonrpc::LEGACY_VERSION,
+        "capabilities": {},
+        "clientInfo": jsonrpc::client_info(),
+    })
+}
+
+/// Why `initialize` failed, in words for the server's `last_error`.
+pub(crate) fn handshake_error(error: CallError) -> String {
+    match error {
+        CallError::Timeout(t) => format!(
+            "the server did not answer `initialize` within {} ms",
+            t.as_millis()
+        ),
+        CallError::Lost(reason) => format!("the server ended during the handshake: {reason}"),
+        other => format!("the server rejected `initialize`: {other}"),
+    }
+}
+
+/// The protocol version an `initialize` result chose; an unknown one is tried anyway.
+pub(crate) fn negotiated_version(server: &str, result: &Value) -> Result<String, String> {
+    let version = result["protocolVersion"]
+        .as_str()
+        .ok_or("the `initialize` result has no protocolVersion")?;
+    if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
+        tracing::warn!(
+            server,
+            version,
+            "the server chose a protocol version this client does not know; trying it anyway"
+        );
+    }
+    Ok(version.to_string())
+}
+
+/// Acts on a notification from a server (any transport).
 pub(crate) fn handle_notification(
     server: &str,
     method: &str,

@@ -94,18 +94,8 @@ impl HttpConn {
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<HttpConn, String> {
         let url = reqwest::Url::parse(url).map_err(|e| format!("invalid url: {e}"))?;
-        let mut header_map = HeaderMap::new();
-        for (name, value) in headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| format!("invalid header `{name}`: {e}"))?;
-            let value =
-                HeaderValue::from_str(value).map_err(|e| format!("invalid header value: {e}"))?;
-            header_map.insert(name, value);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let header_map = header_map(headers)?;
+        let client = http_client(timeout)?;
         let mut conn = HttpConn {
             endpoint: Endpoint {
                 server: server.to_string(),
@@ -622,7 +612,30 @@ impl Endpoint {
 }
 
 /// A transport failure as a lost connection, with the underlying cause spelled out.
-fn transport_error(error: &reqwest::Error) -> CallError {
+/// The configured headers of a server entry, checked.
+pub(super) fn header_map(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("invalid header `{name}`: {e}"))?;
+        let value =
+            HeaderValue::from_str(value).map_err(|e| format!("invalid header value: {e}"))?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// The HTTP client of one server connection.
+pub(super) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+pub(super) fn transport_error(error: &reqwest::Error) -> CallError {
     let mut text = crate::text::with_causes(error);
     if let Some(url) = error.url() {
         text = text.replace(url.as_str(), &redacted(url));
@@ -631,7 +644,7 @@ fn transport_error(error: &reqwest::Error) -> CallError {
 }
 
 /// A URL without credentials, query or fragment, for messages that admins see.
-fn redacted(url: &reqwest::Url) -> String {
+pub(super) fn redacted(url: &reqwest::Url) -> String {
     let mut url = url.clone();
     let _ = url.set_username("");
     let _ = url.set_password(None);

@@ -3,11 +3,12 @@
 //! `mcp.<server>__<tool>`.
 //!
 //! [`McpHost::start`] reads the file and starts one supervising task per enabled
-//! server, returning at once. Each task connects (stdio child process or Streamable
-//! HTTP), lists the tools, registers them, re-lists on `tools/list_changed`, and on a
-//! lost connection keeps the tools registered (calls fail fast with a clear message)
-//! while it reconnects with exponential backoff. Calls are routed to the live
-//! connection with the server's timeout and counted per server and per tool.
+//! server, returning at once. Each task connects (stdio child process, Streamable
+//! HTTP, or the older HTTP+SSE transport), lists the tools, registers them, re-lists
+//! on `tools/list_changed`, and on a lost connection keeps the tools registered (calls
+//! fail fast with a clear message) while it reconnects with exponential backoff. Calls
+//! are routed to the live connection with the server's timeout and counted per server
+//! and per tool.
 //!
 //! This module belongs to the `bot` layer and does not use the crate's `mcp` module
 //! (the server side); the little client-side JSON-RPC it needs lives in `jsonrpc.rs`.
@@ -15,7 +16,9 @@
 mod config;
 mod connection;
 mod http;
+mod http_sse;
 mod jsonrpc;
+mod pending;
 mod stats;
 mod stdio;
 #[cfg(test)]
@@ -52,7 +55,7 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Serialize)]
 pub struct McpServerStatus {
     pub name: String,
-    /// `"stdio"` or `"http"`.
+    /// `"stdio"`, `"http"` or `"sse"`.
     pub transport: &'static str,
     pub enabled: bool,
     /// `"connecting"`, `"connected"`, `"disconnected"`, `"disabled"` or `"failed"`.
@@ -131,7 +134,8 @@ impl McpHost {
                 config::TransportConfig::Stdio { env, .. } => {
                     env.values().cloned().collect::<Vec<_>>()
                 }
-                config::TransportConfig::Http { headers, .. } => headers
+                config::TransportConfig::Http { headers, .. }
+                | config::TransportConfig::Sse { headers, .. } => headers
                     .values()
                     .flat_map(|v| {
                         // `Bearer abc…` → also the bare token.

@@ -4,43 +4,31 @@
 //! the `initialize` handshake, and the polite-then-firm shutdown (close stdin, SIGTERM,
 //! SIGKILL) that leaves no orphan behind.
 
-use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connection::{ConnEvent, handle_notification, shorten};
-use super::jsonrpc::{self, CallError, Incoming};
+use super::connection::{
+    ConnEvent, handshake_error, initialize_params, negotiated_version, shorten,
+};
+use super::jsonrpc::{self, CallError};
+use super::pending::Pending;
 
 /// How long a child gets to exit after stdin is closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
-type Reply = oneshot::Sender<Result<Value, CallError>>;
-
-/// Requests waiting for an answer, and why the connection ended once it has.
-#[derive(Default)]
-struct Shared {
-    pending: HashMap<u64, Reply>,
-    closed: Option<String>,
-}
-
-type SharedRef = Arc<Mutex<Shared>>;
 type Writer = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
-
-fn lock(shared: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 pub(crate) struct StdioConn {
     server: String,
-    shared: SharedRef,
+    pending: Arc<Pending>,
     writer: Writer,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     next_id: AtomicU64,
@@ -82,13 +70,13 @@ impl StdioConn {
         let stdout = child.stdout.take().ok_or("the child has no stdout")?;
         let stderr = child.stderr.take().ok_or("the child has no stderr")?;
 
-        let shared: SharedRef = Arc::default();
+        let pending: Arc<Pending> = Arc::default();
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(stdin));
         let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
         let reader = tokio::spawn(read_stdout(
             server.clone(),
             stdout,
-            shared.clone(),
+            pending.clone(),
             writer.clone(),
             child.clone(),
             events,
@@ -96,7 +84,7 @@ impl StdioConn {
         let logger = tokio::spawn(log_stderr(server.clone(), stderr));
         let conn = StdioConn {
             server,
-            shared,
+            pending,
             writer,
             child,
             next_id: AtomicU64::new(1),
@@ -113,31 +101,12 @@ impl StdioConn {
     }
 
     async fn handshake(&self, timeout: Duration) -> Result<(), String> {
-        let params = json!({
-            "protocolVersion": jsonrpc::LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": jsonrpc::client_info(),
-        });
         let result = self
-            .request("initialize", params, timeout)
+            .request("initialize", initialize_params(), timeout)
             .await
-            .map_err(|e| match e {
-                CallError::Timeout(t) => format!(
-                    "the server did not answer `initialize` within {} ms",
-                    t.as_millis()
-                ),
-                CallError::Lost(reason) => {
-                    format!("the server ended during the handshake: {reason}")
-                }
-                other => format!("the server rejected `initialize`: {other}"),
-            })?;
-        let version = result["protocolVersion"]
-            .as_str()
-            .ok_or("the `initialize` result has no protocolVersion")?;
-        if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
-            tracing::warn!(server = %self.server, version, "the server chose a protocol version this client does not know; trying it anyway");
-        }
-        let _ = self.protocol_version.set(version.to_string());
+            .map_err(handshake_error)?;
+        let version = negotiated_version(&self.server, &result)?;
+        let _ = self.protocol_version.set(version);
         self.send(&jsonrpc::notification("notifications/initialized", None))
             .await
             .map_err(|e| format!("cannot finish the handshake: {e}"))
@@ -158,32 +127,16 @@ impl StdioConn {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut shared = lock(&self.shared);
-            if let Some(reason) = &shared.closed {
-                return Err(CallError::Lost(reason.clone()));
-            }
-            shared.pending.insert(id, tx);
+        let message = jsonrpc::request(id, method, params);
+        let outcome = self.pending.request(id, timeout, self.send(&message)).await;
+        if let Err(CallError::Timeout(_)) = &outcome {
+            let cancel = jsonrpc::notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": "timed out"})),
+            );
+            let _ = self.send(&cancel).await;
         }
-        // Forgets the request however this future ends (answer, timeout, or dropped).
-        let _guard = PendingGuard {
-            shared: &self.shared,
-            id,
-        };
-        self.send(&jsonrpc::request(id, method, params)).await?;
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => Err(CallError::Lost("the connection closed".into())),
-            Err(_) => {
-                let cancel = jsonrpc::notification(
-                    "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": "timed out"})),
-                );
-                let _ = self.send(&cancel).await;
-                Err(CallError::Timeout(timeout))
-            }
-        }
+        outcome
     }
 
     async fn send(&self, message: &Value) -> Result<(), CallError> {
@@ -193,7 +146,8 @@ impl StdioConn {
     /// Ends the connection: closes stdin, then SIGTERM, then SIGKILL, and reaps the
     /// process. Waiting requests fail at once.
     pub(crate) async fn close(&self) {
-        fail_all(&self.shared, "the connection was closed by porthole".into());
+        self.pending
+            .fail_all("the connection was closed by porthole".into());
         self.writer.lock().await.take();
         let child = self.child.lock().await.take();
         if let Some(mut child) = child {
@@ -211,31 +165,6 @@ impl Drop for StdioConn {
             task.abort();
         }
     }
-}
-
-struct PendingGuard<'a> {
-    shared: &'a SharedRef,
-    id: u64,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        lock(self.shared).pending.remove(&self.id);
-    }
-}
-
-/// Marks the connection closed and fails every waiting request with `reason`.
-/// Returns false if it was already closed.
-fn fail_all(shared: &SharedRef, reason: String) -> bool {
-    let mut shared = lock(shared);
-    if shared.closed.is_some() {
-        return false;
-    }
-    shared.closed = Some(reason.clone());
-    for (_, reply) in shared.pending.drain() {
-        let _ = reply.send(Err(CallError::Lost(reason.clone())));
-    }
-    true
 }
 
 async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {
@@ -279,7 +208,7 @@ async fn stop_child(server: &str, child: &mut Child) {
 async fn read_stdout(
     server: String,
     stdout: tokio::process::ChildStdout,
-    shared: SharedRef,
+    pending: Arc<Pending>,
     writer: Writer,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     events: mpsc::UnboundedSender<ConnEvent>,
@@ -308,39 +237,12 @@ async fn read_stdout(
         if text.is_empty() {
             continue;
         }
-        let Ok(message) = serde_json::from_str::<Value>(text) else {
-            tracing::warn!(server = %server, "the MCP server wrote a line that is not JSON on stdout: {}", shorten(text));
-            continue;
-        };
-        match jsonrpc::classify(message) {
-            Incoming::Response { id, outcome } => {
-                let reply = id
-                    .as_u64()
-                    .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
-                    .and_then(|id| lock(&shared).pending.remove(&id));
-                match reply {
-                    Some(reply) => {
-                        let _ = reply.send(outcome);
-                    }
-                    None => {
-                        tracing::debug!(server = %server, %id, "answer to an unknown or abandoned request")
-                    }
-                }
-            }
-            Incoming::Request { id, method } => {
-                let answer = jsonrpc::answer_server_request(&id, &method);
-                let writer = writer.clone();
-                // Written from a task so a busy stdin never stalls reading.
-                tokio::spawn(async move {
-                    let _ = write_line(&writer, &answer).await;
-                });
-            }
-            Incoming::Notification { method, params } => {
-                handle_notification(&server, &method, &params, &events);
-            }
-            Incoming::Invalid => {
-                tracing::warn!(server = %server, "the MCP server sent an invalid JSON-RPC message: {}", shorten(text));
-            }
+        if let Some(answer) = pending.route(&server, text, &events) {
+            let writer = writer.clone();
+            // Written from a task so a busy stdin never stalls reading.
+            tokio::spawn(async move {
+                let _ = write_line(&writer, &answer).await;
+            });
         }
     };
 
@@ -357,7 +259,7 @@ async fn read_stdout(
             }
         }
     };
-    if fail_all(&shared, reason.clone()) {
+    if pending.fail_all(reason.clone()) {
         let _ = events.send(ConnEvent::Closed(reason));
     }
 }

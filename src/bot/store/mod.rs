@@ -74,6 +74,20 @@ const MIGRATIONS: &[&str] = &[
         minted_ms INTEGER NOT NULL
     );
     CREATE INDEX mcp_ended_sessions_by_age ON mcp_ended_sessions(minted_ms);",
+    // 5: tools enabled or disabled at runtime (toggle_tool), and the bot's warnings and
+    // errors kept across restarts (server_log's database reader), newest rows kept.
+    "CREATE TABLE tool_settings (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE log_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time_us INTEGER NOT NULL,
+        level TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX log_events_by_time ON log_events(time_us);",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -591,6 +605,103 @@ impl Store {
         .await
     }
 
+    // ---- tool settings -------------------------------------------------------------
+
+    /// Records that a tool was enabled or disabled at runtime.
+    pub async fn save_tool_enabled(&self, name: &str, enabled: bool) -> Result<(), StoreError> {
+        let name = name.to_string();
+        self.call(move |c| {
+            c.execute(
+                "INSERT INTO tool_settings (name, enabled, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(name) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at",
+                params![name, enabled, now_rfc3339()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every saved enabled state, by tool name.
+    pub async fn tool_settings(&self) -> Result<Vec<(String, bool)>, StoreError> {
+        self.call(|c| {
+            let mut statement =
+                c.prepare("SELECT name, enabled FROM tool_settings ORDER BY name")?;
+            let rows = statement
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
+    // ---- log events (server_log's database reader) ----------------------------------
+
+    /// Appends log events — `(time in µs, level name, the record as JSON text)` — and
+    /// deletes the oldest beyond `keep`, in one transaction.
+    pub async fn append_log_events(
+        &self,
+        events: Vec<(i64, String, String)>,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO log_events (time_us, level, record) VALUES (?1, ?2, ?3)",
+                )?;
+                for (time_us, level, record) in &events {
+                    insert.execute(params![time_us, level, record])?;
+                }
+            }
+            tx.execute(
+                "DELETE FROM log_events WHERE id <= (SELECT max(id) FROM log_events) - ?1",
+                params![keep as i64],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The newest log events (as the JSON text they were saved with), newest first: at
+    /// most `limit`, only these levels (all when empty), only after `after_us`, only
+    /// those whose text contains `contains` (SQLite's ASCII-case-insensitive `LIKE`, so
+    /// callers filter exactly afterwards).
+    pub async fn log_events(
+        &self,
+        levels: Vec<String>,
+        after_us: Option<i64>,
+        contains: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.call(move |c| {
+            let mut sql = String::from("SELECT record FROM log_events WHERE time_us > ?1");
+            if !levels.is_empty() {
+                let placeholders: Vec<String> =
+                    (0..levels.len()).map(|i| format!("?{}", i + 4)).collect();
+                sql.push_str(&format!(" AND level IN ({})", placeholders.join(",")));
+            }
+            sql.push_str(
+                " AND (?2 IS NULL OR record LIKE ?2 ESCAPE '\\') ORDER BY id DESC LIMIT ?3",
+            );
+            let pattern = contains.as_deref().map(contains_pattern);
+            let mut values: Vec<rusqlite::types::Value> = vec![
+                after_us.unwrap_or(i64::MIN).into(),
+                pattern.map_or(rusqlite::types::Value::Null, Into::into),
+                (limit as i64).into(),
+            ];
+            values.extend(levels.into_iter().map(Into::into));
+            let mut statement = c.prepare(&sql)?;
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(values), |r| {
+                    r.get::<_, String>(0)
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     // ---- memories ------------------------------------------------------------------
 
     pub async fn remember(&self, key: &str, value: &str) -> Result<(), StoreError> {
@@ -608,13 +719,7 @@ impl Store {
 
     /// Memories whose key or value contains `query` (all of them for an empty query).
     pub async fn recall(&self, query: &str) -> Result<Vec<(String, String)>, StoreError> {
-        let pattern = format!(
-            "%{}%",
-            query
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_")
-        );
+        let pattern = contains_pattern(query);
         self.call(move |c| {
             let mut stmt = c.prepare(
                 "SELECT key, value FROM memories
@@ -766,6 +871,16 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(())
+}
+
+/// A `LIKE … ESCAPE '\\'` pattern matching text that contains `text` literally.
+fn contains_pattern(text: &str) -> String {
+    format!(
+        "%{}%",
+        text.replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    )
 }
 
 /// Runs every migration newer than the database's `user_version`, each in its own

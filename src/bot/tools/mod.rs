@@ -5,18 +5,20 @@
 //! enabled and allowed for the caller's roles, validates the arguments against the
 //! tool's JSON Schema, runs the handler under a timeout (catching panics), and records
 //! usage stats. Internal tools are never offered to the LLM ([`ToolRunner::llm_tools`])
-//! but stay callable by admins. Changes to the tool list are broadcast so that other
+//! but stay callable by admins; `LLM_TOOLS_INCLUDE`/`LLM_TOOLS_EXCLUDE` trim what the
+//! LLM is offered further. A tool can be disabled at runtime by name. Changes to the tool list are broadcast so that other
 //! layers (the `/mcp` endpoint) can tell their clients.
 
 pub mod native;
 pub mod user;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::bot::stats::Recorder;
+use crate::tool_filter::ToolFilter;
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -164,6 +166,12 @@ pub struct ToolRunner {
     tools: RwLock<BTreeMap<String, Arc<ToolEntry>>>,
     timeout: Duration,
     changes: broadcast::Sender<ToolsChanged>,
+    /// Which tools the LLM is offered (`LLM_TOOLS_INCLUDE`/`LLM_TOOLS_EXCLUDE`).
+    llm_filter: ToolFilter,
+    /// Enabled states set at runtime (`toggle_tool`, or restored from the store at
+    /// start-up). They outlive the tool: an MCP tool that goes away with its server
+    /// comes back in the state it was left in.
+    overrides: RwLock<HashMap<String, bool>>,
 }
 
 impl ToolRunner {
@@ -172,6 +180,25 @@ impl ToolRunner {
             tools: RwLock::new(BTreeMap::new()),
             timeout,
             changes: broadcast::channel(16).0,
+            llm_filter: ToolFilter::default(),
+            overrides: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Offers the LLM only the tools `filter` allows.
+    pub fn with_llm_filter(mut self, filter: ToolFilter) -> Self {
+        self.llm_filter = filter;
+        self
+    }
+
+    /// Applies enabled states saved earlier (before any tool is registered, or after).
+    pub fn restore_overrides(&self, saved: impl IntoIterator<Item = (String, bool)>) {
+        for (name, enabled) in saved {
+            self.overrides
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name.clone(), enabled);
+            self.set_enabled(&name, enabled);
         }
     }
 
@@ -179,9 +206,16 @@ impl ToolRunner {
     pub fn register(&self, def: ToolDef, handler: Arc<dyn ToolHandler>) -> Result<(), String> {
         let validator = jsonschema::validator_for(&def.input_schema)
             .map_err(|e| format!("tool `{}` has an invalid input schema: {e}", def.name))?;
+        let enabled = self
+            .overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&def.name)
+            .copied()
+            .unwrap_or(true);
         let entry = Arc::new(ToolEntry {
             def,
-            enabled: AtomicBool::new(true),
+            enabled: AtomicBool::new(enabled),
             validator,
             handler,
             stats: Mutex::new(Recorder::default()),
@@ -204,11 +238,16 @@ impl ToolRunner {
         removed
     }
 
-    /// Enables or disables a tool; returns false if no such tool exists.
+    /// Enables or disables a tool; returns false if no such tool exists. The state is
+    /// remembered for the name, so it also holds when the tool is registered again.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> bool {
         let found = self.read().get(name).cloned();
         match found {
             Some(entry) => {
+                self.overrides
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name.to_string(), enabled);
                 if entry.enabled.swap(enabled, Ordering::SeqCst) != enabled {
                     self.notify();
                 }
@@ -216,6 +255,11 @@ impl ToolRunner {
             }
             None => false,
         }
+    }
+
+    /// The LLM tool filter in force, for status reports.
+    pub fn llm_filter(&self) -> &ToolFilter {
+        &self.llm_filter
     }
 
     pub fn subscribe_changes(&self) -> broadcast::Receiver<ToolsChanged> {
@@ -264,12 +308,13 @@ impl ToolRunner {
             .collect()
     }
 
-    /// The tools offered to the LLM: enabled, allowed for the roles, never internal.
+    /// The tools offered to the LLM: enabled, allowed for the roles and by the LLM tool
+    /// filter, never internal.
     pub fn llm_tools(&self, ctx: &ExecContext) -> Vec<ToolDef> {
         self.read()
             .values()
             .filter(|e| e.enabled.load(Ordering::Relaxed) && !e.def.internal)
-            .filter(|e| ctx.may_use(&e.def))
+            .filter(|e| ctx.may_use(&e.def) && self.llm_filter.allows(&e.def.name))
             .map(|e| e.def.clone())
             .collect()
     }

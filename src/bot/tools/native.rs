@@ -1,6 +1,9 @@
 //! Native tools, compiled into the bot: time, a calculator, long-term memory, files in
-//! the workspace folder, delegation to a worker agent, and the two internal status
-//! tools (`get_bot_status`, `list_available_tools`).
+//! the workspace folder, delegation to a worker agent, and the two tools the bot
+//! reports on itself with (`get_bot_status`, `list_available_tools`). Those two are
+//! ordinary tools the model is offered, so a user can ask "what is your status?" or
+//! "what can you do?"; the second lists only what the caller's roles allow, and the
+//! status never carries a secret.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +23,9 @@ pub struct StatusSources {
     pub llm_model: String,
     pub workers: Arc<Workers>,
     pub mcp_servers: Arc<dyn Fn() -> Value + Send + Sync>,
+    /// Limits and switches from the configuration, secrets left out (see
+    /// `Bot::operational_settings`).
+    pub settings: Value,
 }
 
 /// Registers every native tool.
@@ -187,20 +193,21 @@ pub fn register_all(
         }),
     )?;
 
-    let mut list_available = native(
+    let list_available = native(
         "list_available_tools",
-        "Lists the tools the caller may use, given the caller's roles: name, source, description, required roles.",
+        "Lists the tools you may use, given your roles: name, source, description, required roles. \
+         Call it when the user asks what you can do.",
         json!({"type": "object", "properties": {}, "additionalProperties": false}),
     );
-    list_available.internal = true;
     runner.register(list_available, Arc::new(ListAvailableTool))?;
 
-    let mut bot_status = native(
+    let bot_status = native(
         "get_bot_status",
-        "Reports the bot's status: uptime, LLM, agents, MCP servers and tool usage statistics.",
+        "Reports the bot's own status: uptime, the LLM provider and model, memory use and limits, agents, \
+         connected MCP servers with invocations, errors and latency per server and per tool, and tool usage. \
+         Call it when the user asks how you are doing or what state you are in.",
         json!({"type": "object", "properties": {}, "additionalProperties": false}),
     );
-    bot_status.internal = true;
     runner.register(bot_status, Arc::new(BotStatusTool(status)))?;
     Ok(())
 }
@@ -268,6 +275,8 @@ impl ToolHandler for BotStatusTool {
         Ok(json!({
             "uptime_secs": self.0.started.elapsed().as_secs(),
             "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
+            "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
+            "settings": self.0.settings,
             "agents": self.0.workers.registry().list(),
             "mcp_servers": (self.0.mcp_servers)(),
             "tools": {

@@ -1,0 +1,272 @@
+//! The older HTTP+SSE transport (MCP 2024-11-05), spoken by servers configured with
+//! `"type": "sse"`: a `GET` on the configured URL opens an event stream whose first
+//! `endpoint` event names the URL to `POST` each JSON-RPC message to (usually relative,
+//! with a session id in its query); every answer and notification then arrives as a
+//! `message` event on that stream. The handshake is the legacy `initialize`.
+//!
+//! Answers are matched to requests by the shared [`Pending`], as for stdio, and the
+//! stream ending fails what is waiting and reports the connection lost. The endpoint
+//! must be on the same origin as the stream, so configured headers (often credentials)
+//! are never sent to another host.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::connection::{
+    ConnEvent, handshake_error, initialize_params, negotiated_version, shorten,
+};
+use super::http::{header_map, http_client, redacted, transport_error};
+use super::jsonrpc::{self, CallError};
+use super::pending::Pending;
+use crate::bot::sse::SseDecoder;
+
+/// Where messages go, and how.
+#[derive(Clone)]
+struct Poster {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+}
+
+impl Poster {
+    /// POSTs one message; the server acknowledges it (its answer comes on the stream).
+    async fn post(&self, message: &Value) -> Result<(), CallError> {
+        let response = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .json(message)
+            .send()
+            .await
+            .map_err(|e| transport_error(&e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = response.text().await.unwrap_or_default();
+        Err(CallError::Protocol(format!(
+            "the server refused the message with HTTP status {}{}",
+            status.as_u16(),
+            if text.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", shorten(text.trim()))
+            }
+        )))
+    }
+}
+
+pub(crate) struct SseConn {
+    server: String,
+    poster: Poster,
+    pending: Arc<Pending>,
+    next_id: AtomicU64,
+    reader: JoinHandle<()>,
+    protocol_version: OnceLock<String>,
+}
+
+impl SseConn {
+    /// Opens the stream, waits for the `endpoint` event and completes the handshake,
+    /// each step within `timeout`.
+    pub(crate) async fn connect(
+        server: &str,
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        timeout: Duration,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> Result<SseConn, String> {
+        let stream_url = reqwest::Url::parse(url).map_err(|e| format!("invalid url: {e}"))?;
+        let headers = header_map(headers)?;
+        let client = http_client(timeout)?;
+        let shown = redacted(&stream_url);
+        let mut response = tokio::time::timeout(
+            timeout,
+            client
+                .get(stream_url.clone())
+                .headers(headers.clone())
+                .header(ACCEPT, "text/event-stream")
+                .send(),
+        )
+        .await
+        .map_err(|_| format!("{shown} did not answer within {} ms", timeout.as_millis()))?
+        .map_err(|e| format!("cannot reach {shown}: {}", transport_error(&e)))?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "{shown} answered HTTP status {} instead of an event stream",
+                response.status().as_u16()
+            ));
+        }
+        let mut decoder = SseDecoder::default();
+        let endpoint = tokio::time::timeout(timeout, async {
+            loop {
+                let chunk = match response.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => return Err("the stream ended before its `endpoint` event".to_string()),
+                    Err(e) => return Err(transport_error(&e).to_string()),
+                };
+                if let Some(endpoint) = decoder
+                    .push_events(&chunk)
+                    .into_iter()
+                    .find(|e| e.event == "endpoint")
+                {
+                    return Ok(endpoint.data);
+                }
+                if decoder.pending_len() > jsonrpc::MAX_MESSAGE_BYTES {
+                    return Err("the stream sent too much before its `endpoint` event".into());
+                }
+            }
+        })
+        .await
+        .map_err(|_| {
+            format!(
+                "{shown} sent no `endpoint` event within {} ms (is it an HTTP+SSE server? for Streamable HTTP leave out \"type\": \"sse\")",
+                timeout.as_millis()
+            )
+        })??;
+        let post_url = stream_url
+            .join(endpoint.trim())
+            .map_err(|e| format!("the `endpoint` event is not a URL ({e})"))?;
+        if post_url.origin() != stream_url.origin() {
+            return Err(format!(
+                "the server named an endpoint on another origin ({}); refusing to send it this server's headers",
+                redacted(&post_url)
+            ));
+        }
+        let poster = Poster {
+            client,
+            url: post_url,
+            headers,
+        };
+        let pending: Arc<Pending> = Arc::default();
+        let reader = tokio::spawn(read_stream(
+            server.to_string(),
+            response,
+            decoder,
+            pending.clone(),
+            poster.clone(),
+            events,
+        ));
+        let conn = SseConn {
+            server: server.to_string(),
+            poster,
+            pending,
+            next_id: AtomicU64::new(1),
+            reader,
+            protocol_version: OnceLock::new(),
+        };
+        match conn.handshake(timeout).await {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                conn.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn handshake(&self, timeout: Duration) -> Result<(), String> {
+        let result = self
+            .request("initialize", initialize_params(), timeout)
+            .await
+            .map_err(handshake_error)?;
+        let version = negotiated_version(&self.server, &result)?;
+        let _ = self.protocol_version.set(version);
+        self.poster
+            .post(&jsonrpc::notification("notifications/initialized", None))
+            .await
+            .map_err(|e| format!("cannot finish the handshake: {e}"))
+    }
+
+    pub(crate) fn protocol_version(&self) -> String {
+        self.protocol_version
+            .get()
+            .cloned()
+            .unwrap_or_else(|| jsonrpc::LEGACY_VERSION.to_string())
+    }
+
+    /// Sends a request and waits for its answer on the stream, at most `timeout`.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let message = jsonrpc::request(id, method, params);
+        let outcome = self
+            .pending
+            .request(id, timeout, self.poster.post(&message))
+            .await;
+        if let Err(CallError::Timeout(_)) = &outcome {
+            let cancel = jsonrpc::notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": "timed out"})),
+            );
+            let _ = self.poster.post(&cancel).await;
+        }
+        outcome
+    }
+
+    /// Ends the connection: waiting requests fail at once, and closing the stream ends
+    /// the server's session.
+    pub(crate) async fn close(&self) {
+        self.pending
+            .fail_all("the connection was closed by porthole".into());
+        self.reader.abort();
+    }
+}
+
+impl Drop for SseConn {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Reads the event stream until it ends: `message` events go to [`Pending::route`],
+/// requests from the server are answered with a POST. Then fails what is waiting and
+/// reports the loss.
+async fn read_stream(
+    server: String,
+    mut response: reqwest::Response,
+    mut decoder: SseDecoder,
+    pending: Arc<Pending>,
+    poster: Poster,
+    events: mpsc::UnboundedSender<ConnEvent>,
+) {
+    let reason = loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break "the server closed the event stream".to_string(),
+            Err(e) => break transport_error(&e).to_string(),
+        };
+        for event in decoder.push_events(&chunk) {
+            if event.event != "message" {
+                tracing::debug!(server = %server, event = %event.event, "SSE event ignored");
+                continue;
+            }
+            if let Some(answer) = pending.route(&server, &event.data, &events) {
+                let poster = poster.clone();
+                // Posted from a task so a slow POST never stalls reading.
+                tokio::spawn(async move {
+                    let _ = poster.post(&answer).await;
+                });
+            }
+        }
+        if decoder.pending_len() > jsonrpc::MAX_MESSAGE_BYTES {
+            break format!(
+                "the server sent an event over {} bytes",
+                jsonrpc::MAX_MESSAGE_BYTES
+            );
+        }
+    };
+    if pending.fail_all(reason.clone()) {
+        let _ = events.send(ConnEvent::Closed(reason));
+    }
+}

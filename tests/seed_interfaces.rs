@@ -1,0 +1,310 @@
+//! The design's own interfaces, word for word, over real HTTP: `run_tool {tool_name,
+//! parameters}` (our `name`/`arguments` stay as aliases), the seed's `server_log` levels,
+//! one conversation-id spelling rule, and the design's bare curl request.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn structured(result: &Value) -> &Value {
+    &result["structuredContent"]
+}
+
+/// A tool's entry in `tools/list`.
+async fn listed_tool(app: &impl BotUrl, name: &str) -> Value {
+    let reply = modern(app, 1, "tools/list", json!({})).await;
+    reply.result()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is listed"))
+}
+
+#[tokio::test]
+async fn run_tool_takes_the_seeds_tool_name_and_parameters() {
+    let app = start_bot(&[]).await;
+    let listed = listed_tool(&app, "run_tool").await;
+    let schema = &listed["inputSchema"];
+    assert_eq!(schema["required"], json!(["tool_name"]), "{schema}");
+    assert_eq!(
+        schema["properties"]["tool_name"]["x-aliases"],
+        json!(["name"])
+    );
+    assert_eq!(
+        schema["properties"]["parameters"]["x-aliases"],
+        json!(["arguments"])
+    );
+
+    let seed = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "calculator", "parameters": {"expression": "6*7"}}),
+    )
+    .await;
+    assert!(!is_error(&seed), "{seed}");
+    assert_eq!(structured(&seed)["tool"], "calculator");
+    assert!(
+        structured(&seed)["result"].to_string().contains("42"),
+        "{seed}"
+    );
+
+    let alias = call_tool(
+        &app,
+        "run_tool",
+        json!({"name": "calculator", "arguments": {"expression": "2+3"}}),
+    )
+    .await;
+    assert!(
+        structured(&alias)["result"].to_string().contains('5'),
+        "{alias}"
+    );
+
+    let mixed = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "calculator", "arguments": {"expression": "1+1"}}),
+    )
+    .await;
+    assert!(
+        structured(&mixed)["result"].to_string().contains('2'),
+        "{mixed}"
+    );
+
+    let both = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "calculator", "name": "calculator"}),
+    )
+    .await;
+    assert!(is_error(&both));
+    assert!(
+        error_text(&both).contains("`name` is another spelling of `tool_name`"),
+        "{both}"
+    );
+
+    let missing = call_tool(&app, "run_tool", json!({"parameters": {}})).await;
+    assert!(is_error(&missing));
+    assert!(error_text(&missing).contains("tool_name"), "{missing}");
+    app.shutdown().await;
+}
+
+/// The seed's form also reaches a namespaced tool of a connected MCP server.
+#[tokio::test]
+async fn run_tool_seed_form_reaches_a_namespaced_mcp_tool() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: python3 is not installed (needed for the stdio MCP fixture)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mcp_json = dir.path().join("mcp.json");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stdio_mcp_server.py"
+    );
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {"fixture": {"command": "python3", "args": [fixture]}}}).to_string(),
+    )
+    .unwrap();
+    let mcp_json = mcp_json.display().to_string();
+    let app = start_bot(&[("MCP_SERVERS_CONFIG", &mcp_json)]).await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while app.bot.tools.get("mcp.fixture__echo").is_none() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the fixture server connects");
+    let r = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "mcp.fixture__echo", "parameters": {"text": "seed spelling"}}),
+    )
+    .await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(structured(&r)["tool"], "mcp.fixture__echo");
+    assert!(r.to_string().contains("seed spelling"), "{r}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn log_tools_take_the_seeds_levels() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let buffer = porthole::mcp::log_buffer::LogBuffer::new(100);
+    let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::debug!(target: "porthole::seed_test", "seed-level debug line");
+        tracing::info!(target: "porthole::seed_test", "seed-level info line");
+        tracing::warn!(target: "porthole::seed_test", "seed-level warn line");
+        tracing::error!(target: "porthole::seed_test", "seed-level error line");
+    });
+    let logging = porthole::app::Logging {
+        buffer: Some(buffer),
+        ..Default::default()
+    };
+    let app = start_bot_with(&[], logging).await;
+    let listed = listed_tool(&app, "server_log").await;
+    let levels = &listed["inputSchema"]["properties"]["level"]["enum"];
+    assert_eq!(levels[0], "log", "the seed's levels come first: {levels}");
+    assert_eq!(levels[1], "warn");
+    assert_eq!(levels[2], "error");
+    let messages = |r: &Value| -> Vec<String> {
+        structured(r)["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    for (level, expected) in [
+        ("log", vec!["info", "warn", "error"]),
+        ("warn", vec!["warn", "error"]),
+        ("error", vec!["error"]),
+        ("debug", vec!["debug", "info", "warn", "error"]),
+    ] {
+        let r = call_tool(
+            &app,
+            "server_log",
+            json!({"level": level, "grep": "seed-level"}),
+        )
+        .await;
+        assert!(!is_error(&r), "{level}: {r}");
+        let seen = messages(&r);
+        let wanted: Vec<String> = expected
+            .iter()
+            .map(|l| format!("seed-level {l} line"))
+            .collect();
+        assert_eq!(seen, wanted, "level {level}");
+    }
+    let web = call_tool(&app, "web_log", json!({"level": "log"})).await;
+    assert!(!is_error(&web), "web_log takes `log` too: {web}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn send_message_and_list_messages_take_both_conversation_id_spellings() {
+    let app = start_bot(&[]).await;
+    let first = call_tool(&app, "send_message", json!({"content": "/help"})).await;
+    let id = structured(&first)["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let camel = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "/tools", "conversationId": id}),
+    )
+    .await;
+    assert!(!is_error(&camel), "{camel}");
+    assert_eq!(structured(&camel)["conversation_id"], id.as_str());
+    for spelling in ["conversation_id", "conversationId"] {
+        let r = call_tool(&app, "list_messages", json!({spelling: id})).await;
+        assert!(!is_error(&r), "{spelling}: {r}");
+        assert_eq!(
+            structured(&r)["messages"].as_array().unwrap().len(),
+            4,
+            "{spelling}"
+        );
+    }
+    let both = call_tool(
+        &app,
+        "list_messages",
+        json!({"conversation_id": id, "conversationId": id}),
+    )
+    .await;
+    assert!(error_text(&both).contains("give only one"), "{both}");
+    for tool in ["send_message", "list_messages"] {
+        let listed = listed_tool(&app, tool).await;
+        assert_eq!(
+            listed["inputSchema"]["properties"]["conversation_id"]["x-aliases"],
+            json!(["conversationId"]),
+            "{tool}"
+        );
+    }
+    app.shutdown().await;
+}
+
+/// The design's curl example, exactly: only Content-Type and Authorization, no
+/// initialize, no `_meta`, no version header.
+#[tokio::test]
+async fn the_seeds_bare_curl_request_lists_the_tools() {
+    let app = start_bot(&[]).await;
+    let response = client()
+        .post(format!("{}/mcp", app.url()))
+        .header("Content-Type", "application/json")
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    let reply = into_reply(response).await;
+    assert_eq!(reply.status, 200, "{}", reply.raw);
+    assert!(
+        reply.header("mcp-session-id").is_none(),
+        "served statelessly"
+    );
+    assert_eq!(reply.body()["id"], 1);
+    let tools = reply.result()["tools"].as_array().expect("a tool list");
+    assert!(
+        tools.iter().any(|t| t["name"] == "server_log"),
+        "{}",
+        reply.raw
+    );
+
+    // A bare tools/call works the same way.
+    let call = client()
+        .post(format!("{}/mcp", app.url()))
+        .header("Content-Type", "application/json")
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .body(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"health","arguments":{}}}"#)
+        .send()
+        .await
+        .unwrap();
+    let call = into_reply(call).await;
+    assert_eq!(call.status, 200, "{}", call.raw);
+    assert!(call.result()["structuredContent"]["uptime_secs"].is_u64());
+
+    // Still guarded: no token, no list.
+    let anonymous = client()
+        .post(format!("{}/mcp", app.url()))
+        .header("Content-Type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
+    // The other eras' rules stand: a 2026 request without _meta is still refused, and
+    // a legacy request naming its version still needs a session.
+    let modern_without_meta = post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        modern_without_meta.status, 400,
+        "{}",
+        modern_without_meta.raw
+    );
+    let legacy_without_session = post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+        &[("mcp-protocol-version", "2025-11-25")],
+    )
+    .await;
+    assert_eq!(legacy_without_session.status, 400);
+    app.shutdown().await;
+}

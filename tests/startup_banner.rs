@@ -1,0 +1,98 @@
+//! What the real `porthole` binary prints at start-up about `/mcp`: the `claude mcp
+//! add` line only when the endpoint can be used, and what to set when it cannot.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Starts the binary in an empty folder (no `.env`) with `env` on top of a minimal
+/// environment; returns its standard output up to the first blank line after the
+/// endpoint paragraph, and the port it listens on.
+async fn startup_output(env: &[(&str, &str)]) -> (String, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs([
+            ("HOST", "127.0.0.1"),
+            ("PORT", "0"),
+            ("DATABASE_PATH", ":memory:"),
+            ("SCHEDULER_ENABLED", "false"),
+            ("MCP_SERVER_ENABLED", "true"),
+            ("RUST_LOG", "info"),
+        ])
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the porthole binary runs");
+    let mut lines = BufReader::new(bot.stdout.take().unwrap()).lines();
+    let mut seen = String::new();
+    let mut port = 0;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        let mut in_paragraph = false;
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
+                port = rest.trim().parse().unwrap_or(0);
+            }
+            if line.starts_with("Porthole MCP endpoint") {
+                in_paragraph = true;
+            }
+            if in_paragraph {
+                if line.trim().is_empty() {
+                    return;
+                }
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+        }
+        panic!("the bot exited before announcing /mcp; it printed:\n{seen}");
+    })
+    .await
+    .expect("the bot announces /mcp");
+    let _ = bot.kill().await;
+    (seen, port)
+}
+
+#[tokio::test]
+async fn without_a_secret_start_up_says_what_to_set_instead_of_how_to_connect() {
+    let (out, _) = startup_output(&[]).await;
+    assert!(
+        !out.contains("Connect Claude Code"),
+        "no connect line for an endpoint that answers 500:\n{out}"
+    );
+    assert!(!out.contains("claude mcp add"), "{out}");
+    assert!(out.contains("NOT usable"), "{out}");
+    assert!(out.contains("MCP_SERVER_SECRET is not set"), "{out}");
+    assert!(out.contains("porthole token"), "{out}");
+    assert!(out.contains("500"), "{out}");
+}
+
+#[tokio::test]
+async fn with_a_secret_start_up_prints_the_connect_line_without_the_token() {
+    let token = "banner-test-secret-0123456789abcdef";
+    let (out, port) = startup_output(&[("MCP_SERVER_SECRET", token)]).await;
+    assert!(out.contains("Connect Claude Code"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "claude mcp add --transport http porthole http://127.0.0.1:{port}/mcp --header \"Authorization: Bearer $MCP_SERVER_SECRET\""
+        )),
+        "{out}"
+    );
+    assert!(!out.contains(token), "the token is never printed:\n{out}");
+}
+
+#[tokio::test]
+async fn with_auth_disabled_the_connect_line_has_no_header() {
+    let (out, port) = startup_output(&[("MCP_SERVER_AUTH_DISABLED", "true")]).await;
+    assert!(out.contains("authentication is DISABLED"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "claude mcp add --transport http porthole http://127.0.0.1:{port}/mcp\n"
+        )),
+        "{out}"
+    );
+}
