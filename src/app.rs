@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use tokio::sync::watch;
 
 use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
@@ -285,10 +284,9 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         .config
         .scheduler_enabled
         .then(|| tokio::spawn(bot.tasks.clone().run_scheduler(shutdown_rx.clone())));
-    let service = router.into_make_service_with_connect_info::<SocketAddr>();
     let server = tokio::spawn(serve(
         listener,
-        service,
+        router,
         shutdown_rx,
         mcp.clone(),
         bot.clone(),
@@ -310,17 +308,17 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// finish (up to [`SHUTDOWN_GRACE`]) and disconnects the bot's MCP servers.
 async fn serve(
     listener: tokio::net::TcpListener,
-    service: axum::extract::connect_info::IntoMakeServiceWithConnectInfo<axum::Router, SocketAddr>,
+    router: axum::Router,
     stop: watch::Receiver<bool>,
     mcp: Option<McpServer>,
     bot: Arc<Bot>,
 ) {
-    // Without TCP_NODELAY, small SSE frames stall on Nagle plus delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let limits = crate::serve::Limits {
+        max_connections: bot.config.http_max_connections,
+        header_timeout: bot.config.http_header_timeout,
+    };
     let mut graceful = stop.clone();
-    let serving = axum::serve(listener, service).with_graceful_shutdown(async move {
+    let serving = crate::serve::serve(listener, router, limits, async move {
         let _ = graceful.wait_for(|stop| *stop).await;
         if let Some(mcp) = mcp {
             mcp.shutdown();
@@ -328,11 +326,7 @@ async fn serve(
     });
     let mut deadline = stop;
     tokio::select! {
-        result = serving => {
-            if let Err(e) = result {
-                tracing::error!(error = %e, "server stopped with an error");
-            }
-        }
+        () = serving => {}
         _ = async {
             let _ = deadline.wait_for(|stop| *stop).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;

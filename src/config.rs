@@ -74,6 +74,10 @@ pub struct McpServerConfig {
 pub struct Config {
     pub host: IpAddr,
     pub port: u16,
+    /// Most open HTTP connections at once (lowered to fit the open-file limit).
+    pub http_max_connections: usize,
+    /// How long a request's headers may take to arrive; also closes idle keep-alives.
+    pub http_header_timeout: Duration,
     pub database_path: String,
     pub llm: LlmConfig,
     pub agent_max_steps: usize,
@@ -305,6 +309,18 @@ impl Config {
         Ok(Config {
             host,
             port: vars.number("PORT", 3000u16, 0, u16::MAX)?,
+            http_max_connections: vars.number(
+                "HTTP_MAX_CONNECTIONS",
+                16_384usize,
+                16,
+                1_000_000,
+            )?,
+            http_header_timeout: Duration::from_secs(vars.number(
+                "HTTP_HEADER_TIMEOUT_SECS",
+                10u64,
+                1,
+                3600,
+            )?),
             database_path: vars.string("DATABASE_PATH", "data/porthole.db"),
             llm,
             agent_max_steps: vars.number("AGENT_MAX_STEPS", 8usize, 1, 100)?,

@@ -15,5 +15,6 @@ pub mod diagnostics;
 pub mod mcp;
 pub mod net;
 pub mod redact;
+pub mod serve;
 pub mod text;
 pub mod tool_filter;

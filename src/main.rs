@@ -70,6 +70,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> ExitCode {
+    porthole::serve::raise_open_file_limit();
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {

@@ -571,3 +571,60 @@ async fn host_checks_are_exact_and_oversized_bodies_are_refused_at_once() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn slow_headers_cannot_hold_the_bot_and_streams_outlive_the_header_timeout() {
+    use futures::StreamExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = start_bot(&[
+        ("HTTP_MAX_CONNECTIONS", "32"),
+        ("HTTP_HEADER_TIMEOUT_SECS", "1"),
+    ])
+    .await;
+    // A stream opened before the attack, to be checked after it.
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let stream = client()
+        .get(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut events = stream.bytes_stream();
+
+    // More slow clients than the cap, each stuck in the middle of its headers.
+    let mut slow = Vec::new();
+    for _ in 0..48 {
+        let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+        tcp.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+        slow.push(tcp);
+    }
+    // The bot stays reachable: slots come back as the slow clients time out.
+    let started = std::time::Instant::now();
+    let info = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client().get(format!("{}/api/info", app.url())).send(),
+    )
+    .await
+    .expect("answered while slow clients held connections")
+    .unwrap();
+    assert_eq!(info.status(), 200);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    // And the slow clients were cut off.
+    let mut buffer = [0u8; 256];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), slow[0].read(&mut buffer))
+        .await
+        .expect("the server closed the slow connection");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+
+    // The stream opened before the attack is still open past the header timeout.
+    let next = tokio::time::timeout(std::time::Duration::from_millis(1500), events.next()).await;
+    assert!(
+        matches!(next, Err(_) | Ok(Some(Ok(_)))),
+        "the SSE stream was cut: {next:?}"
+    );
+    app.shutdown().await;
+}
