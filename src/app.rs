@@ -131,6 +131,7 @@ async fn build_mcp(
              to it (send_message). Results are live. Secrets are redacted.",
         )
         .auth(auth)
+        .read_only_token(c.read_only_secret.as_deref())
         .signing_secret(c.secret.clone())
         .allowed_origins(c.allowed_origins.clone())
         .allowed_hosts(c.allowed_hosts.clone())

@@ -55,6 +55,8 @@ pub struct LlmConfig {
 pub struct McpServerConfig {
     pub enabled: bool,
     pub secret: Option<String>,
+    /// A second token that may only read (read-only tools, resources, prompts).
+    pub read_only_secret: Option<String>,
     pub auth_disabled: bool,
     pub log_buffer_size: usize,
     pub max_body_bytes: usize,
@@ -264,7 +266,18 @@ impl Config {
                 allowed: "at least 16 characters; generate one with `porthole token` or `openssl rand -hex 32`".into(),
             });
         }
+        let read_only_secret = vars.raw("MCP_SERVER_READONLY_SECRET");
+        if let Some(s) = &read_only_secret
+            && (s.len() < 16 || Some(s) == secret.as_ref())
+        {
+            return Err(ConfigError {
+                variable: "MCP_SERVER_READONLY_SECRET",
+                value: "(hidden)".into(),
+                allowed: "at least 16 characters, different from MCP_SERVER_SECRET; generate one with `openssl rand -hex 32`".into(),
+            });
+        }
         let mcp = McpServerConfig {
+            read_only_secret,
             enabled: vars.bool("MCP_SERVER_ENABLED", false)?,
             secret,
             auth_disabled: vars.bool("MCP_SERVER_AUTH_DISABLED", false)?,
@@ -349,10 +362,14 @@ impl Config {
 
     /// Every secret value this process knows, for redaction by value.
     pub fn secret_values(&self) -> Vec<String> {
-        [self.llm.api_key.clone(), self.mcp.secret.clone()]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            self.llm.api_key.clone(),
+            self.mcp.secret.clone(),
+            self.mcp.read_only_secret.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 

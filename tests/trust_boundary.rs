@@ -628,3 +628,140 @@ async fn slow_headers_cannot_hold_the_bot_and_streams_outlive_the_header_timeout
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_read_only_token_sees_and_calls_only_what_changes_nothing() {
+    const READ_ONLY: &str = "read-only-token-0123456789abcdef";
+    let app = start_bot(&[("MCP_SERVER_READONLY_SECRET", READ_ONLY)]).await;
+    let send = |token: &'static str, body: Value, headers: Vec<(&'static str, String)>| {
+        let mut request = client()
+            .post(format!("{}/mcp", app.url()))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        async move { into_reply(request.send().await.unwrap()).await }
+    };
+    let modern_headers = |method: &str| {
+        vec![
+            ("mcp-protocol-version", MODERN.to_string()),
+            ("mcp-method", method.to_string()),
+        ]
+    };
+    let modern_body = |id: u64, method: &str, mut params: Value| {
+        params["_meta"] = modern_meta();
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    };
+    let names = |reply: &Reply| -> Vec<String> {
+        reply.result()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    // 2026: the listing holds read-only tools only; the rest are refused.
+    let listing = send(
+        READ_ONLY,
+        modern_body(1, "tools/list", json!({})),
+        modern_headers("tools/list"),
+    )
+    .await;
+    for tool in listing.result()["tools"].as_array().unwrap() {
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+    }
+    let read_only_names = names(&listing);
+    assert!(read_only_names.contains(&"server_log".to_string()));
+    assert!(!read_only_names.contains(&"db_query".to_string()));
+    let mut call_headers = modern_headers("tools/call");
+    call_headers.push(("mcp-name", "db_query".into()));
+    let refused = send(
+        READ_ONLY,
+        modern_body(
+            2,
+            "tools/call",
+            json!({"name": "db_query", "arguments": {"query": "DELETE FROM tasks"}}),
+        ),
+        call_headers,
+    )
+    .await;
+    assert_eq!(refused.error_code(), Some(-32602), "{}", refused.raw);
+    assert!(
+        refused.raw.contains("MCP_SERVER_READONLY_SECRET"),
+        "{}",
+        refused.raw
+    );
+    let mut call_headers = modern_headers("tools/call");
+    call_headers.push(("mcp-name", "list_conversations".into()));
+    let allowed = send(
+        READ_ONLY,
+        modern_body(
+            3,
+            "tools/call",
+            json!({"name": "list_conversations", "arguments": {}}),
+        ),
+        call_headers,
+    )
+    .await;
+    assert!(
+        allowed.result()["structuredContent"]["conversations"].is_array(),
+        "{}",
+        allowed.raw
+    );
+    let mut read_headers = modern_headers("resources/read");
+    read_headers.push(("mcp-name", "porthole://config".into()));
+    let config = send(
+        READ_ONLY,
+        modern_body(4, "resources/read", json!({"uri": "porthole://config"})),
+        read_headers,
+    )
+    .await;
+    assert!(config.raw.contains("contents"), "{}", config.raw);
+    assert!(!config.raw.contains(READ_ONLY) && !config.raw.contains(TOKEN));
+
+    // Legacy era: a session opened with the read-only token is held to the same rule.
+    let init = send(
+        READ_ONLY,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        vec![],
+    )
+    .await;
+    let session = init.header("mcp-session-id").unwrap().to_string();
+    let in_session = |id: u64, method: &str, params: Value| {
+        send(
+            READ_ONLY,
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            vec![
+                ("mcp-session-id", session.clone()),
+                ("mcp-protocol-version", "2025-11-25".into()),
+            ],
+        )
+    };
+    let listing = in_session(2, "tools/list", json!({})).await;
+    assert_eq!(names(&listing), read_only_names);
+    let refused = in_session(
+        3,
+        "tools/call",
+        json!({"name": "send_message", "arguments": {"content": "hi"}}),
+    )
+    .await;
+    assert_eq!(refused.error_code(), Some(-32602), "{}", refused.raw);
+
+    // The full token still sees everything (the listing caches are per token kind).
+    let full = modern(&app, 5, "tools/list", json!({})).await;
+    assert!(names(&full).contains(&"db_query".to_string()));
+    let wrong = send(
+        "not-the-token-0123456789abcdef",
+        modern_body(6, "tools/list", json!({})),
+        modern_headers("tools/list"),
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    app.shutdown().await;
+}

@@ -322,7 +322,7 @@ pub(super) fn config_snapshot(c: &Config) -> Value {
                       "mcp_servers_config": c.mcp_servers_config.display().to_string()},
             "skills": {"dir": c.skills_dir.display().to_string()},
             "scheduler": {"enabled": c.scheduler_enabled},
-            "mcp_server": {"enabled": mcp.enabled, "secret": secret(&mcp.secret), "auth_disabled": mcp.auth_disabled,
+            "mcp_server": {"enabled": mcp.enabled, "secret": secret(&mcp.secret), "read_only_secret": secret(&mcp.read_only_secret), "auth_disabled": mcp.auth_disabled,
                            "log_buffer_size": mcp.log_buffer_size, "max_body_bytes": mcp.max_body_bytes, "body_timeout_secs": mcp.body_timeout.as_secs(),
                            "max_sessions": mcp.max_sessions, "session_idle_secs": mcp.session_idle.as_secs(),
                            "allowed_origins": mcp.allowed_origins, "allowed_hosts": mcp.allowed_hosts,

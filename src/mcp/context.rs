@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::guard::Access;
 use super::jsonrpc::{self, RpcError};
 use super::mrtr::StateSealer;
 use super::protocol::{Era, log_level_rank};
@@ -34,6 +35,8 @@ pub type Outbound = mpsc::UnboundedSender<StreamEvent>;
 
 pub struct RequestContext {
     pub era: Era,
+    /// What the request's token allows.
+    pub access: Access,
     /// The client's declared capabilities (`initialize` or `_meta`).
     pub client_capabilities: Value,
     pub session: Option<Arc<Session>>,

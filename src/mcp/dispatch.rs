@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::ServerInner;
 use super::context::RequestContext;
+use super::guard::Access;
 use super::jsonrpc::RpcError;
 use super::protocol::{self, Era, META_SERVER_INFO, log_level_rank};
 use super::tool::{InputRequired, Outcome};
@@ -146,7 +147,9 @@ impl ServerInner {
                     "subscriptions/listen is served as a stream",
                 ));
             }
-            Method::ToolsList => Outcome::Complete(page("tools", self.tools.listing(), params)?),
+            Method::ToolsList => {
+                Outcome::Complete(page("tools", self.tools.listing(ctx.access), params)?)
+            }
             Method::ToolsCall => self.call_tool(params, ctx).await?,
             Method::ResourcesList => {
                 let all: Vec<Value> = self.resources.iter().flat_map(|r| r.resources()).collect();
@@ -204,15 +207,17 @@ impl ServerInner {
         &self,
         method: Method,
         params: &Map<String, Value>,
-        era: &Era,
+        ctx: &RequestContext,
     ) -> Option<&serde_json::value::RawValue> {
+        let era = &ctx.era;
         let first_page = matches!(params.get("cursor"), None | Some(Value::Null));
         if method != Method::ToolsList || !first_page || self.tools.len() > PAGE_SIZE {
             return None;
         }
-        let slot = &self.tools_list_cache[usize::from(era.is_modern())];
+        let by_access = &self.tools_list_cache[usize::from(ctx.access == Access::ReadOnly)];
+        let slot = &by_access[usize::from(era.is_modern())];
         let cached = slot.get_or_init(|| {
-            let listing = page("tools", self.tools.listing(), params)
+            let listing = page("tools", self.tools.listing(ctx.access), params)
                 .and_then(|result| self.shape(method, Outcome::Complete(result), era))
                 .unwrap_or_default();
             serde_json::value::to_raw_value(&listing).unwrap_or_else(|_| {

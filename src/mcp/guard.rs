@@ -8,7 +8,9 @@
 //!    loopback origin (plus configured extras); checked before auth, so a bad `Host`
 //!    is refused even with a valid token;
 //! 4. **bearer token** — compared in constant time over SHA-256 digests, so neither the
-//!    length nor the first differing byte shows in the timing.
+//!    length nor the first differing byte shows in the timing. The token decides the
+//!    request's [`Access`]: the full token may do everything, the optional read-only
+//!    token only what changes nothing (tools annotated read-only, resources, prompts).
 //!
 //! Every refusal is a JSON-RPC error body (no `id`) with a message that says what to fix.
 
@@ -52,9 +54,21 @@ impl std::fmt::Debug for Auth {
     }
 }
 
+/// What a request may do, decided by the token it carries; the guard puts it in the
+/// request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Every tool, resource and prompt.
+    Full,
+    /// Only tools annotated read-only, resources and prompts.
+    ReadOnly,
+}
+
 #[derive(Debug, Clone)]
 pub struct GuardConfig {
     pub auth: Auth,
+    /// SHA-256 of the read-only token, when one is configured (bearer auth only).
+    pub read_only_token: Option<[u8; 32]>,
     /// Extra allowed `Origin` values (exact, e.g. `https://tool.example`).
     pub allowed_origins: Vec<String>,
     /// Extra allowed `Host` names (without port).
@@ -78,18 +92,14 @@ pub fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Resp
 /// One check: `Some` holds the refusal sent instead of running the request.
 type Check = fn(&GuardConfig, &Request) -> Option<Response>;
 
-/// The checks, in the order they run.
-const CHECKS: [Check; 4] = [
-    localhost_only,
-    not_misconfigured,
-    same_machine_origin,
-    bearer_token,
-];
+/// The checks, in the order they run; the token comes last ([`authenticate`]).
+const CHECKS: [Check; 3] = [localhost_only, not_misconfigured, same_machine_origin];
 
-/// The middleware: every check in order; the first refusal answers.
+/// The middleware: every check in order; the first refusal answers. A request that
+/// passes carries its [`Access`].
 pub async fn guard(
     State(config): State<Arc<GuardConfig>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     for check in CHECKS {
@@ -97,7 +107,13 @@ pub async fn guard(
             return refusal;
         }
     }
-    next.run(request).await
+    match authenticate(&config, &request) {
+        Ok(access) => {
+            request.extensions_mut().insert(access);
+            next.run(request).await
+        }
+        Err(refusal) => refusal,
+    }
 }
 
 fn localhost_only(_: &GuardConfig, request: &Request) -> Option<Response> {
@@ -181,9 +197,9 @@ fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Respon
     None
 }
 
-fn bearer_token(config: &GuardConfig, request: &Request) -> Option<Response> {
+fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, Response> {
     let Auth::Bearer(expected) = &config.auth else {
-        return None;
+        return Ok(Access::Full);
     };
     let provided = request
         .headers()
@@ -193,15 +209,24 @@ fn bearer_token(config: &GuardConfig, request: &Request) -> Option<Response> {
             let (scheme, token) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-    let ok = provided.is_some_and(|token| {
+    if let Some(token) = provided {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        bool::from(digest.ct_eq(expected))
-    });
-    if ok {
-        return None;
+        // Both compared every time, so the timing does not tell which token matched.
+        let full = digest.ct_eq(expected);
+        let read_only = config
+            .read_only_token
+            .map_or(subtle::Choice::from(0), |d| digest.ct_eq(&d));
+        if bool::from(full) {
+            return Ok(Access::Full);
+        }
+        if bool::from(read_only) {
+            return Ok(Access::ReadOnly);
+        }
     }
     let message = if provided.is_none() {
         "Unauthorized: send `Authorization: Bearer <MCP_SERVER_SECRET>`"
+    } else if config.read_only_token.is_some() {
+        "Unauthorized: the bearer token matches neither MCP_SERVER_SECRET nor MCP_SERVER_READONLY_SECRET"
     } else {
         "Unauthorized: the bearer token does not match MCP_SERVER_SECRET"
     };
@@ -211,5 +236,5 @@ fn bearer_token(config: &GuardConfig, request: &Request) -> Option<Response> {
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"porthole\""),
     );
-    Some(response)
+    Err(response)
 }

@@ -34,7 +34,7 @@ use super::ServerInner;
 use super::call::{Call, Finished, Lifetime, Progress, Unfinished, rest_of};
 use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
-use super::guard::refuse;
+use super::guard::{Access, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
 use super::protocol::{self, Era};
 use super::session::{Lookup, Session};
@@ -264,8 +264,14 @@ pub(crate) async fn handle_post(
         }
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
+    // The guard says what the token allows; without the guard, the least.
+    let access = parts
+        .extensions
+        .get::<Access>()
+        .copied()
+        .unwrap_or(Access::ReadOnly);
     if let Value::Array(items) = value {
-        return legacy_batch(&inner, headers, session_id.as_deref(), items).await;
+        return legacy_batch(&inner, headers, access, session_id.as_deref(), items).await;
     }
     let message = match jsonrpc::parse_message(value) {
         Ok(m) => m,
@@ -278,11 +284,19 @@ pub(crate) async fn handle_post(
         }
     };
     if is_bare(headers, session_id.as_deref(), &message) {
-        bare_post(inner, message, accept).await
+        bare_post(inner, access, message, accept).await
     } else if is_legacy(headers, session_id.as_deref(), &message) {
-        legacy_post(inner, headers, session_id.as_deref(), message, accept).await
+        legacy_post(
+            inner,
+            headers,
+            access,
+            session_id.as_deref(),
+            message,
+            accept,
+        )
+        .await
     } else {
-        modern_post(inner, headers, message, accept).await
+        modern_post(inner, headers, access, message, accept).await
     }
 }
 
@@ -323,7 +337,12 @@ fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) ->
             .is_some_and(Method::is_stateless)
 }
 
-async fn bare_post(inner: Arc<ServerInner>, message: Incoming, accept: Accepts) -> Response {
+async fn bare_post(
+    inner: Arc<ServerInner>,
+    access: Access,
+    message: Incoming,
+    accept: Accepts,
+) -> Response {
     let Incoming::Request {
         id, method, params, ..
     } = message
@@ -338,13 +357,14 @@ async fn bare_post(inner: Arc<ServerInner>, message: Incoming, accept: Accepts) 
         );
     };
     let ctx = inner.context(
+        access,
         Era::Legacy(protocol::DEFAULT_LEGACY_VERSION),
         None,
         id.clone(),
         None,
         None,
     );
-    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
         return raw_reply(&id, listing, accept);
     }
     run_stateless(inner, parsed, params, ctx, accept).await
@@ -363,6 +383,7 @@ fn progress_token(params: &Map<String, Value>) -> Option<Value> {
 async fn legacy_post(
     inner: Arc<ServerInner>,
     headers: &HeaderMap,
+    access: Access,
     session_id: Option<&str>,
     message: Incoming,
     accept: Accepts,
@@ -414,6 +435,7 @@ async fn legacy_post(
             "MCP session started"
         );
         let ctx = inner.context(
+            access,
             Era::Legacy(version),
             Some(session.clone()),
             id.clone(),
@@ -471,13 +493,14 @@ async fn legacy_post(
             };
             let log_threshold = Some(session.log_threshold());
             let ctx = inner.context(
+                access,
                 Era::Legacy(session.version),
                 Some(session.clone()),
                 id.clone(),
                 progress_token(&params),
                 log_threshold,
             );
-            if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+            if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
                 return raw_reply(&id, listing, accept);
             }
             run_legacy(inner, session, parsed, params, ctx, accept).await
@@ -536,6 +559,7 @@ async fn run_legacy(
 async fn legacy_batch(
     inner: &Arc<ServerInner>,
     headers: &HeaderMap,
+    access: Access,
     session_id: Option<&str>,
     items: Vec<Value>,
 ) -> Response {
@@ -597,6 +621,7 @@ async fn legacy_batch(
                     continue;
                 };
                 let ctx = inner.context(
+                    access,
                     Era::Legacy(session.version),
                     Some(session.clone()),
                     id.clone(),
@@ -626,6 +651,7 @@ async fn legacy_batch(
 async fn modern_post(
     inner: Arc<ServerInner>,
     headers: &HeaderMap,
+    access: Access,
     message: Incoming,
     accept: Accepts,
 ) -> Response {
@@ -759,6 +785,7 @@ async fn modern_post(
         return listen(&inner, &id, &params);
     }
     let mut ctx = inner.context(
+        access,
         Era::Modern(version),
         None,
         id.clone(),
@@ -785,7 +812,7 @@ async fn modern_post(
             ),
         );
     }
-    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
+    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
         return raw_reply(&id, listing, accept);
     }
     run_stateless(inner, parsed, params, ctx, accept).await

@@ -43,10 +43,11 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, post};
+use sha2::Digest;
 
 pub use crate::redact::Redactor;
 pub use context::RequestContext;
-pub use guard::{Auth, GuardConfig};
+pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
 pub use mrtr::StateSealer;
 pub use protocol::Era;
@@ -85,12 +86,14 @@ pub(crate) struct ServerInner {
     shutdown: tokio::sync::watch::Sender<bool>,
     /// The serialised first page of `tools/list` per era (legacy, modern): the tool set
     /// never changes after build, so it is shaped and serialised once.
-    tools_list_cache: [std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2],
+    /// Indexed by access (full, read-only), then era (legacy, modern).
+    tools_list_cache: [[std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2]; 2],
 }
 
 impl ServerInner {
     fn context(
         &self,
+        access: Access,
         era: Era,
         session: Option<Arc<session::Session>>,
         request_id: serde_json::Value,
@@ -103,6 +106,7 @@ impl ServerInner {
                 .map(|s| s.client_capabilities.clone())
                 .unwrap_or_else(|| serde_json::json!({})),
             era,
+            access,
             session,
             request_id,
             progress_token,
@@ -119,6 +123,7 @@ impl ServerInner {
 pub struct McpServerBuilder {
     info: ServerInfo,
     auth: Auth,
+    read_only_token: Option<[u8; 32]>,
     allowed_origins: Vec<String>,
     allowed_hosts: Vec<String>,
     max_body_bytes: usize,
@@ -138,6 +143,13 @@ impl McpServerBuilder {
     /// and sealed state, so both survive a restart.
     pub fn auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
+        self
+    }
+
+    /// A second bearer token whose holder may only read: tools annotated read-only,
+    /// resources and prompts. Only with [`Auth::Bearer`].
+    pub fn read_only_token(mut self, token: Option<&str>) -> Self {
+        self.read_only_token = token.map(|t| sha2::Sha256::digest(t.as_bytes()).into());
         self
     }
 
@@ -229,6 +241,7 @@ impl McpServerBuilder {
                 redactor: Arc::new(self.redactor),
                 guard: GuardConfig {
                     auth: self.auth,
+                    read_only_token: self.read_only_token,
                     allowed_origins: self.allowed_origins,
                     allowed_hosts: self.allowed_hosts,
                 },
@@ -259,6 +272,7 @@ impl McpServer {
                 cache_ttl_ms: 1000,
             },
             auth: Auth::Misconfigured,
+            read_only_token: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::context::RequestContext;
+use super::guard::Access;
 use super::jsonrpc::RpcError;
 
 /// Hints about a tool's behaviour (MCP `ToolAnnotations`).
@@ -183,12 +184,16 @@ struct Entry {
     param_headers: Vec<(String, String)>,
     /// `x-aliases` annotations: (alias, property name).
     aliases: Vec<(String, String)>,
+    /// Annotated read-only: callable with [`Access::ReadOnly`].
+    read_only: bool,
 }
 
-/// The tools of a server, sorted by name, with their listing precomputed.
+/// The tools of a server, sorted by name, with their listings precomputed: all of them,
+/// and the read-only ones a read-only token sees.
 pub struct ToolSet {
     entries: HashMap<String, Entry>,
     listing: Vec<Value>,
+    read_only_listing: Vec<Value>,
 }
 
 /// Tool names must be 1–64 characters of `A-Z a-z 0-9 _ . -` (what every client accepts).
@@ -208,6 +213,7 @@ impl ToolSet {
         specs.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut entries = HashMap::new();
         let mut listing = Vec::new();
+        let mut read_only_listing = Vec::new();
         for (spec, tool) in specs {
             if !valid_tool_name(&spec.name) {
                 return Err(format!(
@@ -234,6 +240,10 @@ impl ToolSet {
                 })
                 .unwrap_or_default();
             let aliases = property_aliases(&spec.input_schema);
+            let read_only = spec.annotations.read_only;
+            if read_only {
+                read_only_listing.push(spec.to_json());
+            }
             listing.push(spec.to_json());
             if entries
                 .insert(
@@ -243,6 +253,7 @@ impl ToolSet {
                         validator,
                         param_headers,
                         aliases,
+                        read_only,
                     },
                 )
                 .is_some()
@@ -250,11 +261,19 @@ impl ToolSet {
                 return Err(format!("two tools are named `{}`", spec.name));
             }
         }
-        Ok(ToolSet { entries, listing })
+        Ok(ToolSet {
+            entries,
+            listing,
+            read_only_listing,
+        })
     }
 
-    pub fn listing(&self) -> &[Value] {
-        &self.listing
+    /// The tools a request with `access` may see.
+    pub fn listing(&self, access: Access) -> &[Value] {
+        match access {
+            Access::Full => &self.listing,
+            Access::ReadOnly => &self.read_only_listing,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -290,7 +309,17 @@ impl ToolSet {
         args: Value,
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let Some(entry) = self.entries.get(name) else {
+        let entry = self.entries.get(name);
+        if let Some(entry) = entry
+            && !entry.read_only
+            && ctx.access == Access::ReadOnly
+        {
+            return Err(RpcError::invalid_params(format!(
+                "tool `{name}` changes state and the read-only token (MCP_SERVER_READONLY_SECRET) may call only \
+                 read-only tools; use MCP_SERVER_SECRET for it"
+            )));
+        }
+        let Some(entry) = entry else {
             let similar = self.similar(name);
             let hint = if similar.is_empty() {
                 "call tools/list to see the tools".to_string()
