@@ -112,7 +112,7 @@ pub async fn guard(
             request.extensions_mut().insert(access);
             next.run(request).await
         }
-        Err(refusal) => refusal,
+        Err(reason) => unauthorized(reason),
     }
 }
 
@@ -197,7 +197,8 @@ fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Respon
     None
 }
 
-fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, Response> {
+/// The request's access, or why its token is refused.
+fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, &'static str> {
     let Auth::Bearer(expected) = &config.auth else {
         return Ok(Access::Full);
     };
@@ -223,18 +224,21 @@ fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, Respo
             return Ok(Access::ReadOnly);
         }
     }
-    let message = if provided.is_none() {
+    Err(if provided.is_none() {
         "Unauthorized: send `Authorization: Bearer <MCP_SERVER_SECRET>`"
     } else if config.read_only_token.is_some() {
         "Unauthorized: the bearer token matches neither MCP_SERVER_SECRET nor MCP_SERVER_READONLY_SECRET"
     } else {
         "Unauthorized: the bearer token does not match MCP_SERVER_SECRET"
-    };
+    })
+}
+
+fn unauthorized(message: &str) -> Response {
     let mut response = refuse(StatusCode::UNAUTHORIZED, jsonrpc::INVALID_REQUEST, message);
     // A plain Bearer challenge: no resource metadata, so clients do not start OAuth.
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"porthole\""),
     );
-    Err(response)
+    response
 }
