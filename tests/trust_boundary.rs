@@ -765,3 +765,34 @@ async fn a_read_only_token_sees_and_calls_only_what_changes_nothing() {
     assert_eq!(wrong.status, 401);
     app.shutdown().await;
 }
+
+#[cfg(unix)]
+#[test]
+fn porthole_token_keeps_env_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let token = |dir: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+            .arg("token")
+            .current_dir(dir)
+            .env_remove("MCP_SERVER_SECRET")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    // A new file is created 0600.
+    let fresh = tempfile::tempdir().unwrap();
+    token(fresh.path());
+    assert_eq!(mode(&fresh.path().join(".env")), 0o600);
+    // An existing world-readable file is rewritten 0600, its other lines kept.
+    let existing = tempfile::tempdir().unwrap();
+    let env = existing.path().join(".env");
+    std::fs::write(&env, "LLM_API_KEY=sk-keep-me-0123456789\n").unwrap();
+    std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o644)).unwrap();
+    token(existing.path());
+    assert_eq!(mode(&env), 0o600);
+    let text = std::fs::read_to_string(&env).unwrap();
+    assert!(
+        text.contains("LLM_API_KEY=sk-keep-me-0123456789") && text.contains("MCP_SERVER_SECRET=")
+    );
+}

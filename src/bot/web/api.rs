@@ -23,6 +23,9 @@ use crate::bot::tools::{ExecContext, USER_ROLE};
 
 /// Largest request body `/api` accepts.
 pub const API_BODY_LIMIT: usize = 1024 * 1024;
+/// How long a request body may take to arrive in full: a client that sends it a byte at
+/// a time must not hold a connection (the server's header timeout ends at the body).
+const API_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct ApiError {
     status: StatusCode,
@@ -182,6 +185,29 @@ async fn same_site_json_writes(
         )
         .into_response();
     }
+    let (parts, body) = request.into_parts();
+    let read = tokio::time::timeout(API_BODY_TIMEOUT, axum::body::to_bytes(body, API_BODY_LIMIT));
+    let bytes = match read.await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is over the {API_BODY_LIMIT}-byte limit"),
+            )
+            .into_response();
+        }
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s",
+                    API_BODY_TIMEOUT.as_secs()
+                ),
+            )
+            .into_response();
+        }
+    };
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     next.run(request).await
 }
 
