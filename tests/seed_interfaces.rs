@@ -308,3 +308,38 @@ async fn the_seeds_bare_curl_request_lists_the_tools() {
     assert_eq!(legacy_without_session.status, 400);
     app.shutdown().await;
 }
+
+/// Seed 002's example queries for `db_query`, typed exactly as the design shows them.
+#[tokio::test]
+async fn the_seeds_example_queries_run_as_written() {
+    let app = start_bot(&[]).await;
+    let sent = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "/help this is a test"}),
+    )
+    .await;
+    let conversation = structured(&sent)["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for query in [
+        "SELECT * FROM messages ORDER BY createdAt DESC LIMIT 10",
+        "SELECT * FROM messages WHERE conversationId NOT IN (SELECT id FROM conversations)",
+        "UPDATE conversations SET title = NULL WHERE id = 'some-id'",
+        "DELETE FROM messages WHERE content LIKE '%test%'",
+    ] {
+        let r = call_tool(&app, "db_query", json!({"query": query})).await;
+        assert!(!is_error(&r), "{query}: {r}");
+    }
+    let r = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT conversationId, createdAt FROM messages", "limit": 5}),
+    )
+    .await;
+    let rows = structured(&r)["rows"].as_array().unwrap().clone();
+    assert!(!rows.is_empty(), "the assistant's reply is left: {r}");
+    assert_eq!(rows[0][0], conversation.as_str());
+    app.shutdown().await;
+}

@@ -46,7 +46,8 @@ impl Tool for DbQuery {
             description: format!(
                 "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database, given \
                  as `query` (tables: conversations, messages, tasks, embeddings, memories, and the bot's own bookkeeping). Use ?1, ?2… with \
-                 `params`. Rows come back as arrays matching `columns`; blobs as {{\"base64\": …}}; values in columns \
+                 `params`. Columns also answer to the design's camelCase names (createdAt, updatedAt, conversationId, \
+                 lastRun, nextRun). Rows come back as arrays matching `columns`; blobs as {{\"base64\": …}}; values in columns \
                  named like secrets (password, api_key…) are redacted. {mode} Clients that support elicitation are \
                  asked to confirm a write before it runs, shown what it writes."
             ),

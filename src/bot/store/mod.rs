@@ -88,6 +88,15 @@ const MIGRATIONS: &[&str] = &[
         record TEXT NOT NULL
     );
     CREATE INDEX log_events_by_time ON log_events(time_us);",
+    // 6: the design documents' column spellings, so their example queries run as
+    // written (`SELECT * FROM messages ORDER BY createdAt DESC`). Virtual generated
+    // columns: nothing is stored twice, and INSERTs without a column list are unchanged.
+    "ALTER TABLE messages ADD COLUMN conversationId TEXT GENERATED ALWAYS AS (conversation_id) VIRTUAL;
+    ALTER TABLE messages ADD COLUMN createdAt TEXT GENERATED ALWAYS AS (created_at) VIRTUAL;
+    ALTER TABLE conversations ADD COLUMN createdAt TEXT GENERATED ALWAYS AS (created_at) VIRTUAL;
+    ALTER TABLE conversations ADD COLUMN updatedAt TEXT GENERATED ALWAYS AS (updated_at) VIRTUAL;
+    ALTER TABLE tasks ADD COLUMN lastRun TEXT GENERATED ALWAYS AS (last_run) VIRTUAL;
+    ALTER TABLE tasks ADD COLUMN nextRun TEXT GENERATED ALWAYS AS (next_run) VIRTUAL;",
 ];
 
 #[derive(Debug, thiserror::Error)]
