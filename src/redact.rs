@@ -92,7 +92,7 @@ pub fn is_secret_key(key: &str) -> bool {
         "proxyauthorization",
         "key",
     ];
-    const SUFFIXES: [&str; 12] = [
+    const SUFFIXES: [&str; 18] = [
         "password",
         "passwd",
         "passphrase",
@@ -102,6 +102,12 @@ pub fn is_secret_key(key: &str) -> bool {
         "accesskey",
         "privatekey",
         "secretkey",
+        "signingkey",
+        "encryptionkey",
+        "sessionkey",
+        "masterkey",
+        "hmackey",
+        "sshkey",
         "token",
         "credentials",
         "credential",
@@ -252,6 +258,8 @@ mod tests {
             "client_secret",
             "aws_secret_access_key",
             "passphrase",
+            "signing_key",
+            "ENCRYPTION_KEY",
         ];
         for key in keys {
             let mut v = json!({"a": [{"b": {key: "value-that-must-go"}}]});
