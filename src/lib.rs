@@ -16,5 +16,6 @@ pub mod mcp;
 pub mod net;
 pub mod redact;
 pub mod serve;
+pub mod sse;
 pub mod text;
 pub mod tool_filter;

@@ -11,7 +11,6 @@ pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
 pub mod skills;
-pub mod sse;
 pub mod stats;
 pub mod store;
 pub mod tasks;

@@ -1,6 +1,7 @@
 //! One live connection to a server, whatever its transport: connecting, requests,
-//! tool calls, closing, and the events a connection reports to its supervisor
-//! (the tool list changed; the connection was lost).
+//! tool calls and closing. The transports it picks from (`stdio`, `http`, `http_sse`)
+//! share what they need through `events` and `handshake`, never through this file,
+//! so no import runs in a circle.
 
 use std::time::Duration;
 
@@ -8,19 +9,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{ServerConfig, TransportConfig};
+use super::events::ConnEvent;
 use super::http::HttpConn;
 use super::http_sse::SseConn;
-use super::jsonrpc::{self, CallError, ParamHeader};
+use super::jsonrpc::{CallError, ParamHeader};
 use super::stdio::{Launch, StdioConn};
-
-/// What a connection tells the task that supervises it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ConnEvent {
-    /// The server sent `notifications/tools/list_changed`.
-    ToolsChanged,
-    /// The connection is gone (the process exited, the server is unreachable).
-    Closed(String),
-}
 
 pub(crate) enum Conn {
     Stdio(StdioConn),
@@ -142,76 +135,5 @@ impl Conn {
             Conn::Http(conn) => conn.close().await,
             Conn::Sse(conn) => conn.close().await,
         }
-    }
-}
-
-/// The params of the legacy `initialize` request, for every transport with that
-/// handshake.
-pub(crate) fn initialize_params() -> Value {
-    json!({
-        "protocolVersion": jsonrpc::LEGACY_VERSION,
-        "capabilities": {},
-        "clientInfo": jsonrpc::client_info(),
-    })
-}
-
-/// Why `initialize` failed, in words for the server's `last_error`.
-pub(crate) fn handshake_error(error: CallError) -> String {
-    match error {
-        CallError::Timeout(t) => format!(
-            "the server did not answer `initialize` within {} ms",
-            t.as_millis()
-        ),
-        CallError::Lost(reason) => format!("the server ended during the handshake: {reason}"),
-        other => format!("the server rejected `initialize`: {other}"),
-    }
-}
-
-/// The protocol version an `initialize` result chose; an unknown one is tried anyway.
-pub(crate) fn negotiated_version(server: &str, result: &Value) -> Result<String, String> {
-    let version = result["protocolVersion"]
-        .as_str()
-        .ok_or("the `initialize` result has no protocolVersion")?;
-    if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
-        tracing::warn!(
-            server,
-            version,
-            "the server chose a protocol version this client does not know; trying it anyway"
-        );
-    }
-    Ok(version.to_string())
-}
-
-/// Acts on a notification from a server (any transport).
-pub(crate) fn handle_notification(
-    server: &str,
-    method: &str,
-    params: &Value,
-    events: &mpsc::UnboundedSender<ConnEvent>,
-) {
-    match method {
-        "notifications/tools/list_changed" => {
-            let _ = events.send(ConnEvent::ToolsChanged);
-        }
-        "notifications/message" => {
-            let level = params["level"].as_str().unwrap_or("info");
-            let data = shorten(&params["data"].to_string());
-            match level {
-                "warning" | "error" | "critical" | "alert" | "emergency" => {
-                    tracing::warn!(server, level, "MCP server log: {data}")
-                }
-                _ => tracing::info!(server, level, "MCP server log: {data}"),
-            }
-        }
-        _ => tracing::debug!(server, method, "notification from an MCP server ignored"),
-    }
-}
-
-/// At most 500 characters of `text`, for messages and log lines.
-pub(crate) fn shorten(text: &str) -> String {
-    const MAX: usize = 500;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }

@@ -15,9 +15,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connection::{ConnEvent, handle_notification, shorten};
+use super::events::{ConnEvent, handle_notification, shorten};
 use super::jsonrpc::{self, CallError, Incoming, MODERN_VERSION};
-use crate::bot::sse::SseDecoder;
+use crate::sse::SseDecoder;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const SESSION_HEADER: &str = "mcp-session-id";

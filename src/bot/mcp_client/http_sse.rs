@@ -19,13 +19,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connection::{
-    ConnEvent, handshake_error, initialize_params, negotiated_version, shorten,
-};
+use super::events::{ConnEvent, shorten};
+use super::handshake::{handshake_error, initialize_params, negotiated_version};
 use super::http::{header_map, http_client, redacted, transport_error};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
-use crate::bot::sse::SseDecoder;
+use crate::sse::SseDecoder;
 
 /// Where messages go, and how.
 #[derive(Clone)]

@@ -15,6 +15,8 @@
 
 mod config;
 mod connection;
+mod events;
+mod handshake;
 mod http;
 mod http_sse;
 mod jsonrpc;
@@ -38,7 +40,8 @@ use tokio::task::JoinHandle;
 
 use super::tools::{ToolCall, ToolDef, ToolHandler, ToolRunner, ToolSource};
 use config::ServerConfig;
-use connection::{Conn, ConnEvent};
+use connection::Conn;
+use events::ConnEvent;
 use jsonrpc::{CallError, ParamHeader};
 use stats::StatsBook;
 pub use stats::{ServerStats, ToolStatsEntry};

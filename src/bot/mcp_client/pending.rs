@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::{ConnEvent, handle_notification, shorten};
+use super::events::{ConnEvent, handle_notification, shorten};
 use super::jsonrpc::{self, CallError, Incoming};
 
 type Reply = oneshot::Sender<Result<Value, CallError>>;

@@ -15,9 +15,8 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connection::{
-    ConnEvent, handshake_error, initialize_params, negotiated_version, shorten,
-};
+use super::events::{ConnEvent, shorten};
+use super::handshake::{handshake_error, initialize_params, negotiated_version};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
 

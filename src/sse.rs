@@ -1,6 +1,6 @@
-//! An incremental Server-Sent Events decoder, shared by everything in the bot that reads
-//! an SSE response: the LLM providers' streams, the MCP client's replies and its
-//! HTTP+SSE transport (which needs event names), and the `porthole-stdio` relay.
+//! An incremental Server-Sent Events decoder, shared by everything that reads an SSE
+//! response: the bot's LLM providers and MCP client (whose HTTP+SSE transport needs
+//! event names), and the `porthole-stdio` relay, which is why it sits outside `bot`.
 
 /// Incremental Server-Sent Events decoder: feed it bytes, get back the `data` of each
 /// complete event (multi-line data joined by `\n`), or with [`SseDecoder::push_events`]
