@@ -796,3 +796,28 @@ fn porthole_token_keeps_env_readable_by_its_owner_only() {
         text.contains("LLM_API_KEY=sk-keep-me-0123456789") && text.contains("MCP_SERVER_SECRET=")
     );
 }
+
+#[tokio::test]
+async fn the_web_api_cannot_grow_the_task_table_without_bound() {
+    let app = start_bot(&[]).await;
+    let fill = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "INSERT INTO tasks (name, schedule, action, created_at) \
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) \
+            SELECT 't' || i, '0 0 * * *', '{\"tool\":\"current_time\"}', '2026-01-01' FROM n"}),
+    )
+    .await;
+    assert_eq!(fill["structuredContent"]["rows_affected"], 1000, "{fill}");
+    let (status, body) = api(
+        &app,
+        reqwest::Method::POST,
+        "/api/tasks",
+        Some(json!({"name": "one more", "schedule": "0 0 * * *", "action": {"tool": "current_time"}})),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("1000"), "{body}");
+    app.shutdown().await;
+}

@@ -50,6 +50,10 @@ impl RunAs {
     }
 }
 
+/// Most tasks the bot keeps: `/api` has no token, and the scheduler reads every task
+/// twice a second, so their number must stay bounded.
+pub const MAX_TASKS: usize = 1000;
+
 /// What a task does when it runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(untagged)]
@@ -80,6 +84,8 @@ pub enum TaskError {
     AlreadyRunning(i64),
     #[error("task {0} runs with admin rights; run it through /mcp (`run_task`) instead")]
     NeedsAdmin(i64),
+    #[error("there are already {0} tasks, the most the bot keeps; delete one first (db_query)")]
+    TooMany(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -140,6 +146,10 @@ impl Tasks {
         run_as: RunAs,
     ) -> Result<Task, TaskError> {
         parse_schedule(schedule)?;
+        let existing = self.store.list_tasks().await?.len();
+        if existing >= MAX_TASKS {
+            return Err(TaskError::TooMany(existing));
+        }
         let parsed = serde_json::from_value::<TaskAction>(action.clone())
             .map_err(|e| TaskError::InvalidAction(e.to_string()))?;
         if let TaskAction::Tool { tool, .. } = &parsed {

@@ -110,6 +110,7 @@ impl From<TaskError> for ApiError {
             TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             TaskError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             TaskError::NeedsAdmin(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
+            TaskError::TooMany(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             TaskError::Store(s) => s.into(),
             other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
         }
