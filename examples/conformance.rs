@@ -12,6 +12,9 @@
 //! subscriptions, completion, `x-mcp-header`) is a general feature of the `mcp` module,
 //! not a fixture special case.
 
+#[path = "conformance_fixture/tasks.rs"]
+mod task_fixtures;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -556,6 +559,7 @@ async fn main() -> anyhow::Result<()> {
         .signing_secret(secret)
         .notifier(notifier.clone())
         .tools(tools(&notifier))
+        .tools(task_fixtures::tools())
         .resources(Arc::new(FixtureResources))
         .prompts(prompts())
         .build()

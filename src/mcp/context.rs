@@ -49,6 +49,8 @@ pub struct RequestContext {
     pub(crate) sealer: Arc<StateSealer>,
     /// Notifications carry text from the bot too (progress messages, log data).
     pub(crate) redactor: Arc<Redactor>,
+    /// A keyed hash of the caller's credentials: the owner of the tasks it creates.
+    pub(crate) caller: Arc<str>,
 }
 
 impl RequestContext {
@@ -57,6 +59,13 @@ impl RequestContext {
         self.client_capabilities
             .get(name)
             .is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the client declared the Tasks extension on this request (modern era).
+    pub fn declares_tasks(&self) -> bool {
+        self.client_capabilities["extensions"]
+            .get(super::tasks::TASKS_EXTENSION)
+            .is_some_and(Value::is_object)
     }
 
     /// Whether the client asked for progress (sent a `progressToken`).

@@ -34,6 +34,7 @@ pub mod protocol;
 mod resource;
 pub mod session;
 mod subscriptions;
+pub mod tasks;
 mod tool;
 
 use std::sync::Arc;
@@ -55,7 +56,10 @@ pub use resource::{
 };
 pub use session::{SessionConfig, SessionLedger};
 pub use subscriptions::{Change, Notifier};
-pub use tool::{Annotations, CallToolResult, InputRequired, Outcome, Tool, ToolSet, ToolSpec};
+pub use tasks::{MemoryTaskStore, TaskConfig, TaskRecord, TaskStatus, TaskStore};
+pub use tool::{
+    Annotations, CallToolResult, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec,
+};
 
 /// Who the server says it is.
 #[derive(Debug, Clone)]
@@ -86,6 +90,10 @@ pub(crate) struct ServerInner {
     /// The serialised first page of `tools/list` per era (legacy, modern): the tool set
     /// never changes after build, so it is shaped and serialised once.
     tools_list_cache: [std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2],
+    /// Requests answered with a task handle, and the tasks' store.
+    tasks: tasks::TaskEngine,
+    /// This server, for work that outlives a request (a task's tool call).
+    this: std::sync::Weak<ServerInner>,
 }
 
 impl ServerInner {
@@ -112,6 +120,7 @@ impl ServerInner {
             request_state: None,
             sealer: self.sealer.clone(),
             redactor: self.redactor.clone(),
+            caller: Arc::from("anonymous"),
         }
     }
 }
@@ -131,6 +140,7 @@ pub struct McpServerBuilder {
     redactor: Redactor,
     notifier: Notifier,
     keepalive: Duration,
+    tasks: TaskConfig,
 }
 
 impl McpServerBuilder {
@@ -209,6 +219,12 @@ impl McpServerBuilder {
         self
     }
 
+    /// Where tasks are kept and how they are paced (default: in memory, one hour).
+    pub fn tasks(mut self, config: TaskConfig) -> Self {
+        self.tasks = config;
+        self
+    }
+
     /// How often idle SSE streams get a keep-alive comment.
     pub fn keepalive(mut self, period: Duration) -> Self {
         self.keepalive = period;
@@ -217,12 +233,15 @@ impl McpServerBuilder {
 
     pub fn build(self) -> Result<McpServer, String> {
         let secret = self.secret.as_deref();
+        let tools = ToolSet::new(self.tools)?;
+        let prompts = PromptSet::new(self.prompts)?;
+        let tasks = tasks::TaskEngine::new(self.tasks, self.notifier.clone(), secret);
         Ok(McpServer {
-            inner: Arc::new(ServerInner {
+            inner: Arc::new_cyclic(|this| ServerInner {
                 info: self.info,
-                tools: ToolSet::new(self.tools)?,
+                tools,
                 resources: self.resources,
-                prompts: PromptSet::new(self.prompts)?,
+                prompts,
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
                 sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
@@ -237,6 +256,8 @@ impl McpServerBuilder {
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
                 tools_list_cache: Default::default(),
+                tasks,
+                this: this.clone(),
             }),
         })
     }
@@ -271,6 +292,7 @@ impl McpServer {
             redactor: Redactor::default(),
             notifier: Notifier::default(),
             keepalive: Duration::from_secs(15),
+            tasks: TaskConfig::default(),
         }
     }
 
@@ -309,7 +331,14 @@ impl McpServer {
         self.inner.tools.len()
     }
 
-    /// Evicts idle sessions every `period` until the runtime stops.
+    /// Start-up, before serving: tasks the store holds as unfinished were cut short by
+    /// the last shutdown; they become `failed` with the reason. Returns how many.
+    pub async fn recover_tasks(&self) -> Result<usize, String> {
+        self.inner.tasks.recover().await
+    }
+
+    /// Evicts idle sessions (and forgets expired tasks) every `period` until the
+    /// runtime stops.
     pub fn spawn_housekeeping(&self, period: Duration) -> tokio::task::JoinHandle<()> {
         let inner = self.inner.clone();
         tokio::spawn(async move {
@@ -317,6 +346,7 @@ impl McpServer {
             loop {
                 tick.tick().await;
                 inner.sessions.evict_idle();
+                inner.tasks.purge_expired().await;
             }
         })
     }

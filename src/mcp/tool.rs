@@ -164,9 +164,44 @@ pub enum Outcome<T> {
     InputRequired(InputRequired),
 }
 
+/// Whether a tool's calls may run as tasks (MCP `ToolExecution.taskSupport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Always answered in the call itself.
+    #[default]
+    Forbidden,
+    /// A task for clients that support tasks, a blocking call for the others.
+    Optional,
+    /// Only as a task: clients without task support get `-32021`.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
+
+    /// Whether calls may run as tasks; listed as `execution.taskSupport`.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Forbidden
+    }
+
+    /// For a tool that supports tasks, whether this call should become one now. A tool
+    /// that first gathers input in the call itself (MRTR) answers `false` until it has
+    /// it; one that is quick for some arguments may answer `false` for those.
+    fn starts_task(&self, _args: &Value, _ctx: &RequestContext) -> bool {
+        true
+    }
+
     /// Runs the tool with validated arguments. Tool failures are
     /// `Ok(Outcome::Complete(CallToolResult::error(..)))`; `Err` is for protocol errors.
     async fn call(
@@ -234,7 +269,12 @@ impl ToolSet {
                 })
                 .unwrap_or_default();
             let aliases = property_aliases(&spec.input_schema);
-            listing.push(spec.to_json());
+            let mut listed = spec.to_json();
+            let support = tool.task_support();
+            if support != TaskSupport::Forbidden {
+                listed["execution"] = json!({"taskSupport": support.as_str()});
+            }
+            listing.push(listed);
             if entries
                 .insert(
                     spec.name.clone(),
@@ -267,6 +307,11 @@ impl ToolSet {
 
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)
+    }
+
+    /// The tool named `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entries.get(name).map(|e| &e.tool)
     }
 
     /// `(property, header)` pairs declared with `x-mcp-header` for a tool.
