@@ -560,6 +560,17 @@ async fn main() -> anyhow::Result<()> {
         .notifier(notifier.clone())
         .tools(tools(&notifier))
         .tools(task_fixtures::tools())
+        .skills_dir(
+            std::env::var("SKILLS_DIR")
+                .unwrap_or_else(|_| {
+                    concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/examples/conformance_fixture/skills"
+                    )
+                    .into()
+                })
+                .into(),
+        )
         .resources(Arc::new(FixtureResources))
         .prompts(prompts())
         .build()

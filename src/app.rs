@@ -14,7 +14,7 @@ use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_buffer::level_name;
 use crate::mcp::log_file::LogFile;
 use crate::mcp::log_journal::{JOURNAL_TARGET, LogJournal};
-use crate::mcp::{Auth, McpServer, SessionConfig};
+use crate::mcp::{Auth, McpServer, SessionConfig, TaskConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
 pub struct RunningApp {
@@ -143,6 +143,11 @@ async fn build_mcp(
             max_age: c.session_max_age,
             ledger: Some(Arc::new(ledger)),
         })
+        .tasks(TaskConfig {
+            store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
+            ..TaskConfig::default()
+        })
+        .skills_dir(bot.config.skills_dir.clone())
         .redactor(bot.redactor.as_ref().clone())
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
@@ -150,6 +155,13 @@ async fn build_mcp(
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the MCP server: {e}"))?;
     let _ = diagnostics.server.set(server.clone());
+    match server.recover_tasks().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "{n} MCP task(s) were still running when the bot stopped; they now read `failed` with the reason"
+        ),
+        Err(e) => return Err(anyhow::anyhow!("cannot read the MCP tasks: {e}")),
+    }
 
     // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
     // MCP clients: they may want to list again.
@@ -269,6 +281,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     if let Some(buffer) = buffer {
         let server = build_mcp(&bot, buffer, logging).await?;
         server.spawn_housekeeping(std::time::Duration::from_secs(30));
+        server.spawn_skills_watch(std::time::Duration::from_secs(2));
         router = router.merge(server.router());
         mcp = Some(server);
     }

@@ -11,6 +11,7 @@ use super::ServerInner;
 use super::context::RequestContext;
 use super::jsonrpc::RpcError;
 use super::protocol::{self, Era, META_SERVER_INFO, log_level_rank};
+use super::skills::SKILLS_EXTENSION;
 use super::tasks::{TASKS_EXTENSION, TaskMethod, missing_tasks_capability};
 use super::tool::{InputRequired, Outcome, TaskSupport};
 
@@ -33,6 +34,9 @@ pub enum Method {
     PromptsGet,
     CompletionComplete,
     Tasks(TaskMethod),
+    SkillsList,
+    SkillsGet,
+    ResourcesDirectoryRead,
 }
 
 impl Method {
@@ -54,6 +58,9 @@ impl Method {
             "prompts/list" => Method::PromptsList,
             "prompts/get" => Method::PromptsGet,
             "completion/complete" => Method::CompletionComplete,
+            "skills/list" => Method::SkillsList,
+            "skills/get" => Method::SkillsGet,
+            "resources/directory/read" => Method::ResourcesDirectoryRead,
             "tasks/get" => Method::Tasks(TaskMethod::Get),
             "tasks/update" => Method::Tasks(TaskMethod::Update),
             "tasks/cancel" => Method::Tasks(TaskMethod::Cancel),
@@ -110,6 +117,8 @@ impl Method {
                 | Method::ResourcesList
                 | Method::ResourcesTemplatesList
                 | Method::ResourcesRead
+                | Method::SkillsList
+                | Method::SkillsGet
         )
     }
 }
@@ -136,7 +145,12 @@ impl ServerInner {
             "logging": {},
         });
         match era {
-            Era::Modern(_) => caps["extensions"] = json!({TASKS_EXTENSION: {}}),
+            Era::Modern(_) => {
+                caps["extensions"] = json!({TASKS_EXTENSION: {}});
+                if self.skills.is_some() {
+                    caps["extensions"][SKILLS_EXTENSION] = json!({"directoryRead": true});
+                }
+            }
             Era::Legacy(version) if *version >= "2025-11-25" => {
                 caps["tasks"] =
                     json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
@@ -165,6 +179,9 @@ impl ServerInner {
     ) -> Result<Value, RpcError> {
         let outcome = match method {
             Method::Initialize => Outcome::Complete(self.initialize(params)),
+            Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead => {
+                Outcome::Complete(self.skills_method(method, params)?)
+            }
             Method::Tasks(task_method) => {
                 Outcome::Complete(self.task_method(task_method, params, ctx).await?)
             }
@@ -371,6 +388,30 @@ impl ServerInner {
             "tools/call"
         );
         result
+    }
+
+    /// `skills/list`, `skills/get` and `resources/directory/read` (Skills extension).
+    fn skills_method(
+        &self,
+        method: Method,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let Some(skills) = &self.skills else {
+            return Err(RpcError::method_not_found(match method {
+                Method::SkillsList => "skills/list",
+                Method::SkillsGet => "skills/get",
+                _ => "resources/directory/read",
+            }));
+        };
+        match method {
+            Method::SkillsList => page("skills", &skills.entries(), params),
+            Method::SkillsGet => skills.get(required_str(params, "uri")?),
+            _ => page(
+                "resources",
+                &skills.read_directory(required_str(params, "uri")?)?,
+                params,
+            ),
+        }
     }
 
     async fn read_resource(

@@ -33,6 +33,7 @@ pub mod protocol;
 
 mod resource;
 pub mod session;
+pub mod skills;
 mod subscriptions;
 pub mod tasks;
 mod tool;
@@ -55,6 +56,7 @@ pub use resource::{
     Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
 };
 pub use session::{SessionConfig, SessionLedger};
+pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
 pub use tasks::{MemoryTaskStore, TaskConfig, TaskRecord, TaskStatus, TaskStore};
 pub use tool::{
@@ -92,6 +94,8 @@ pub(crate) struct ServerInner {
     tools_list_cache: [std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2],
     /// Requests answered with a task handle, and the tasks' store.
     tasks: tasks::TaskEngine,
+    /// The skills served through the Skills extension, if a folder was given.
+    skills: Option<Arc<SkillCatalog>>,
     /// This server, for work that outlives a request (a task's tool call).
     this: std::sync::Weak<ServerInner>,
 }
@@ -141,6 +145,7 @@ pub struct McpServerBuilder {
     notifier: Notifier,
     keepalive: Duration,
     tasks: TaskConfig,
+    skills: Option<Arc<SkillCatalog>>,
 }
 
 impl McpServerBuilder {
@@ -225,6 +230,15 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves the Agent Skills in `dir` (one folder per skill, each with a `SKILL.md`)
+    /// through the Skills extension and as `skill://` resources.
+    pub fn skills_dir(mut self, dir: std::path::PathBuf) -> Self {
+        let catalog = Arc::new(SkillCatalog::load(dir));
+        self.resources.push(catalog.clone());
+        self.skills = Some(catalog);
+        self
+    }
+
     /// How often idle SSE streams get a keep-alive comment.
     pub fn keepalive(mut self, period: Duration) -> Self {
         self.keepalive = period;
@@ -257,6 +271,7 @@ impl McpServerBuilder {
                 shutdown: tokio::sync::watch::channel(false).0,
                 tools_list_cache: Default::default(),
                 tasks,
+                skills: self.skills,
                 this: this.clone(),
             }),
         })
@@ -293,6 +308,7 @@ impl McpServer {
             notifier: Notifier::default(),
             keepalive: Duration::from_secs(15),
             tasks: TaskConfig::default(),
+            skills: None,
         }
     }
 
@@ -335,6 +351,23 @@ impl McpServer {
     /// the last shutdown; they become `failed` with the reason. Returns how many.
     pub async fn recover_tasks(&self) -> Result<usize, String> {
         self.inner.tasks.recover().await
+    }
+
+    /// Re-reads the skills folder every `period` when it changed, and tells clients the
+    /// resource list changed. Does nothing without a skills folder.
+    pub fn spawn_skills_watch(&self, period: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        let catalog = self.inner.skills.clone()?;
+        let notifier = self.inner.notifier.clone();
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                if catalog.refresh().await {
+                    tracing::info!(target: "porthole::mcp::skills", "the skills folder changed; skills re-read");
+                    notifier.send(Change::ResourcesListChanged);
+                }
+            }
+        }))
     }
 
     /// Evicts idle sessions (and forgets expired tasks) every `period` until the
