@@ -137,7 +137,15 @@ async fn a_change_in_the_skills_folder_is_announced_and_served() {
     })
     .await
     .expect("acknowledged");
-    write_skill(dir.path());
+    // Written elsewhere and moved in, as an editor or deploy would, so the watcher never
+    // sees half a skill.
+    let staging = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+    write_skill(staging.path());
+    std::fs::rename(
+        staging.path().join("summarise-logs"),
+        dir.path().join("summarise-logs"),
+    )
+    .unwrap();
     let changed = tokio::time::timeout(std::time::Duration::from_secs(6), async {
         loop {
             if let Some(found) = read_sse_until(&mut stream, &mut seen, |m| {

@@ -63,6 +63,7 @@ fn subfolders(dir: &Path) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect();
     folders.sort();

@@ -224,3 +224,60 @@ impl TaskEngine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(limit: usize) -> TaskEngine {
+        let config = TaskConfig {
+            max_unfinished_per_caller: limit,
+            ..TaskConfig::default()
+        };
+        TaskEngine::new(config, Notifier::default(), Some("secret"))
+    }
+
+    #[tokio::test]
+    async fn tasks_are_bound_to_their_caller_and_bounded() {
+        let engine = engine(2);
+        let alice = engine.owner_of(Some("Bearer alice"));
+        let mallory = engine.owner_of(Some("Bearer mallory"));
+        assert_ne!(alice, mallory);
+        assert_eq!(
+            alice,
+            engine.owner_of(Some("Bearer alice")),
+            "stable per token"
+        );
+        let task = engine.create(&alice, None, None).await.unwrap();
+        assert_eq!(engine.find(&task.id, &alice).await.unwrap().id, task.id);
+        let hidden = engine.find(&task.id, &mallory).await.unwrap_err();
+        assert_eq!(hidden.code, jsonrpc::INVALID_PARAMS);
+        engine.create(&alice, None, None).await.unwrap();
+        let refused = engine.create(&alice, None, None).await.unwrap_err();
+        assert!(
+            refused.message.contains("too many unfinished tasks"),
+            "{}",
+            refused.message
+        );
+        engine
+            .create(&mallory, None, None)
+            .await
+            .expect("another caller has its own bound");
+    }
+
+    #[tokio::test]
+    async fn recovery_fails_what_a_restart_cut_short() {
+        let engine = engine(4);
+        let owner = engine.owner_of(None);
+        let task = engine.create(&owner, None, None).await.unwrap();
+        assert_eq!(engine.recover().await.unwrap(), 1);
+        let failed = engine.find(&task.id, &owner).await.unwrap();
+        assert_eq!(failed.status, TaskStatus::Failed);
+        assert!(
+            failed.detailed()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("restarted")
+        );
+    }
+}

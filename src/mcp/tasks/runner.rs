@@ -87,7 +87,10 @@ impl ServerInner {
                 .catch_unwind()
                 .await
             {
-                Ok(Ok(end)) => inner.tasks.finish(&id, end).await,
+                Ok(Ok(end)) => {
+                    let end = end.map_err(|error| inner.redacted_error(error));
+                    inner.tasks.finish(&id, end).await;
+                }
                 // Cancelled: tasks/cancel recorded it before aborting.
                 Ok(Err(_aborted)) => {}
                 Err(_panic) => {
@@ -100,6 +103,18 @@ impl ServerInner {
             inner.tasks.running().remove(&id);
         });
         Ok(record)
+    }
+
+    /// A protocol error as it may be stored and shown: its message and data redacted
+    /// like tool results.
+    fn redacted_error(&self, mut error: RpcError) -> RpcError {
+        let mut message = Value::String(std::mem::take(&mut error.message));
+        self.redactor.redact(&mut message);
+        error.message = message.as_str().unwrap_or_default().to_string();
+        if let Some(data) = &mut error.data {
+            self.redactor.redact(data);
+        }
+        error
     }
 
     /// Calls the tool until it completes, parking the task for input between calls.
