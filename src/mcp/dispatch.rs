@@ -119,6 +119,7 @@ impl Method {
                 | Method::ResourcesRead
                 | Method::SkillsList
                 | Method::SkillsGet
+                | Method::ResourcesDirectoryRead
         )
     }
 }
