@@ -342,3 +342,101 @@ async fn a_task_cut_short_by_a_restart_reads_failed_with_the_reason() {
     assert_eq!(task["error"]["code"], -32603);
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_legacy_session_hears_its_task_status_on_its_get_stream() {
+    let (app, _llm) = bot_with_llm(vec![Turn::Slow(500, vec!["streamed"])], &[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let response = client()
+        .get(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let created = legacy(
+        &app,
+        &session,
+        2,
+        "tools/call",
+        json!({
+        "name": "send_message", "arguments": {"content": "hi"}, "task": {}}),
+    )
+    .await;
+    let task_id = created.result()["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let status = read_sse_until(&mut stream, &mut seen, |messages| {
+        messages
+            .iter()
+            .find(|m| {
+                m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed"
+            })
+            .cloned()
+    })
+    .await
+    .unwrap_or_else(|| panic!("no completed status in {seen}"));
+    assert_eq!(status["params"]["taskId"], task_id.as_str());
+    assert!(
+        status["params"].get("result").is_none(),
+        "2025-11-25 status carries the task only"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn clients_without_tasks_keep_the_blocking_call_and_a_cancelled_write_never_runs() {
+    let (app, _llm) = bot_with_llm(vec![Turn::Text(vec!["blocking reply"])], &[]).await;
+    let plain = call_tool(&app, "send_message", json!({"content": "hi"})).await;
+    assert_eq!(
+        plain["structuredContent"]["response"], "blocking reply",
+        "{plain}"
+    );
+    assert!(plain.get("taskId").is_none());
+    let sql = "INSERT INTO memories (key, value, updated_at) VALUES ('never', 'v', 'now')";
+    let reply = tasks_call(
+        &app,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": sql}}),
+    )
+    .await;
+    let task_id = start_send_message(&reply);
+    let parked = poll_until_settled(&app, &task_id).await;
+    assert_eq!(parked["status"], "input_required", "{parked}");
+    let cancel = tasks_call(&app, "tasks/cancel", json!({"taskId": task_id})).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.raw);
+    let task = poll_until_settled(&app, &task_id).await;
+    assert_eq!(task["status"], "cancelled");
+    assert!(task.get("inputRequests").is_none());
+    let check = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT COUNT(*) FROM memories WHERE key = 'never'"}),
+    )
+    .await;
+    assert_eq!(check["structuredContent"]["rows"], json!([[0]]));
+    // A wrong Mcp-Name is refused before the task is looked up.
+    let mut params = json!({"taskId": task_id, "_meta": modern_meta()});
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        with_tasks()["io.modelcontextprotocol/clientCapabilities"].clone();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": params});
+    let mismatched = post(
+        &app,
+        &body,
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tasks/get"),
+            ("mcp-name", "another-task"),
+        ],
+    )
+    .await;
+    assert_eq!(mismatched.status, 400);
+    assert_eq!(mismatched.error_code(), Some(-32020), "{}", mismatched.raw);
+    app.shutdown().await;
+}
