@@ -84,6 +84,26 @@ pub struct Logging {
 }
 
 /// Builds the `/mcp` server over the bot's services.
+/// `/mcp` tasks kept in the bot's database (so results outlive a restart).
+fn task_config(bot: &Bot) -> TaskConfig {
+    TaskConfig {
+        store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
+        ..TaskConfig::default()
+    }
+}
+
+/// Before serving: tasks a shutdown cut short now read `failed` with the reason.
+async fn recover_mcp_tasks(server: &McpServer) -> anyhow::Result<()> {
+    match server.recover_tasks().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "{n} MCP task(s) were still running when the bot stopped; they now read `failed` with the reason"
+        ),
+        Err(e) => return Err(anyhow::anyhow!("cannot read the MCP tasks: {e}")),
+    }
+    Ok(())
+}
+
 async fn build_mcp(
     bot: &Arc<Bot>,
     buffer: Arc<LogBuffer>,
@@ -143,10 +163,7 @@ async fn build_mcp(
             max_age: c.session_max_age,
             ledger: Some(Arc::new(ledger)),
         })
-        .tasks(TaskConfig {
-            store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
-            ..TaskConfig::default()
-        })
+        .tasks(task_config(bot))
         .skills_dir(bot.config.skills_dir.clone())
         .redactor(bot.redactor.as_ref().clone())
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
@@ -155,13 +172,7 @@ async fn build_mcp(
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the MCP server: {e}"))?;
     let _ = diagnostics.server.set(server.clone());
-    match server.recover_tasks().await {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            "{n} MCP task(s) were still running when the bot stopped; they now read `failed` with the reason"
-        ),
-        Err(e) => return Err(anyhow::anyhow!("cannot read the MCP tasks: {e}")),
-    }
+    recover_mcp_tasks(&server).await?;
 
     // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
     // MCP clients: they may want to list again.

@@ -17,7 +17,7 @@ fn write_skill(dir: &std::path::Path) {
 }
 
 #[tokio::test]
-async fn skills_are_listed_with_a_manifest_and_read_as_resources() {
+async fn skills_are_listed_with_their_front_matter_and_a_manifest() {
     let dir = tempfile::tempdir().unwrap();
     write_skill(dir.path());
     let skills_dir = dir.path().display().to_string();
@@ -65,6 +65,15 @@ async fn skills_are_listed_with_a_manifest_and_read_as_resources() {
     .await;
     assert_eq!(unknown.error_code(), Some(-32602));
 
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn skill_files_and_folders_are_read_as_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path());
+    let skills_dir = dir.path().display().to_string();
+    let app = start_bot(&[("SKILLS_DIR", &skills_dir)]).await;
     let read = modern(
         &app,
         5,

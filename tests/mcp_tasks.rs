@@ -223,7 +223,7 @@ async fn listeners_hear_about_their_tasks() {
 }
 
 #[tokio::test]
-async fn legacy_tasks_get_result_list_and_cancel() {
+async fn legacy_tasks_get_and_result() {
     let (app, _llm) = bot_with_llm(
         vec![Turn::Slow(300, vec!["legacy answer"]), Turn::Hang],
         &[],
@@ -272,6 +272,40 @@ async fn legacy_tasks_get_result_list_and_cancel() {
     );
     let got = legacy(&app, &session, 4, "tasks/get", json!({"taskId": task_id})).await;
     assert_eq!(got.result()["status"], "completed");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_tasks_are_listed_per_session_and_cancelled() {
+    let (app, _llm) = bot_with_llm(vec![Turn::Text(vec!["done"]), Turn::Hang], &[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let first = legacy(
+        &app,
+        &session,
+        2,
+        "tools/call",
+        json!({
+        "name": "send_message", "arguments": {"content": "hi"}, "task": {}}),
+    )
+    .await;
+    let task_id = first.result()["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let done = legacy(
+        &app,
+        &session,
+        3,
+        "tasks/result",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    assert_eq!(
+        done.result()["structuredContent"]["response"],
+        "done",
+        "{}",
+        done.raw
+    );
     // A second, hanging task is cancelled; the list shows both, newest first.
     let hanging = legacy(
         &app,
