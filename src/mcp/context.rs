@@ -51,6 +51,8 @@ pub struct RequestContext {
     pub(crate) redactor: Arc<Redactor>,
     /// A keyed hash of the caller's credentials: the owner of the tasks it creates.
     pub(crate) caller: Arc<str>,
+    /// The call runs as a task (its request has been answered with a handle).
+    pub(crate) in_task: bool,
 }
 
 impl RequestContext {
@@ -128,6 +130,12 @@ impl RequestContext {
         params: Value,
         capability: &str,
     ) -> Result<Value, RpcError> {
+        if self.in_task && !self.era.is_modern() {
+            return Err(RpcError::internal(format!(
+                "`{method}` needs a stream to the client, which a 2025-11-25 task does not have: \
+                 call the tool without `task`, or use protocol 2026-07-28, whose tasks take input through tasks/update"
+            )));
+        }
         let (Era::Legacy(_), Some(session), Some(_)) = (&self.era, &self.session, &self.outbound)
         else {
             return Err(RpcError::internal(format!(

@@ -125,6 +125,7 @@ impl ServerInner {
             sealer: self.sealer.clone(),
             redactor: self.redactor.clone(),
             caller: Arc::from("anonymous"),
+            in_task: false,
         }
     }
 }

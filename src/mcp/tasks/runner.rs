@@ -138,6 +138,7 @@ impl ServerInner {
             );
             ctx.client_capabilities = origin.client_capabilities.clone();
             ctx.caller = origin.caller.clone();
+            ctx.in_task = true;
             ctx.input_responses = round.responses.take();
             ctx.request_state = round.state.take();
             match self.invoke_tool(name, args.clone(), &ctx).await? {
