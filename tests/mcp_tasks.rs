@@ -192,7 +192,7 @@ async fn listeners_hear_about_their_tasks() {
         "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}},
-            "notifications": {"taskIds": [task_id]}}});
+            "notifications": {"taskIds": [task_id, "not-a-task"]}}});
     let response = client()
         .post(format!("{}/mcp", app.url()))
         .bearer_auth(TOKEN)
@@ -206,6 +206,19 @@ async fn listeners_hear_about_their_tasks() {
         .unwrap();
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
+    let ack = read_sse_until(&mut stream, &mut seen, |messages| {
+        messages
+            .iter()
+            .find(|m| m["method"] == "notifications/subscriptions/acknowledged")
+            .cloned()
+    })
+    .await
+    .expect("an acknowledgment");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task_id]),
+        "only the caller's own tasks are agreed to"
+    );
     let done = read_sse_until(&mut stream, &mut seen, |messages| {
         messages
             .iter()

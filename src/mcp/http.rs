@@ -761,7 +761,7 @@ async fn modern_post(
 
     if parsed == Method::SubscriptionsListen {
         let owner = caller(&inner, headers);
-        return match listen_filter(&inner, &params, capabilities, owner) {
+        return match listen_filter(&inner, &params, capabilities, owner).await {
             Ok(filter) => listen(&inner, &id, filter),
             Err(error) => fail(modern_status(&error), error),
         };
@@ -951,8 +951,9 @@ fn caller(inner: &ServerInner, headers: &HeaderMap) -> Arc<str> {
         .owner_of(header(headers, header::AUTHORIZATION.as_str()))
 }
 
-/// What a `subscriptions/listen` asks for; task ids need the Tasks extension.
-fn listen_filter(
+/// What a `subscriptions/listen` asks for; task ids need the Tasks extension, and only
+/// the caller's own live tasks are agreed to.
+async fn listen_filter(
     inner: &ServerInner,
     params: &Map<String, Value>,
     capabilities: &Value,
@@ -972,10 +973,7 @@ fn listen_filter(
     let ids = task_ids.as_array().ok_or_else(|| {
         RpcError::invalid_params("`notifications.taskIds` must be an array of task ids")
     })?;
-    filter.task_ids = ids
-        .iter()
-        .filter_map(|id| id.as_str().map(str::to_string))
-        .collect();
+    filter.task_ids = inner.tasks.agreed_task_ids(ids, &owner).await?;
     filter.task_owner = Some(owner);
     Ok(filter)
 }

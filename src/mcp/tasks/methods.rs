@@ -78,7 +78,32 @@ impl ServerInner {
     }
 }
 
+/// Most task ids one `subscriptions/listen` may name.
+const MAX_LISTENED_TASKS: usize = 100;
+
 impl TaskEngine {
+    /// The ids of a `subscriptions/listen` the server agrees to report on: the caller's
+    /// own tasks within their TTL. Others are left out of the acknowledgment.
+    pub(crate) async fn agreed_task_ids(
+        &self,
+        ids: &[Value],
+        owner: &str,
+    ) -> Result<Vec<String>, RpcError> {
+        if ids.len() > MAX_LISTENED_TASKS {
+            return Err(RpcError::invalid_params(format!(
+                "`notifications.taskIds` names {} tasks; listen to at most {MAX_LISTENED_TASKS} per stream",
+                ids.len()
+            )));
+        }
+        let mut agreed = Vec::new();
+        for id in ids.iter().filter_map(Value::as_str) {
+            if self.find(id, owner).await.is_ok() && !agreed.iter().any(|a| a == id) {
+                agreed.push(id.to_string());
+            }
+        }
+        Ok(agreed)
+    }
+
     /// `tasks/update`: keeps the answers to keys the task is waiting on, drops the rest,
     /// and passes them to the running work.
     async fn update(
