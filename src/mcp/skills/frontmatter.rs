@@ -26,7 +26,7 @@ pub fn parse(text: &str) -> Result<Map<String, Value>, String> {
     if !closed {
         return Err("the front matter has no closing `---` line".into());
     }
-    let fields = mapping(&block, 0)?;
+    let fields = mapping(&block, 0, 0)?;
     for required in ["name", "description"] {
         if !fields.get(required).is_some_and(Value::is_string) {
             return Err(format!("the front matter needs a `{required}` text field"));
@@ -44,8 +44,21 @@ fn is_blank(line: &str) -> bool {
     trimmed.is_empty() || trimmed.starts_with('#')
 }
 
-/// The mapping whose keys sit at exactly `indent` spaces.
-fn mapping(lines: &[(usize, &str)], indent: usize) -> Result<Map<String, Value>, String> {
+/// How deep mappings may nest (front matter needs two or three levels).
+const MAX_DEPTH: usize = 8;
+
+/// The mapping whose keys sit at exactly `indent` spaces, `depth` levels down.
+fn mapping(
+    lines: &[(usize, &str)],
+    indent: usize,
+    depth: usize,
+) -> Result<Map<String, Value>, String> {
+    if depth > MAX_DEPTH {
+        let number = lines.first().map(|(n, _)| *n).unwrap_or_default();
+        return Err(format!(
+            "line {number}: mappings nest deeper than {MAX_DEPTH} levels"
+        ));
+    }
     let mut fields = Map::new();
     let mut index = 0;
     while index < lines.len() {
@@ -72,7 +85,7 @@ fn mapping(lines: &[(usize, &str)], indent: usize) -> Result<Map<String, Value>,
         }
         let children = &lines[start..index];
         let value = match rest {
-            "" => nested(children, number)?,
+            "" => nested(children, number, depth)?,
             ">" | ">-" | "|" | "|-" => block_text(children, rest.starts_with('>')),
             _ if children.iter().any(|(_, l)| !is_blank(l)) => {
                 return Err(format!(
@@ -89,7 +102,7 @@ fn mapping(lines: &[(usize, &str)], indent: usize) -> Result<Map<String, Value>,
 }
 
 /// The value of a key written with nothing after its colon: a list, a mapping or null.
-fn nested(children: &[(usize, &str)], number: usize) -> Result<Value, String> {
+fn nested(children: &[(usize, &str)], number: usize, depth: usize) -> Result<Value, String> {
     let Some(&(_, first)) = children.iter().find(|(_, l)| !is_blank(l)) else {
         return Ok(Value::Null);
     };
@@ -106,7 +119,7 @@ fn nested(children: &[(usize, &str)], number: usize) -> Result<Value, String> {
         }
         return Ok(Value::Array(items));
     }
-    mapping(children, indent).map(Value::Object)
+    mapping(children, indent, depth + 1).map(Value::Object)
 }
 
 /// `>` folds lines into one with spaces; `|` keeps the line breaks.
@@ -188,5 +201,10 @@ mod tests {
         );
         let flow = parse("---\nname: x\ndescription: y\ntags: [a, b]\n---\n").unwrap_err();
         assert!(flow.contains("line 4"), "{flow}");
+        let deep: String = (0..40)
+            .map(|level| format!("{}k{level}:\n", " ".repeat(level)))
+            .collect();
+        let error = parse(&format!("---\nname: x\ndescription: y\n{deep}---\n")).unwrap_err();
+        assert!(error.contains("nest deeper"), "{error}");
     }
 }

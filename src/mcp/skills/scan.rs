@@ -82,8 +82,15 @@ fn valid_name(name: &str) -> bool {
 }
 
 fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
-    let text = std::fs::read_to_string(folder.join("SKILL.md"))
-        .map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let manifest = folder.join("SKILL.md");
+    let size = std::fs::metadata(&manifest).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_BYTES {
+        return Err(format!(
+            "SKILL.md is over {MAX_BYTES} bytes, the extension's limit"
+        ));
+    }
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     let frontmatter = frontmatter::parse(&text)?;
     let name = frontmatter["name"].as_str().unwrap_or_default().to_string();
     if !valid_name(&name) {
