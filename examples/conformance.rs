@@ -12,6 +12,9 @@
 //! subscriptions, completion, `x-mcp-header`) is a general feature of the `mcp` module,
 //! not a fixture special case.
 
+#[path = "conformance_fixture/tasks.rs"]
+mod task_fixtures;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -556,6 +559,18 @@ async fn main() -> anyhow::Result<()> {
         .signing_secret(secret)
         .notifier(notifier.clone())
         .tools(tools(&notifier))
+        .tools(task_fixtures::tools())
+        .skills_dir(
+            std::env::var("SKILLS_DIR")
+                .unwrap_or_else(|_| {
+                    concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/examples/conformance_fixture/skills"
+                    )
+                    .into()
+                })
+                .into(),
+        )
         .resources(Arc::new(FixtureResources))
         .prompts(prompts())
         .build()

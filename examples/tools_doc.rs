@@ -270,6 +270,13 @@ async fn main() -> anyhow::Result<()> {
             "Annotations: readOnlyHint={}, destructiveHint={}, idempotentHint={}, openWorldHint={}\n",
             a["readOnlyHint"], a["destructiveHint"], a["idempotentHint"], a["openWorldHint"]
         )?;
+        if let Some(support) = tool["execution"]["taskSupport"].as_str() {
+            writeln!(
+                out,
+                "Task support: {support}. A client that declares the Tasks extension gets a task handle to poll \
+                 (see [tasks.md](tasks.md)); other clients get the blocking call.\n"
+            )?;
+        }
         let required: Vec<&str> = tool["inputSchema"]["required"]
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())

@@ -22,6 +22,8 @@
 #   claude-code-bad-token  the same with a wrong token must not show Connected
 #   stdio-relay          target/debug/porthole-stdio driven by the TS SDK's StdioClientTransport
 #                        (SKIP when the binary is not built)
+#   tasks-ts-sdk-v1      sdk 1.x client.experimental.tasks.callToolStream (2025-11-25 tasks)
+#   skills-ts-client-v2  client 2.x SkillsClient: skills/list, verified SKILL.md read, directory read
 # The SDK checks connect, list tools (>= 18, incl. health, server_log, db_query, send_message),
 # call health (structuredContent.uptime_secs is a number) and server_log (lines is an array).
 #
@@ -56,7 +58,8 @@ usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 . "$REPO_ROOT/scripts/lib/bot.sh"
 
 ALL_CHECKS=(ts-sdk-v1 ts-client-v2-auto ts-client-v2-modern python-auto python-legacy
-  inspector-legacy inspector-modern claude-code claude-code-bad-token stdio-relay)
+  inspector-legacy inspector-modern claude-code claude-code-bad-token stdio-relay
+  tasks-ts-sdk-v1 skills-ts-client-v2)
 
 # --- arguments --------------------------------------------------------------------------
 ONLY=""
@@ -160,7 +163,9 @@ for _ in $(seq 1 50); do [ -x "$BIN" ] && break; sleep 0.2; done
 [ -x "$BIN" ] || die "bot binary '$BIN' not found (build it first, or set PORTHOLE_BIN)"
 TOKEN="$(random_token)"
 export INTEROP_TOKEN="$TOKEN"   # the helpers read the token from here (kept out of argv)
-start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN"
+# A sample skill for the skills check (the conformance fixture's).
+start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN" \
+  SKILLS_DIR="$REPO_ROOT/examples/conformance_fixture/skills"
 PORT="$BOT_PORT"
 URL="http://127.0.0.1:$PORT/mcp"
 log "bot (pid $BOT_PID) listening; MCP endpoint $URL"
@@ -366,6 +371,10 @@ check_stdio_relay() { # url
   run_client "stdio relay" node "$TOOLS/ts-client.mjs" --sdk v1 --stdio "$bin_abs" --url "$1"
 }
 
+check_extension() { # url, check: the tasks and skills extensions through the TS clients
+  run_client "extension $2" node "$TOOLS/extensions-client.mjs" --check "$2" --url "$1"
+}
+
 check_fn() { # check name -> function and arguments
   case "$1" in
     ts-sdk-v1) echo check_ts_sdk_v1 ;;
@@ -378,6 +387,8 @@ check_fn() { # check name -> function and arguments
     claude-code) echo check_claude_code ;;
     claude-code-bad-token) echo check_claude_code_bad_token ;;
     stdio-relay) echo check_stdio_relay ;;
+    tasks-ts-sdk-v1) echo check_extension @URL tasks-legacy ;;
+    skills-ts-client-v2) echo check_extension @URL skills ;;
   esac
 }
 describe() {
@@ -392,6 +403,8 @@ describe() {
     claude-code) echo "Claude Code: claude mcp add + claude mcp list" ;;
     claude-code-bad-token) echo "Claude Code with a wrong bearer token must fail to connect" ;;
     stdio-relay) echo "porthole-stdio relay under the TS SDK's StdioClientTransport" ;;
+    tasks-ts-sdk-v1) echo "TypeScript SDK v1 ($(pkg_version @modelcontextprotocol/sdk)) experimental tasks (2025-11-25): callToolStream, tasks/list" ;;
+    skills-ts-client-v2) echo "TypeScript client v2 ($(pkg_version @modelcontextprotocol/client)) SkillsClient: list, verified read, directory read" ;;
   esac
 }
 

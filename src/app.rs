@@ -13,7 +13,7 @@ use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_buffer::level_name;
 use crate::mcp::log_file::LogFile;
 use crate::mcp::log_journal::{JOURNAL_TARGET, LogJournal};
-use crate::mcp::{Auth, McpServer, SessionConfig};
+use crate::mcp::{Auth, McpServer, SessionConfig, TaskConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
 pub struct RunningApp {
@@ -83,6 +83,26 @@ pub struct Logging {
 }
 
 /// Builds the `/mcp` server over the bot's services.
+/// `/mcp` tasks kept in the bot's database (so results outlive a restart).
+fn task_config(bot: &Bot) -> TaskConfig {
+    TaskConfig {
+        store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
+        ..TaskConfig::default()
+    }
+}
+
+/// Before serving: tasks a shutdown cut short now read `failed` with the reason.
+async fn recover_mcp_tasks(server: &McpServer) -> anyhow::Result<()> {
+    match server.recover_tasks().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "{n} MCP task(s) were still running when the bot stopped; they now read `failed` with the reason"
+        ),
+        Err(e) => return Err(anyhow::anyhow!("cannot read the MCP tasks: {e}")),
+    }
+    Ok(())
+}
+
 async fn build_mcp(
     bot: &Arc<Bot>,
     buffer: Arc<LogBuffer>,
@@ -143,6 +163,8 @@ async fn build_mcp(
             max_age: c.session_max_age,
             ledger: Some(Arc::new(ledger)),
         })
+        .tasks(task_config(bot))
+        .skills_dir(bot.config.skills_dir.clone())
         .redactor(bot.redactor.as_ref().clone())
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
@@ -150,6 +172,7 @@ async fn build_mcp(
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the MCP server: {e}"))?;
     let _ = diagnostics.server.set(server.clone());
+    recover_mcp_tasks(&server).await?;
 
     // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
     // MCP clients: they may want to list again.
@@ -269,6 +292,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     if let Some(buffer) = buffer {
         let server = build_mcp(&bot, buffer, logging).await?;
         server.spawn_housekeeping(std::time::Duration::from_secs(30));
+        server.spawn_skills_watch(std::time::Duration::from_secs(2));
         router = router.merge(server.router());
         mcp = Some(server);
     }

@@ -695,6 +695,18 @@ async fn a_read_only_token_sees_and_calls_only_what_changes_nothing() {
         "{}",
         refused.raw
     );
+    // Nor as a task: the refusal comes before a task is created.
+    let mut task_call = modern_body(
+        7,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": "DELETE FROM tasks"}}),
+    );
+    task_call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut call_headers = modern_headers("tools/call");
+    call_headers.push(("mcp-name", "db_query".into()));
+    let refused = send(READ_ONLY, task_call, call_headers).await;
+    assert_eq!(refused.error_code(), Some(-32602), "{}", refused.raw);
     let mut call_headers = modern_headers("tools/call");
     call_headers.push(("mcp-name", "list_conversations".into()));
     let allowed = send(

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use super::{Diagnostics, done, failed, object_schema, output_schema};
 use crate::bot::tasks::RunAs;
 use crate::config::Config;
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{
+    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+};
 use crate::redact::REDACTED;
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
@@ -198,6 +200,11 @@ struct RunTaskArgs {
 
 #[async_trait]
 impl Tool for RunTask {
+    /// Long work: a client that supports tasks gets a handle to poll.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_task".into(),

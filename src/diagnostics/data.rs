@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{
+    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+};
 use crate::redact::{REDACTED, is_secret_key};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
@@ -33,6 +35,11 @@ struct DbQueryArgs {
 
 #[async_trait]
 impl Tool for DbQuery {
+    /// Long work: a client that supports tasks gets a handle to poll.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
     fn spec(&self) -> ToolSpec {
         let mode = if self.0.settings.db_query_readonly {
             "This bot runs it read-only (DB_QUERY_READONLY=true): only statements that read run, on a read-only \

@@ -16,7 +16,9 @@ use tokio::sync::mpsc;
 use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::agents::{AgentError, AgentEvent};
 use crate::bot::tools::{ADMIN_ROLE, ExecContext};
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{
+    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(SendMessage(d.clone()))]
@@ -35,6 +37,11 @@ const TEXT_CHUNK: usize = 80;
 
 #[async_trait]
 impl Tool for SendMessage {
+    /// Long work: a client that supports tasks gets a handle to poll.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "send_message".into(),

@@ -24,9 +24,11 @@ mod logs;
 mod prompts;
 mod resources;
 mod session_ledger;
+mod task_store;
 mod tools;
 
 pub use session_ledger::StoredSessionLedger;
+pub use task_store::StoredTasks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

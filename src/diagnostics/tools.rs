@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::{Diagnostics, done, failed, object_schema, output_schema};
 use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolSource};
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{
+    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     vec![
@@ -160,6 +162,11 @@ struct RunToolArgs {
 
 #[async_trait]
 impl Tool for RunTool {
+    /// Long work: a client that supports tasks gets a handle to poll.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_tool".into(),

@@ -52,6 +52,10 @@ pub struct RequestContext {
     pub(crate) sealer: Arc<StateSealer>,
     /// Notifications carry text from the bot too (progress messages, log data).
     pub(crate) redactor: Arc<Redactor>,
+    /// A keyed hash of the caller's credentials: the owner of the tasks it creates.
+    pub(crate) caller: Arc<str>,
+    /// The call runs as a task (its request has been answered with a handle).
+    pub(crate) in_task: bool,
 }
 
 impl RequestContext {
@@ -60,6 +64,13 @@ impl RequestContext {
         self.client_capabilities
             .get(name)
             .is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the client declared the Tasks extension on this request (modern era).
+    pub fn declares_tasks(&self) -> bool {
+        self.client_capabilities["extensions"]
+            .get(super::tasks::TASKS_EXTENSION)
+            .is_some_and(Value::is_object)
     }
 
     /// Whether the client asked for progress (sent a `progressToken`).
@@ -122,6 +133,12 @@ impl RequestContext {
         params: Value,
         capability: &str,
     ) -> Result<Value, RpcError> {
+        if self.in_task && !self.era.is_modern() {
+            return Err(RpcError::internal(format!(
+                "`{method}` needs a stream to the client, which a 2025-11-25 task does not have: \
+                 call the tool without `task`, or use protocol 2026-07-28, whose tasks take input through tasks/update"
+            )));
+        }
         let (Era::Legacy(_), Some(session), Some(_)) = (&self.era, &self.session, &self.outbound)
         else {
             return Err(RpcError::internal(format!(

@@ -12,7 +12,9 @@ use super::context::RequestContext;
 use super::guard::Access;
 use super::jsonrpc::RpcError;
 use super::protocol::{self, Era, META_SERVER_INFO, log_level_rank};
-use super::tool::{InputRequired, Outcome};
+use super::skills::SKILLS_EXTENSION;
+use super::tasks::{TASKS_EXTENSION, TaskMethod, missing_tasks_capability};
+use super::tool::{InputRequired, Outcome, TaskSupport};
 
 /// Every request method the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +34,10 @@ pub enum Method {
     PromptsList,
     PromptsGet,
     CompletionComplete,
+    Tasks(TaskMethod),
+    SkillsList,
+    SkillsGet,
+    ResourcesDirectoryRead,
 }
 
 impl Method {
@@ -53,6 +59,14 @@ impl Method {
             "prompts/list" => Method::PromptsList,
             "prompts/get" => Method::PromptsGet,
             "completion/complete" => Method::CompletionComplete,
+            "skills/list" => Method::SkillsList,
+            "skills/get" => Method::SkillsGet,
+            "resources/directory/read" => Method::ResourcesDirectoryRead,
+            "tasks/get" => Method::Tasks(TaskMethod::Get),
+            "tasks/update" => Method::Tasks(TaskMethod::Update),
+            "tasks/cancel" => Method::Tasks(TaskMethod::Cancel),
+            "tasks/result" => Method::Tasks(TaskMethod::Result),
+            "tasks/list" => Method::Tasks(TaskMethod::List),
             _ => return None,
         };
         let legacy_only = matches!(
@@ -62,8 +76,14 @@ impl Method {
                 | Method::LoggingSetLevel
                 | Method::ResourcesSubscribe
                 | Method::ResourcesUnsubscribe
+                | Method::Tasks(TaskMethod::Result | TaskMethod::List)
         );
-        let modern_only = matches!(method, Method::ServerDiscover | Method::SubscriptionsListen);
+        let modern_only = matches!(
+            method,
+            Method::ServerDiscover
+                | Method::SubscriptionsListen
+                | Method::Tasks(TaskMethod::Update)
+        );
         if (modern && legacy_only) || (!modern && modern_only) {
             return None;
         }
@@ -98,21 +118,47 @@ impl Method {
                 | Method::ResourcesList
                 | Method::ResourcesTemplatesList
                 | Method::ResourcesRead
+                | Method::SkillsList
+                | Method::SkillsGet
+                | Method::ResourcesDirectoryRead
         )
     }
+}
+
+/// The TTL a 2025-11-25 client asked for in `params.task.ttl`, kept between one
+/// second and a day.
+fn legacy_task_ttl(params: &Map<String, Value>) -> Option<std::time::Duration> {
+    let ttl_ms = params.get("task")?.get("ttl")?.as_u64()?;
+    Some(std::time::Duration::from_millis(
+        ttl_ms.clamp(1000, 24 * 3600 * 1000),
+    ))
 }
 
 /// Page size of list results.
 const PAGE_SIZE: usize = 100;
 
 impl ServerInner {
-    /// The capabilities object for `era`.
-    pub(crate) fn capabilities(&self) -> Value {
+    /// The capabilities object for `era`: tasks are the extension in the modern era and
+    /// the experimental `tasks` capability from 2025-11-25 on.
+    pub(crate) fn capabilities(&self, era: &Era) -> Value {
         let mut caps = json!({
             "tools": {"listChanged": true},
             "completions": {},
             "logging": {},
         });
+        match era {
+            Era::Modern(_) => {
+                caps["extensions"] = json!({TASKS_EXTENSION: {}});
+                if self.skills.is_some() {
+                    caps["extensions"][SKILLS_EXTENSION] = json!({"directoryRead": true});
+                }
+            }
+            Era::Legacy(version) if *version >= "2025-11-25" => {
+                caps["tasks"] =
+                    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+            }
+            Era::Legacy(_) => {}
+        }
         if !self.resources.is_empty() {
             caps["resources"] = json!({"subscribe": true, "listChanged": true});
         }
@@ -135,11 +181,17 @@ impl ServerInner {
     ) -> Result<Value, RpcError> {
         let outcome = match method {
             Method::Initialize => Outcome::Complete(self.initialize(params)),
+            Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead => {
+                Outcome::Complete(self.skills_method(method, params)?)
+            }
+            Method::Tasks(task_method) => {
+                Outcome::Complete(self.task_method(task_method, params, ctx).await?)
+            }
             Method::Ping => Outcome::Complete(json!({})),
             Method::LoggingSetLevel => Outcome::Complete(set_level(params, ctx)?),
             Method::ServerDiscover => Outcome::Complete(json!({
                 "supportedVersions": protocol::MODERN_VERSIONS,
-                "capabilities": self.capabilities(),
+                "capabilities": self.capabilities(&ctx.era),
                 "instructions": self.info.instructions,
             })),
             Method::SubscriptionsListen => {
@@ -232,7 +284,7 @@ impl ServerInner {
             protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(&Era::Legacy(version)),
             "serverInfo": self.server_info(),
         });
         if !self.info.instructions.is_empty() {
@@ -250,7 +302,10 @@ impl ServerInner {
             )),
             (Outcome::InputRequired(input), Era::Modern(_)) => Ok(input.to_json()),
             (Outcome::Complete(mut result), Era::Modern(_)) => {
-                result["resultType"] = json!("complete");
+                // A task handle keeps its own discriminator.
+                if result["resultType"] != "task" {
+                    result["resultType"] = json!("complete");
+                }
                 if method.cacheable() {
                     result["ttlMs"] = json!(self.info.cache_ttl_ms);
                     result["cacheScope"] = json!("private");
@@ -266,6 +321,8 @@ impl ServerInner {
         }
     }
 
+    /// `tools/call`: a task handle when the tool and the client both support tasks,
+    /// otherwise the call itself.
     async fn call_tool(
         &self,
         params: &Map<String, Value>,
@@ -276,6 +333,39 @@ impl ServerInner {
         if !(args.is_null() || args.is_object()) {
             return Err(RpcError::invalid_params("`arguments` must be an object"));
         }
+        self.tools.check_access(name, ctx.access)?;
+        if let Some(tool) = self.tools.get(name) {
+            let support = tool.task_support();
+            let wanted = match &ctx.era {
+                Era::Modern(_) => ctx.declares_tasks(),
+                // 2025-11-25: the client asks for a task with `params.task`.
+                Era::Legacy(_) => {
+                    ctx.session.is_some() && params.get("task").is_some_and(Value::is_object)
+                }
+            };
+            if support != TaskSupport::Forbidden && wanted && tool.starts_task(&args, ctx) {
+                let ttl = legacy_task_ttl(params);
+                let task = self.start_tool_task(name, args, ctx, ttl).await?;
+                return Ok(Outcome::Complete(match ctx.era {
+                    Era::Modern(_) => task.create_result(),
+                    Era::Legacy(_) => json!({"task": task.legacy()}),
+                }));
+            }
+            if support == TaskSupport::Required && ctx.era.is_modern() && !ctx.declares_tasks() {
+                return Err(missing_tasks_capability());
+            }
+        }
+        self.invoke_tool(name, args, ctx).await
+    }
+
+    /// Runs a tool and redacts its result, with an audit line; shared by plain calls
+    /// and tasks.
+    pub(crate) async fn invoke_tool(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &RequestContext,
+    ) -> Result<Outcome<Value>, RpcError> {
         let started = Instant::now();
         let outcome = self.tools.call(name, args, ctx).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -305,6 +395,30 @@ impl ServerInner {
             "tools/call"
         );
         result
+    }
+
+    /// `skills/list`, `skills/get` and `resources/directory/read` (Skills extension).
+    fn skills_method(
+        &self,
+        method: Method,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let Some(skills) = &self.skills else {
+            return Err(RpcError::method_not_found(match method {
+                Method::SkillsList => "skills/list",
+                Method::SkillsGet => "skills/get",
+                _ => "resources/directory/read",
+            }));
+        };
+        match method {
+            Method::SkillsList => page("skills", &skills.entries(), params),
+            Method::SkillsGet => skills.get(required_str(params, "uri")?),
+            _ => page(
+                "resources",
+                &skills.read_directory(required_str(params, "uri")?)?,
+                params,
+            ),
+        }
     }
 
     async fn read_resource(

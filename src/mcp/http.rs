@@ -492,7 +492,7 @@ async fn legacy_post(
                 );
             };
             let log_threshold = Some(session.log_threshold());
-            let ctx = inner.context(
+            let mut ctx = inner.context(
                 access,
                 Era::Legacy(session.version),
                 Some(session.clone()),
@@ -500,6 +500,7 @@ async fn legacy_post(
                 progress_token(&params),
                 log_threshold,
             );
+            ctx.caller = caller(&inner, headers);
             if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
                 return raw_reply(&id, listing, accept);
             }
@@ -620,7 +621,7 @@ async fn legacy_batch(
                     ));
                     continue;
                 };
-                let ctx = inner.context(
+                let mut ctx = inner.context(
                     access,
                     Era::Legacy(session.version),
                     Some(session.clone()),
@@ -628,6 +629,7 @@ async fn legacy_batch(
                     None,
                     Some(session.log_threshold()),
                 );
+                ctx.caller = caller(inner, headers);
                 let lifetime = Lifetime::in_session(&session, &id);
                 let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
                 let Progress::Done(result) = call.run().await else {
@@ -737,6 +739,8 @@ async fn modern_post(
     let name_member = match method.as_str() {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The Tasks extension routes by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     };
     if let Some(member) = name_member {
@@ -782,7 +786,11 @@ async fn modern_post(
     };
 
     if parsed == Method::SubscriptionsListen {
-        return listen(&inner, &id, &params);
+        let owner = caller(&inner, headers);
+        return match listen_filter(&inner, &params, capabilities, owner).await {
+            Ok(filter) => listen(&inner, &id, filter),
+            Err(error) => fail(modern_status(&error), error),
+        };
     }
     let mut ctx = inner.context(
         access,
@@ -793,6 +801,7 @@ async fn modern_post(
         log_threshold,
     );
     ctx.client_capabilities = capabilities.clone();
+    ctx.caller = caller(&inner, headers);
     ctx.input_responses = params
         .get("inputResponses")
         .and_then(Value::as_object)
@@ -962,12 +971,42 @@ async fn run_stateless(
     sse_response(&inner, rx, Some(pump.abort_handle()))
 }
 
+/// The task owner key of a request (a keyed hash of its `Authorization` header).
+fn caller(inner: &ServerInner, headers: &HeaderMap) -> Arc<str> {
+    inner
+        .tasks
+        .owner_of(header(headers, header::AUTHORIZATION.as_str()))
+}
+
+/// What a `subscriptions/listen` asks for; task ids need the Tasks extension, and only
+/// the caller's own live tasks are agreed to.
+async fn listen_filter(
+    inner: &ServerInner,
+    params: &Map<String, Value>,
+    capabilities: &Value,
+    owner: Arc<str>,
+) -> Result<ListenFilter, RpcError> {
+    let notifications = params.get("notifications").unwrap_or(&Value::Null);
+    let mut filter = ListenFilter::from_params(notifications, !inner.prompts.is_empty());
+    let Some(task_ids) = notifications.get("taskIds").filter(|v| !v.is_null()) else {
+        return Ok(filter);
+    };
+    if capabilities["extensions"]
+        .get(crate::mcp::tasks::TASKS_EXTENSION)
+        .is_none()
+    {
+        return Err(crate::mcp::tasks::missing_tasks_capability());
+    }
+    let ids = task_ids.as_array().ok_or_else(|| {
+        RpcError::invalid_params("`notifications.taskIds` must be an array of task ids")
+    })?;
+    filter.task_ids = inner.tasks.agreed_task_ids(ids, &owner).await?;
+    filter.task_owner = Some(owner);
+    Ok(filter)
+}
+
 /// `subscriptions/listen`: acknowledgment first, then the changes the client asked for.
-fn listen(inner: &Arc<ServerInner>, id: &Value, params: &Map<String, Value>) -> Response {
-    let filter = ListenFilter::from_params(
-        params.get("notifications").unwrap_or(&Value::Null),
-        !inner.prompts.is_empty(),
-    );
+fn listen(inner: &Arc<ServerInner>, id: &Value, filter: ListenFilter) -> Response {
     let (tx, rx) = mpsc::unbounded_channel();
     let ack = jsonrpc::notification(
         "notifications/subscriptions/acknowledged",
@@ -1123,6 +1162,14 @@ pub(crate) async fn handle_get(
         };
         loop {
             match changes.recv().await {
+                Ok(super::subscriptions::Change::Task(task)) => {
+                    // 2025-11-25: a session hears about its own tasks only.
+                    if task.session.as_deref() == Some(forward_session.id.as_str()) {
+                        let status =
+                            jsonrpc::notification("notifications/tasks/status", task.legacy());
+                        forward_session.push_if_current(stream, &status);
+                    }
+                }
                 Ok(change) => {
                     let wanted = match &change {
                         super::subscriptions::Change::ResourceUpdated(uri) => {

@@ -33,7 +33,9 @@ pub mod protocol;
 
 mod resource;
 pub mod session;
+pub mod skills;
 mod subscriptions;
+pub mod tasks;
 mod tool;
 
 use std::sync::Arc;
@@ -55,8 +57,12 @@ pub use resource::{
     Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
 };
 pub use session::{SessionConfig, SessionLedger};
+pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
-pub use tool::{Annotations, CallToolResult, InputRequired, Outcome, Tool, ToolSet, ToolSpec};
+pub use tasks::{MemoryTaskStore, TaskConfig, TaskRecord, TaskStatus, TaskStore};
+pub use tool::{
+    Annotations, CallToolResult, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec,
+};
 
 /// Who the server says it is.
 #[derive(Debug, Clone)]
@@ -88,6 +94,12 @@ pub(crate) struct ServerInner {
     /// never changes after build, so it is shaped and serialised once.
     /// Indexed by access (full, read-only), then era (legacy, modern).
     tools_list_cache: [[std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2]; 2],
+    /// Requests answered with a task handle, and the tasks' store.
+    tasks: tasks::TaskEngine,
+    /// The skills served through the Skills extension, if a folder was given.
+    skills: Option<Arc<SkillCatalog>>,
+    /// This server, for work that outlives a request (a task's tool call).
+    this: std::sync::Weak<ServerInner>,
 }
 
 impl ServerInner {
@@ -116,6 +128,8 @@ impl ServerInner {
             request_state: None,
             sealer: self.sealer.clone(),
             redactor: self.redactor.clone(),
+            caller: Arc::from("anonymous"),
+            in_task: false,
         }
     }
 }
@@ -136,6 +150,8 @@ pub struct McpServerBuilder {
     redactor: Redactor,
     notifier: Notifier,
     keepalive: Duration,
+    tasks: TaskConfig,
+    skills: Option<Arc<SkillCatalog>>,
 }
 
 impl McpServerBuilder {
@@ -221,6 +237,21 @@ impl McpServerBuilder {
         self
     }
 
+    /// Where tasks are kept and how they are paced (default: in memory, one hour).
+    pub fn tasks(mut self, config: TaskConfig) -> Self {
+        self.tasks = config;
+        self
+    }
+
+    /// Serves the Agent Skills in `dir` (one folder per skill, each with a `SKILL.md`)
+    /// through the Skills extension and as `skill://` resources.
+    pub fn skills_dir(mut self, dir: std::path::PathBuf) -> Self {
+        let catalog = Arc::new(SkillCatalog::load(dir));
+        self.resources.push(catalog.clone());
+        self.skills = Some(catalog);
+        self
+    }
+
     /// How often idle SSE streams get a keep-alive comment.
     pub fn keepalive(mut self, period: Duration) -> Self {
         self.keepalive = period;
@@ -229,12 +260,15 @@ impl McpServerBuilder {
 
     pub fn build(self) -> Result<McpServer, String> {
         let secret = self.secret.as_deref();
+        let tools = ToolSet::new(self.tools)?;
+        let prompts = PromptSet::new(self.prompts)?;
+        let tasks = tasks::TaskEngine::new(self.tasks, self.notifier.clone(), secret);
         Ok(McpServer {
-            inner: Arc::new(ServerInner {
+            inner: Arc::new_cyclic(|this| ServerInner {
                 info: self.info,
-                tools: ToolSet::new(self.tools)?,
+                tools,
                 resources: self.resources,
-                prompts: PromptSet::new(self.prompts)?,
+                prompts,
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
                 sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
@@ -250,6 +284,9 @@ impl McpServerBuilder {
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
                 tools_list_cache: Default::default(),
+                tasks,
+                skills: self.skills,
+                this: this.clone(),
             }),
         })
     }
@@ -285,6 +322,8 @@ impl McpServer {
             redactor: Redactor::default(),
             notifier: Notifier::default(),
             keepalive: Duration::from_secs(15),
+            tasks: TaskConfig::default(),
+            skills: None,
         }
     }
 
@@ -323,7 +362,31 @@ impl McpServer {
         self.inner.tools.len()
     }
 
-    /// Evicts idle sessions every `period` until the runtime stops.
+    /// Start-up, before serving: tasks the store holds as unfinished were cut short by
+    /// the last shutdown; they become `failed` with the reason. Returns how many.
+    pub async fn recover_tasks(&self) -> Result<usize, String> {
+        self.inner.tasks.recover().await
+    }
+
+    /// Re-reads the skills folder every `period` when it changed, and tells clients the
+    /// resource list changed. Does nothing without a skills folder.
+    pub fn spawn_skills_watch(&self, period: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        let catalog = self.inner.skills.clone()?;
+        let notifier = self.inner.notifier.clone();
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                if catalog.refresh().await {
+                    tracing::info!(target: "porthole::mcp::skills", "the skills folder changed; skills re-read");
+                    notifier.send(Change::ResourcesListChanged);
+                }
+            }
+        }))
+    }
+
+    /// Evicts idle sessions (and forgets expired tasks) every `period` until the
+    /// runtime stops.
     pub fn spawn_housekeeping(&self, period: Duration) -> tokio::task::JoinHandle<()> {
         let inner = self.inner.clone();
         tokio::spawn(async move {
@@ -331,6 +394,7 @@ impl McpServer {
             loop {
                 tick.tick().await;
                 inner.sessions.evict_idle();
+                inner.tasks.purge_expired().await;
             }
         })
     }

@@ -9,6 +9,7 @@ use tokio::sync::broadcast;
 
 use super::jsonrpc;
 use super::protocol::META_SUBSCRIPTION_ID;
+use super::tasks::TaskRecord;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
@@ -16,6 +17,8 @@ pub enum Change {
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated(Arc<str>),
+    /// A task changed (any era); streams forward it only to its owner.
+    Task(Arc<TaskRecord>),
 }
 
 impl Change {
@@ -29,6 +32,7 @@ impl Change {
                 "notifications/resources/updated",
                 json!({"uri": uri.as_ref()}),
             ),
+            Change::Task(task) => ("notifications/tasks", task.detailed()),
         };
         if let Some(id) = subscription_id {
             params["_meta"] = json!({META_SUBSCRIPTION_ID: id});
@@ -81,6 +85,10 @@ pub struct ListenFilter {
     pub prompts: bool,
     pub resources: bool,
     pub resource_uris: Vec<String>,
+    /// Tasks whose `notifications/tasks` the client wants, with the owner key they
+    /// must belong to.
+    pub task_ids: Vec<String>,
+    pub task_owner: Option<Arc<str>>,
 }
 
 impl ListenFilter {
@@ -98,6 +106,8 @@ impl ListenFilter {
                         .collect()
                 })
                 .unwrap_or_default(),
+            task_ids: Vec::new(),
+            task_owner: None,
         }
     }
 
@@ -116,6 +126,9 @@ impl ListenFilter {
         if !self.resource_uris.is_empty() {
             honoured["resourceSubscriptions"] = json!(self.resource_uris);
         }
+        if self.task_owner.is_some() {
+            honoured["taskIds"] = json!(self.task_ids);
+        }
         honoured
     }
 
@@ -125,6 +138,10 @@ impl ListenFilter {
             Change::PromptsListChanged => self.prompts,
             Change::ResourcesListChanged => self.resources,
             Change::ResourceUpdated(uri) => self.resource_uris.iter().any(|u| u == uri.as_ref()),
+            Change::Task(task) => {
+                self.task_owner.as_deref() == Some(task.owner.as_str())
+                    && self.task_ids.iter().any(|id| *id == task.id)
+            }
         }
     }
 }

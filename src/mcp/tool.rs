@@ -165,9 +165,44 @@ pub enum Outcome<T> {
     InputRequired(InputRequired),
 }
 
+/// Whether a tool's calls may run as tasks (MCP `ToolExecution.taskSupport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Always answered in the call itself.
+    #[default]
+    Forbidden,
+    /// A task for clients that support tasks, a blocking call for the others.
+    Optional,
+    /// Only as a task: clients without task support get `-32021`.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
+
+    /// Whether calls may run as tasks; listed as `execution.taskSupport`.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Forbidden
+    }
+
+    /// For a tool that supports tasks, whether this call should become one now. A tool
+    /// that first gathers input in the call itself (MRTR) answers `false` until it has
+    /// it; one that is quick for some arguments may answer `false` for those.
+    fn starts_task(&self, _args: &Value, _ctx: &RequestContext) -> bool {
+        true
+    }
+
     /// Runs the tool with validated arguments. Tool failures are
     /// `Ok(Outcome::Complete(CallToolResult::error(..)))`; `Err` is for protocol errors.
     async fn call(
@@ -240,11 +275,16 @@ impl ToolSet {
                 })
                 .unwrap_or_default();
             let aliases = property_aliases(&spec.input_schema);
+            let mut listed = spec.to_json();
+            let support = tool.task_support();
+            if support != TaskSupport::Forbidden {
+                listed["execution"] = json!({"taskSupport": support.as_str()});
+            }
             let read_only = spec.annotations.read_only;
             if read_only {
-                read_only_listing.push(spec.to_json());
+                read_only_listing.push(listed.clone());
             }
-            listing.push(spec.to_json());
+            listing.push(listed);
             if entries
                 .insert(
                     spec.name.clone(),
@@ -268,6 +308,20 @@ impl ToolSet {
         })
     }
 
+    /// Refuses a tool that changes state to a request with the read-only token. Checked
+    /// before anything starts, a task included.
+    pub fn check_access(&self, name: &str, access: Access) -> Result<(), RpcError> {
+        match self.entries.get(name) {
+            Some(entry) if !entry.read_only && access == Access::ReadOnly => {
+                Err(RpcError::invalid_params(format!(
+                    "tool `{name}` changes state and the read-only token (MCP_SERVER_READONLY_SECRET) may call only \
+                     read-only tools; use MCP_SERVER_SECRET for it"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The tools a request with `access` may see.
     pub fn listing(&self, access: Access) -> &[Value] {
         match access {
@@ -286,6 +340,11 @@ impl ToolSet {
 
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)
+    }
+
+    /// The tool named `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entries.get(name).map(|e| &e.tool)
     }
 
     /// `(property, header)` pairs declared with `x-mcp-header` for a tool.
@@ -309,17 +368,8 @@ impl ToolSet {
         args: Value,
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let entry = self.entries.get(name);
-        if let Some(entry) = entry
-            && !entry.read_only
-            && ctx.access == Access::ReadOnly
-        {
-            return Err(RpcError::invalid_params(format!(
-                "tool `{name}` changes state and the read-only token (MCP_SERVER_READONLY_SECRET) may call only \
-                 read-only tools; use MCP_SERVER_SECRET for it"
-            )));
-        }
-        let Some(entry) = entry else {
+        self.check_access(name, ctx.access)?;
+        let Some(entry) = self.entries.get(name) else {
             let similar = self.similar(name);
             let hint = if similar.is_empty() {
                 "call tools/list to see the tools".to_string()

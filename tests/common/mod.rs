@@ -187,12 +187,21 @@ pub async fn modern(app: &impl BotUrl, id: u64, method: &str, mut params: Value)
     let name = params
         .get("name")
         .or_else(|| params.get("uri"))
+        .or_else(|| params.get("taskId"))
         .and_then(Value::as_str)
         .map(str::to_string);
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let mut headers = vec![("mcp-protocol-version", MODERN), ("mcp-method", method)];
     if let Some(name) = name.as_deref()
-        && matches!(method, "tools/call" | "prompts/get" | "resources/read")
+        && matches!(
+            method,
+            "tools/call"
+                | "prompts/get"
+                | "resources/read"
+                | "tasks/get"
+                | "tasks/update"
+                | "tasks/cancel"
+        )
     {
         headers.push(("mcp-name", name));
     }

@@ -26,6 +26,8 @@ pub enum Turn {
     Status(u16, &'static str),
     /// Never answers (for timeouts).
     Hang,
+    /// Waits this many milliseconds, then streams text in these chunks (a slow model).
+    Slow(u64, Vec<&'static str>),
     /// Starts streaming text with these chunks, then breaks the connection without
     /// finishing the body (the provider going down mid-answer).
     DropMidStream(Vec<&'static str>),
@@ -97,6 +99,10 @@ async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Turn 
     if let Some(Turn::Hang) = turn {
         std::future::pending::<()>().await;
     }
+    if let Some(Turn::Slow(ms, parts)) = turn {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        return Turn::Text(parts);
+    }
     turn.unwrap_or(Turn::Text(vec!["(script exhausted)"]))
 }
 
@@ -138,7 +144,7 @@ async fn openai(
             axum::Json(json!({"error": {"message": message}})),
         )
             .into_response(),
-        Turn::Hang => unreachable!(),
+        Turn::Hang | Turn::Slow(..) => unreachable!(),
     }
 }
 
@@ -179,7 +185,7 @@ async fn anthropic(
             axum::Json(json!({"type": "error", "error": {"message": message}})),
         )
             .into_response(),
-        Turn::Hang => unreachable!(),
+        Turn::Hang | Turn::Slow(..) => unreachable!(),
     }
 }
 

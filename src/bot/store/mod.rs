@@ -15,7 +15,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod mcp_tasks;
 mod sql;
+pub use mcp_tasks::StoredTaskRow;
 pub use sql::{SqlOutcome, StatementSummary};
 
 /// Ordered migrations; `PRAGMA user_version` records how many have run.
@@ -97,6 +99,20 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE conversations ADD COLUMN updatedAt TEXT GENERATED ALWAYS AS (updated_at) VIRTUAL;
     ALTER TABLE tasks ADD COLUMN lastRun TEXT GENERATED ALWAYS AS (last_run) VIRTUAL;
     ALTER TABLE tasks ADD COLUMN nextRun TEXT GENERATED ALWAYS AS (next_run) VIRTUAL;",
+    // 7: /mcp tasks (the Tasks extension): each task's record as JSON, kept until it
+    // expires, so a result outlives the request and a restart.
+    "CREATE TABLE mcp_tasks (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        session TEXT,
+        finished INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX mcp_tasks_by_owner ON mcp_tasks(owner, finished);
+    CREATE INDEX mcp_tasks_by_session ON mcp_tasks(session);
+    CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_ms);",
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,250 @@
+//! The Skills extension (`io.modelcontextprotocol/skills`): a folder of Agent Skills
+//! served as `skill://<name>/<path>` resources, with `skills/list` and `skills/get`
+//! (front matter verbatim plus a manifest of every file's size and SHA-256 digest) and
+//! `resources/directory/read` over each skill's folders.
+//!
+//! The [`SkillCatalog`] holds the latest scan of the folder. A watcher re-reads it when
+//! the folder's fingerprint (paths, sizes, modification times) changes and announces
+//! `notifications/resources/list_changed`. It polls rather than subscribing to OS file
+//! events: one small `stat` walk every couple of seconds costs next to nothing, needs
+//! no extra dependency, and behaves the same on every platform, in containers and on
+//! network mounts, where file events are unreliable.
+//!
+//! Only files listed in a manifest can be read, so nothing outside the skills folder
+//! (symbolic links are never followed) is reachable through a `skill://` URI.
+
+mod frontmatter;
+mod scan;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::context::RequestContext;
+use super::jsonrpc::RpcError;
+use super::resource::ResourceProvider;
+use super::tool::Outcome;
+use scan::SkillEntry;
+
+/// The extension's identifier, in capabilities.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+
+const SCHEME: &str = "skill://";
+const DIRECTORY_MIME: &str = "inode/directory";
+
+type Fingerprint = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
+
+/// The skills of one folder, as last read.
+pub struct SkillCatalog {
+    dir: PathBuf,
+    skills: RwLock<Arc<Vec<SkillEntry>>>,
+    fingerprint: Mutex<Fingerprint>,
+}
+
+fn mime_type(path: &str) -> &'static str {
+    match path
+        .rsplit_once('.')
+        .map(|(_, ext)| ext.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("md" | "markdown") => "text/markdown",
+        Some("txt") => "text/plain",
+        Some("json") => "application/json",
+        Some("py") => "text/x-python",
+        Some("sh") => "application/x-sh",
+        Some("js" | "mjs") => "text/javascript",
+        Some("yaml" | "yml") => "application/yaml",
+        Some("html") => "text/html",
+        Some("csv") => "text/csv",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        _ => "application/octet-stream",
+    }
+}
+
+fn entry_json(skill: &SkillEntry) -> Value {
+    let resources: Vec<Value> = skill
+        .files
+        .iter()
+        .map(|f| json!({"uri": format!("{SCHEME}{}/{}", skill.name, f.relative), "digest": f.digest, "size": f.size}))
+        .collect();
+    json!({
+        "uri": format!("{SCHEME}{}/SKILL.md", skill.name),
+        "frontmatter": skill.frontmatter,
+        "resources": resources,
+    })
+}
+
+fn unknown_skill(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "No skill is served at {uri}; skills/list gives the URIs of the skills served"
+    ))
+    .with_data(json!({"uri": uri}))
+}
+
+impl SkillCatalog {
+    /// Reads `dir` now (a missing folder has no skills).
+    pub fn load(dir: PathBuf) -> Self {
+        let skills = scan::scan(&dir);
+        let fingerprint = scan::fingerprint(&dir);
+        SkillCatalog {
+            dir,
+            skills: RwLock::new(Arc::new(skills)),
+            fingerprint: Mutex::new(fingerprint),
+        }
+    }
+
+    fn snapshot(&self) -> Arc<Vec<SkillEntry>> {
+        self.skills
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Re-reads the folder if it changed since the last look; `true` when it did.
+    pub(crate) async fn refresh(self: &Arc<Self>) -> bool {
+        let catalog = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let now = scan::fingerprint(&catalog.dir);
+            let mut last = catalog
+                .fingerprint
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if *last == now {
+                return false;
+            }
+            *last = now;
+            let skills = Arc::new(scan::scan(&catalog.dir));
+            *catalog.skills.write().unwrap_or_else(|p| p.into_inner()) = skills;
+            true
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Every skill entry, for `skills/list`.
+    pub(crate) fn entries(&self) -> Vec<Value> {
+        self.snapshot().iter().map(entry_json).collect()
+    }
+
+    /// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`.
+    pub(crate) fn get(&self, uri: &str) -> Result<Value, RpcError> {
+        let name = uri
+            .strip_prefix(SCHEME)
+            .and_then(|rest| rest.strip_suffix("/SKILL.md"))
+            .ok_or_else(|| unknown_skill(uri))?;
+        let skills = self.snapshot();
+        let skill = skills
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| unknown_skill(uri))?;
+        Ok(json!({"skill": entry_json(skill)}))
+    }
+
+    /// `resources/directory/read`: the direct children of a skill folder or subfolder.
+    pub(crate) fn read_directory(&self, uri: &str) -> Result<Vec<Value>, RpcError> {
+        let not_directory = || {
+            RpcError::invalid_params(format!(
+                "{uri} is not a directory resource; directories are skill://<name> and its subfolders"
+            ))
+            .with_data(json!({"uri": uri}))
+        };
+        let path = uri.strip_prefix(SCHEME).ok_or_else(not_directory)?;
+        let (name, sub) = path.split_once('/').unwrap_or((path, ""));
+        let skills = self.snapshot();
+        let skill = skills
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(not_directory)?;
+        let prefix = if sub.is_empty() {
+            String::new()
+        } else {
+            format!("{sub}/")
+        };
+        let mut children: Vec<Value> = Vec::new();
+        let mut folders: Vec<&str> = Vec::new();
+        for file in &skill.files {
+            let Some(rest) = file.relative.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((folder, _)) if !folders.contains(&folder) => folders.push(folder),
+                Some(_) => {}
+                None => children.push(json!({
+                    "uri": format!("{SCHEME}{name}/{}", file.relative),
+                    "name": rest,
+                    "mimeType": mime_type(rest),
+                    "size": file.size,
+                })),
+            }
+        }
+        if children.is_empty() && folders.is_empty() {
+            return Err(not_directory());
+        }
+        for folder in folders {
+            children.push(json!({
+                "uri": format!("{SCHEME}{name}/{prefix}{folder}"),
+                "name": folder,
+                "mimeType": DIRECTORY_MIME,
+            }));
+        }
+        Ok(children)
+    }
+}
+
+#[async_trait]
+impl ResourceProvider for SkillCatalog {
+    fn resources(&self) -> Vec<Value> {
+        self.snapshot()
+            .iter()
+            .map(|skill| {
+                json!({
+                    "uri": format!("{SCHEME}{}/SKILL.md", skill.name),
+                    "name": skill.name,
+                    "description": skill.frontmatter["description"],
+                    "mimeType": "text/markdown",
+                })
+            })
+            .collect()
+    }
+
+    async fn read(
+        &self,
+        uri: &str,
+        _ctx: &RequestContext,
+    ) -> Result<Option<Outcome<Vec<Value>>>, RpcError> {
+        let Some(path) = uri.strip_prefix(SCHEME) else {
+            return Ok(None);
+        };
+        let Some((name, relative)) = path.split_once('/') else {
+            return Ok(None);
+        };
+        let skills = self.snapshot();
+        // Only files of a manifest are served: no path leaves the skill's folder.
+        let Some(skill) = skills
+            .iter()
+            .find(|s| s.name == name && s.files.iter().any(|f| f.relative == relative))
+        else {
+            return Ok(None);
+        };
+        let bytes = tokio::fs::read(skill.folder.join(relative))
+            .await
+            .map_err(|e| RpcError::internal(format!("cannot read {uri}: {e}")))?;
+        let mime = mime_type(relative);
+        let mut content = Map::new();
+        content.insert("uri".into(), json!(uri));
+        content.insert("mimeType".into(), json!(mime));
+        match String::from_utf8(bytes) {
+            Ok(text) => content.insert("text".into(), json!(text)),
+            Err(e) => content.insert(
+                "blob".into(),
+                json!(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+            ),
+        };
+        Ok(Some(Outcome::Complete(vec![Value::Object(content)])))
+    }
+}

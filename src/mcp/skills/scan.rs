@@ -1,0 +1,217 @@
+//! Reading a skills folder: each direct subfolder with a `SKILL.md` is a skill; its
+//! files (not following symbolic links, skipping hidden names) are its manifest, each
+//! with its size and SHA-256 digest. Also the cheap fingerprint the watcher compares.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::frontmatter;
+
+/// Most files in one skill, and most bytes (the extension's limits).
+const MAX_FILES: usize = 512;
+const MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One file of a skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillFile {
+    /// Path within the skill folder, `/`-separated.
+    pub relative: String,
+    pub size: u64,
+    /// `sha256:<64 hex>` of the raw bytes.
+    pub digest: String,
+}
+
+/// One skill as served.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillEntry {
+    /// The front matter's `name`: the skill path of its URIs.
+    pub name: String,
+    pub folder: PathBuf,
+    pub frontmatter: Map<String, Value>,
+    pub files: Vec<SkillFile>,
+}
+
+/// Every readable skill under `dir` (sorted by name); problems are logged and the skill
+/// skipped. A missing folder has no skills.
+pub fn scan(dir: &Path) -> Vec<SkillEntry> {
+    let mut skills: Vec<SkillEntry> = Vec::new();
+    for folder in subfolders(dir) {
+        if !folder.join("SKILL.md").is_file() {
+            continue;
+        }
+        match read_skill(&folder) {
+            Ok(skill) if skills.iter().any(|s| s.name == skill.name) => {
+                tracing::warn!(target: "porthole::mcp::skills", folder = %folder.display(), name = %skill.name, "skipping a skill whose name another skill already has");
+            }
+            Ok(skill) => skills.push(skill),
+            Err(reason) => {
+                tracing::warn!(target: "porthole::mcp::skills", folder = %folder.display(), %reason, "skipping a skill");
+            }
+        }
+    }
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    skills
+}
+
+fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// Agent Skills names: 1–64 of lowercase letters, digits and single inner hyphens.
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
+    let manifest = folder.join("SKILL.md");
+    let size = std::fs::metadata(&manifest).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_BYTES {
+        return Err(format!(
+            "SKILL.md is over {MAX_BYTES} bytes, the extension's limit"
+        ));
+    }
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let frontmatter = frontmatter::parse(&text)?;
+    let name = frontmatter["name"].as_str().unwrap_or_default().to_string();
+    if !valid_name(&name) {
+        return Err(format!(
+            "`name: {name}` must be 1–64 lowercase letters, digits and single hyphens"
+        ));
+    }
+    let mut relatives = Vec::new();
+    walk(folder, "", &mut relatives)?;
+    relatives.sort();
+    let mut files = Vec::with_capacity(relatives.len());
+    let mut total = 0u64;
+    for relative in relatives {
+        let bytes = std::fs::read(folder.join(&relative))
+            .map_err(|e| format!("cannot read {relative}: {e}"))?;
+        total += bytes.len() as u64;
+        if total > MAX_BYTES {
+            return Err(format!(
+                "its files exceed {MAX_BYTES} bytes, the extension's limit"
+            ));
+        }
+        files.push(SkillFile {
+            digest: format!("sha256:{}", hex(&Sha256::digest(&bytes))),
+            size: bytes.len() as u64,
+            relative,
+        });
+    }
+    Ok(SkillEntry {
+        name,
+        folder: folder.to_path_buf(),
+        frontmatter,
+        files,
+    })
+}
+
+/// Collects the regular files under `dir` as `/`-separated paths after `prefix`.
+fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if name.starts_with('.') || kind.is_symlink() {
+            continue;
+        }
+        let relative = format!("{prefix}{name}");
+        if kind.is_dir() {
+            walk(&entry.path(), &format!("{relative}/"), out)?;
+        } else if kind.is_file() {
+            out.push(relative);
+            if out.len() > MAX_FILES {
+                return Err(format!(
+                    "it has more than {MAX_FILES} files, the extension's limit"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Paths, sizes and modification times of everything under `dir`: when this changes,
+/// the skills may have.
+pub fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
+    let mut seen = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() && !entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                pending.push(entry.path());
+            }
+            seen.push((entry.path(), meta.len(), meta.modified().ok()));
+        }
+        if seen.len() > 100_000 {
+            break;
+        }
+    }
+    seen.sort();
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skill_folder_becomes_a_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let skill = dir.path().join("folder-name");
+        std::fs::create_dir_all(skill.join("templates")).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: pdf\ndescription: PDFs\n---\nBody\n",
+        )
+        .unwrap();
+        std::fs::write(skill.join("templates/a.md"), "abc").unwrap();
+        std::fs::write(skill.join(".hidden"), "x").unwrap();
+        std::fs::create_dir_all(dir.path().join("broken")).unwrap();
+        std::fs::write(dir.path().join("broken/SKILL.md"), "no front matter").unwrap();
+        let skills = scan(dir.path());
+        assert_eq!(skills.len(), 1);
+        let files: Vec<&str> = skills[0]
+            .files
+            .iter()
+            .map(|f| f.relative.as_str())
+            .collect();
+        assert_eq!(files, ["SKILL.md", "templates/a.md"]);
+        assert_eq!(
+            skills[0].files[1].digest,
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(skills[0].files[1].size, 3);
+        assert!(!fingerprint(dir.path()).is_empty());
+    }
+}
