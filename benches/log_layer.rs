@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use porthole::mcp::log_buffer::{BufferLayer, LogBuffer};
+use porthole::logs::buffer::{BufferLayer, LogBuffer};
 use tracing::Dispatch;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;

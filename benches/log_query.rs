@@ -17,7 +17,7 @@ use std::hint::black_box;
 
 use common::full_buffer;
 use criterion::{Criterion, criterion_group, criterion_main};
-use porthole::mcp::log_buffer::LogQuery;
+use porthole::logs::buffer::LogQuery;
 use tracing::Level;
 
 mod common;

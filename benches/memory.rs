@@ -14,8 +14,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
+use porthole::logs::buffer::LogBuffer;
 use porthole::mcp::SessionConfig;
-use porthole::mcp::log_buffer::LogBuffer;
 use porthole::mcp::session::Sessions;
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
@@ -93,7 +93,7 @@ fn ring_buffer() {
     drop(audit);
     println!(
         "record struct:    {} B inline per line (plus its strings and field vector)\n",
-        std::mem::size_of::<porthole::mcp::log_buffer::LogRecord>()
+        std::mem::size_of::<porthole::logs::buffer::LogRecord>()
     );
 }
 

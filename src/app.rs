@@ -9,10 +9,10 @@ use tokio::sync::watch;
 use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
-use crate::mcp::log_buffer::LogBuffer;
-use crate::mcp::log_buffer::level_name;
-use crate::mcp::log_file::LogFile;
-use crate::mcp::log_journal::{JOURNAL_TARGET, LogJournal};
+use crate::logs::buffer::LogBuffer;
+use crate::logs::buffer::level_name;
+use crate::logs::file::LogFile;
+use crate::logs::journal::{JOURNAL_TARGET, LogJournal};
 use crate::mcp::{Auth, McpServer, SessionConfig, TaskConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].

@@ -3,7 +3,8 @@
 //! Layers (arrows point one way):
 //! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, skills, web,
 //!   and its client connections to other MCP servers. Knows nothing of its own endpoint.
-//! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and log capture.
+//! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and extensions.
+//! - [`logs`]: the bot's log captured (ring buffer, log file, journal in the store).
 //!   Knows nothing of the bot.
 //! - [`diagnostics`]: the MCP tools, thin adapters from `mcp` onto `bot` services.
 //! - [`app`]: wires them together and serves.
@@ -12,6 +13,7 @@ pub mod app;
 pub mod bot;
 pub mod config;
 pub mod diagnostics;
+pub mod logs;
 pub mod mcp;
 pub mod net;
 pub mod redact;

@@ -17,10 +17,10 @@ use porthole::app::Logging;
 use porthole::bot::WEB_CONSOLE_TARGET;
 use porthole::config::Config;
 use porthole::diagnostics::LogFilterControl;
+use porthole::logs::buffer::LogBuffer;
+use porthole::logs::file::LogFile;
+use porthole::logs::journal::LogJournal;
 use porthole::mcp::McpServer;
-use porthole::mcp::log_buffer::LogBuffer;
-use porthole::mcp::log_file::LogFile;
-use porthole::mcp::log_journal::LogJournal;
 use std::net::SocketAddr;
 
 const USAGE: &str = "usage: porthole [token | --help]

@@ -841,7 +841,7 @@ async fn server_log_reads_older_lines_from_the_log_file() {
     use tracing_subscriber::layer::SubscriberExt;
     let dir = tempfile::tempdir().unwrap();
     let file =
-        porthole::mcp::log_file::LogFile::open(&dir.path().join("bot.log"), 1024 * 1024).unwrap();
+        porthole::logs::file::LogFile::open(&dir.path().join("bot.log"), 1024 * 1024).unwrap();
     let subscriber = tracing_subscriber::registry().with(file.layer("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         tracing::error!(target: "porthole::bot::store", "yesterday's disk full error");

@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use porthole::mcp::log_buffer::LogBuffer;
-use porthole::mcp::log_journal::LogJournal;
+use porthole::logs::buffer::LogBuffer;
+use porthole::logs::journal::LogJournal;
 use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt;
 

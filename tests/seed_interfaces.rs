@@ -139,7 +139,7 @@ async fn run_tool_seed_form_reaches_a_namespaced_mcp_tool() {
 #[tokio::test]
 async fn log_tools_take_the_seeds_levels() {
     use tracing_subscriber::layer::SubscriberExt;
-    let buffer = porthole::mcp::log_buffer::LogBuffer::new(100);
+    let buffer = porthole::logs::buffer::LogBuffer::new(100);
     let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         tracing::debug!(target: "porthole::seed_test", "seed-level debug line");

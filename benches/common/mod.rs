@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use porthole::mcp::log_buffer::LogBuffer;
+use porthole::logs::buffer::LogBuffer;
 use tracing_subscriber::layer::SubscriberExt;
 
 pub const CAPACITY: usize = 10_000;

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Diagnostics, done, failed, object_schema, output_schema};
-use crate::mcp::log_buffer::{LogQuery, LogRecord, LogSource, parse_level, select};
+use crate::logs::buffer::{LogQuery, LogRecord, LogSource, parse_level, select};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
 
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {

@@ -37,9 +37,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::bot::Bot;
-use crate::mcp::log_buffer::LogBuffer;
-use crate::mcp::log_file::LogFile;
-use crate::mcp::log_journal::LogJournal;
+use crate::logs::buffer::LogBuffer;
+use crate::logs::file::LogFile;
+use crate::logs::journal::LogJournal;
 use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
 
 /// Settings the diagnostics read besides the bot's own.

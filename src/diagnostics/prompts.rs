@@ -14,7 +14,7 @@ use tracing::Level;
 use super::Diagnostics;
 use super::resources::complete_conversation_ids;
 use crate::bot::store::MessageQuery;
-use crate::mcp::log_buffer::LogQuery;
+use crate::logs::buffer::LogQuery;
 use crate::mcp::{
     Outcome, Prompt, PromptArgument, PromptMessages, PromptSpec, RequestContext, RpcError,
 };
@@ -63,7 +63,7 @@ impl Prompt for DiagnoseRecentErrors {
                     "[{}] {} {} {}: {}",
                     r.timestamp(),
                     r.source.as_str(),
-                    crate::mcp::log_buffer::level_name(r.level),
+                    crate::logs::buffer::level_name(r.level),
                     r.target,
                     r.message
                 )

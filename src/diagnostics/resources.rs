@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::Diagnostics;
 use super::config::config_snapshot;
 use crate::bot::store::MessageQuery;
-use crate::mcp::log_buffer::{LogQuery, LogSource};
+use crate::logs::buffer::{LogQuery, LogSource};
 use crate::mcp::{Outcome, RequestContext, ResourceProvider, RpcError};
 
 pub struct BotResources(pub Arc<Diagnostics>);

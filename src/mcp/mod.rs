@@ -16,8 +16,9 @@
 //! Layout: `http` (transport, both eras) → `dispatch` (one function per method family)
 //! → the [`Tool`], [`ResourceProvider`] and [`Prompt`] seams. `guard` holds the
 //! middleware, `session` the legacy sessions and resumable streams, `subscriptions` the
-//! change notifications, `mrtr` sealed state, `redact` secret removal, and
-//! `log_buffer` the `tracing` capture behind log tools.
+//! change notifications, `mrtr` sealed state, `tasks` and `skills` the two
+//! extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
+//! this module holds no logging code of its own.
 
 mod call;
 mod context;
@@ -25,9 +26,6 @@ pub mod dispatch;
 mod guard;
 mod http;
 pub mod jsonrpc;
-pub mod log_buffer;
-pub mod log_file;
-pub mod log_journal;
 mod mrtr;
 pub mod protocol;
 

@@ -16,7 +16,7 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
-use super::log_buffer::{LogRecord, record_from_event};
+use super::buffer::{LogRecord, record_from_event};
 
 /// Target of the MCP endpoint's audit records (`tools/call` and other changes), which
 /// are kept whatever their level.

@@ -12,7 +12,7 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
-use super::log_buffer::{LogRecord, record_from_event};
+use super::buffer::{LogRecord, record_from_event};
 
 /// Bytes read per step when scanning the file backwards.
 const CHUNK: u64 = 64 * 1024;
@@ -179,7 +179,7 @@ impl Iterator for ReverseLines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::log_buffer::{LogQuery, select};
+    use crate::logs::buffer::{LogQuery, select};
     use tracing_subscriber::layer::SubscriberExt;
 
     #[test]
@@ -201,7 +201,7 @@ mod tests {
         );
         let all: Vec<LogRecord> = file.newest_first(None).collect();
         assert_eq!(all[0].message, "from the page");
-        assert_eq!(all[0].source, crate::mcp::log_buffer::LogSource::Web);
+        assert_eq!(all[0].source, crate::logs::buffer::LogSource::Web);
         assert_eq!(all[1].message, "line number 1499 with some padding text");
         // Two files of about 64 KiB each stay: the current and one rotated.
         assert!(all.len() > 400, "lines from both files: {}", all.len());
