@@ -29,6 +29,7 @@ pub mod jsonrpc;
 mod mrtr;
 pub mod protocol;
 
+mod prompt;
 mod resource;
 pub mod session;
 pub mod skills;
@@ -50,10 +51,9 @@ pub use context::RequestContext;
 pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
 pub use mrtr::StateSealer;
+pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
-pub use resource::{
-    Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec, ResourceProvider,
-};
+pub use resource::ResourceProvider;
 pub use session::{SessionConfig, SessionLedger};
 pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
