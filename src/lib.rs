@@ -17,3 +17,4 @@ pub mod net;
 pub mod redact;
 pub mod text;
 pub mod tool_filter;
+pub mod trace_context;

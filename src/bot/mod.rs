@@ -16,6 +16,7 @@ pub mod stats;
 pub mod store;
 pub mod tasks;
 pub mod tools;
+pub mod trace;
 pub mod web;
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use skills::Skill;
 use store::Store;
 use tasks::Tasks;
 use tools::ToolRunner;
+use trace::Tracer;
 
 /// One console line forwarded by the web page.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -165,6 +167,21 @@ pub struct Bot {
     pub web: web::WebState,
     /// Removes every secret the process knows from what leaves it (`/mcp`, `/api`, `/ws`).
     pub redactor: Arc<Redactor>,
+    /// Records a trace per turn (and exports it when OpenTelemetry is configured).
+    pub tracer: Arc<Tracer>,
+}
+
+/// The tracer the configuration asks for: off, stored, or stored and exported.
+fn start_tracer(config: &Config, store: &Store, redactor: &Arc<Redactor>) -> Arc<Tracer> {
+    if !config.trace.enabled {
+        return Tracer::disabled();
+    }
+    let settings = trace::TraceSettings {
+        max_turns: config.trace.max_turns,
+        max_age: config.trace.max_age,
+        max_payload_bytes: config.trace.max_payload_bytes,
+    };
+    Tracer::start(store.clone(), redactor.clone(), settings, None)
 }
 
 /// Every secret value the process knows: configured ones, the headers and environment of
@@ -250,7 +267,14 @@ impl Bot {
             agents.clone(),
             config.agent_max_steps,
         ));
-        let tasks = Arc::new(Tasks::new(store.clone(), supervisor.clone(), tools.clone()));
+        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
+        let tracer = start_tracer(&config, &store, &redactor);
+        let tasks = Arc::new(Tasks::new(
+            store.clone(),
+            supervisor.clone(),
+            tools.clone(),
+            tracer.clone(),
+        ));
         let skill_report = skills::load_skills(&config.skills_dir);
         tracing::info!(
             loaded = skill_report.skills.len(),
@@ -258,9 +282,9 @@ impl Bot {
             "skills loaded"
         );
 
-        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         Ok(Arc::new(Bot {
             redactor,
+            tracer,
             started,
             store,
             llm,

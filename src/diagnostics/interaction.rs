@@ -54,7 +54,8 @@ impl Tool for SendMessage {
                 json!({
                     "response": {"type": "string"},
                     "conversation_id": {"type": "string"},
-                    "error": {"type": ["string", "null"]}
+                    "error": {"type": ["string", "null"]},
+                    "trace_id": {"type": ["string", "null"], "description": "The turn's trace, for get_trace"}
                 }),
                 &["response", "conversation_id"],
             )),
@@ -80,6 +81,7 @@ impl Tool for SendMessage {
         let timeout = self.0.settings.send_message_timeout;
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
+        exec.trace = bot.tracer.root("send_message", ctx.trace_parent());
 
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let send = tokio::time::timeout(
@@ -130,6 +132,7 @@ impl Tool for SendMessage {
                 "response": reply.response,
                 "conversation_id": reply.conversation_id,
                 "error": reply.error,
+                "trace_id": reply.trace_id,
             }))),
             Ok(Err(AgentError::UnknownConversation(id))) => Ok(failed(format!(
                 "no conversation with id `{id}`; omit conversation_id to start one, or call list_conversations"

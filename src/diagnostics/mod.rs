@@ -1,6 +1,7 @@
 //! The diagnostics MCP tools: thin adapters from the `mcp` seams onto the bot's
 //! services, one file per category — `logs`, `data`, `tools`, `agents`, `config`,
-//! `interaction` — plus `resources` and `prompts`.
+//! `interaction`, and the turn traces (`traces`, `llm_calls`) — plus `resources` and
+//! `prompts`.
 //!
 //! Each tool parses its (already schema-validated) arguments, calls a bot service
 //! directly (never `/api`), and shapes a structured result with a text rendering.
@@ -20,11 +21,15 @@ mod agents;
 mod config;
 mod data;
 mod interaction;
+mod llm_calls;
 mod logs;
 mod prompts;
 mod resources;
 mod session_ledger;
 mod tools;
+mod trace_prompts;
+mod trace_view;
+mod traces;
 
 pub use session_ledger::StoredSessionLedger;
 
@@ -106,6 +111,8 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     all.extend(agents::tools(d));
     all.extend(config::tools(d));
     all.extend(interaction::tools(d));
+    all.extend(traces::tools(d));
+    all.extend(llm_calls::tools(d));
     all
 }
 

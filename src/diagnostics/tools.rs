@@ -189,7 +189,7 @@ impl Tool for RunTool {
     async fn call(
         &self,
         args: Value,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: RunToolArgs = args_or_error!("run_tool", args);
         let runner = &self.0.bot.tools;
@@ -199,6 +199,7 @@ impl Tool for RunTool {
         }
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
+        exec.trace = self.0.bot.tracer.root("run_tool", ctx.trace_parent());
         let started = Instant::now();
         let parameters = if args.parameters.is_null() {
             json!({})

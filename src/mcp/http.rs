@@ -337,23 +337,24 @@ async fn bare_post(inner: Arc<ServerInner>, message: Incoming, accept: Accepts) 
             &RpcError::method_not_found(&method),
         );
     };
-    let ctx = inner.context(
+    let mut ctx = inner.context(
         Era::Legacy(protocol::DEFAULT_LEGACY_VERSION),
         None,
         id.clone(),
         None,
         None,
     );
+    // A bare request has no progress stream, but may still join the caller's trace.
+    ctx.trace_parent = params.get("_meta").and_then(super::context::trace_parent);
     if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
         return raw_reply(&id, listing, accept);
     }
     run_stateless(inner, parsed, params, ctx, accept).await
 }
 
-fn progress_token(params: &Map<String, Value>) -> Option<Value> {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
+/// The `progressToken` of a request's `_meta`, when it is a string or an integer.
+pub(super) fn progress_token(meta: &Value) -> Option<Value> {
+    meta.get("progressToken")
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned()
 }
@@ -474,7 +475,7 @@ async fn legacy_post(
                 Era::Legacy(session.version),
                 Some(session.clone()),
                 id.clone(),
-                progress_token(&params),
+                Some(&params),
                 log_threshold,
             );
             if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx.era) {
@@ -762,7 +763,7 @@ async fn modern_post(
         Era::Modern(version),
         None,
         id.clone(),
-        progress_token(&params),
+        Some(&params),
         log_threshold,
     );
     ctx.client_capabilities = capabilities.clone();

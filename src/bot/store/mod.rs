@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod sql;
+mod traces;
 pub use sql::{SqlOutcome, StatementSummary};
+pub use traces::{Page, SpanQuery, TraceSummary};
 
 /// Ordered migrations; `PRAGMA user_version` records how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -88,6 +90,31 @@ const MIGRATIONS: &[&str] = &[
         record TEXT NOT NULL
     );
     CREATE INDEX log_events_by_time ON log_events(time_us);",
+    // 6: turn traces, one row per span (see `traces`); a trace's root has is_root = 1.
+    "CREATE TABLE trace_spans (
+        span_id TEXT PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        parent_span_id TEXT,
+        is_root INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('turn','llm','tool','agent')),
+        name TEXT NOT NULL,
+        source TEXT,
+        conversation_id TEXT,
+        start_us INTEGER NOT NULL,
+        duration_us INTEGER NOT NULL,
+        error TEXT,
+        model TEXT,
+        tool TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        attributes TEXT NOT NULL,
+        root_span_id TEXT NOT NULL
+    );
+    CREATE INDEX trace_spans_by_trace ON trace_spans(trace_id, start_us);
+    CREATE INDEX trace_spans_by_turn ON trace_spans(root_span_id);
+    CREATE INDEX trace_spans_roots ON trace_spans(is_root, start_us);
+    CREATE INDEX trace_spans_by_kind ON trace_spans(kind, start_us);
+    CREATE INDEX trace_spans_by_start ON trace_spans(start_us);",
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -324,7 +324,8 @@ async fn send_message(
     body: Result<ApiJson<SendMessage>, ApiError>,
 ) -> ApiResult {
     let ApiJson(body) = body?;
-    let ctx = ExecContext::new(&[USER_ROLE]);
+    let mut ctx = ExecContext::new(&[USER_ROLE]);
+    ctx.trace = bot.tracer.root("web", None);
     let reply = bot
         .supervisor
         .send(body.conversation_id.as_deref(), &body.content, &ctx, None)
