@@ -181,7 +181,24 @@ fn start_tracer(config: &Config, store: &Store, redactor: &Arc<Redactor>) -> Arc
         max_age: config.trace.max_age,
         max_payload_bytes: config.trace.max_payload_bytes,
     };
-    Tracer::start(store.clone(), redactor.clone(), settings, None)
+    let exporter = config.trace.otlp_endpoint.as_ref().and_then(|endpoint| {
+        let otlp = trace::OtlpSettings {
+            endpoint: endpoint.clone(),
+            headers: config.trace.otlp_headers.clone(),
+            service_name: config.trace.service_name.clone(),
+        };
+        match trace::OtlpExporter::start(&otlp) {
+            Ok(exporter) => {
+                tracing::info!(service = %otlp.service_name, "exporting turn traces over OTLP/HTTP");
+                Some(exporter as Arc<dyn trace::SpanExporter>)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "turn traces are stored but not exported");
+                None
+            }
+        }
+    });
+    Tracer::start(store.clone(), redactor.clone(), settings, exporter)
 }
 
 /// Every secret value the process knows: configured ones, the headers and environment of

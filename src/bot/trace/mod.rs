@@ -12,6 +12,7 @@
 //! it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
 mod llm_call;
+mod otel;
 mod writer;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
 
 pub use llm_call::traced_chat;
+pub use otel::{OtlpExporter, OtlpSettings};
 pub use writer::{SpanExporter, cut_payload};
 
 /// What a span stands for.
@@ -113,8 +115,12 @@ pub struct TraceSettings {
 /// What travels through the channel to the writer.
 enum WriterMessage {
     Span(Box<SpanRecord>),
-    /// Answered once everything sent before it is stored.
-    Flush(oneshot::Sender<()>),
+    /// Answered once everything sent before it is stored (and, with `export`,
+    /// delivered to the exporter's collector or given up on).
+    Flush {
+        done: oneshot::Sender<()>,
+        export: bool,
+    },
 }
 
 /// Spans waiting for the writer; beyond this, new spans are dropped and counted.
@@ -197,9 +203,23 @@ impl Tracer {
     /// Waits until every span finished before this call is stored (readers call it so
     /// a trace is complete right after its turn returns). Returns at once when off.
     pub async fn flush(&self) {
+        self.flush_with(false).await;
+    }
+
+    /// Like [`Tracer::flush`], and also waits (a bounded time) until the exporter has
+    /// delivered those spans (shutdown, tests).
+    pub async fn flush_export(&self) {
+        self.flush_with(true).await;
+    }
+
+    async fn flush_with(&self, export: bool) {
         let Some(sender) = &self.sender else { return };
         let (done, wait) = oneshot::channel();
-        if sender.send(WriterMessage::Flush(done)).await.is_ok() {
+        if sender
+            .send(WriterMessage::Flush { done, export })
+            .await
+            .is_ok()
+        {
             let _ = wait.await;
         }
     }

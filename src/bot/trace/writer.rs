@@ -18,15 +18,19 @@ use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
 const BATCH: usize = 512;
+/// How long a flush that asks for export waits for the collector.
+const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Receives every stored span (already redacted and cut), for export elsewhere. It must
 /// return at once: queue the spans and deliver them on its own time.
+#[async_trait::async_trait]
 pub trait SpanExporter: Send + Sync {
     fn export(&self, spans: &[SpanRecord]);
     /// Spans it had to give up on (collector down, slow, refusing, queue full).
     fn dropped(&self) -> u64;
-    /// Delivers what is queued, waiting at most `timeout` (shutdown, tests).
-    fn flush(&self, timeout: Duration);
+    /// Waits until what was queued before has been delivered (or given up on), at
+    /// most `timeout` (shutdown, tests).
+    async fn flush(&self, timeout: Duration);
 }
 
 pub(super) struct Writer {
@@ -46,7 +50,7 @@ impl Writer {
             while let Some(message) = next {
                 match message {
                     WriterMessage::Span(span) => batch.push(*span),
-                    WriterMessage::Flush(done) => flushes.push(done),
+                    WriterMessage::Flush { done, export } => flushes.push((done, export)),
                 }
                 next = if batch.len() < BATCH {
                     receiver.try_recv().ok()
@@ -55,15 +59,12 @@ impl Writer {
                 };
             }
             self.write(std::mem::take(&mut batch)).await;
-            if !flushes.is_empty()
-                && let Some(exporter) = self.exporter.clone()
+            if flushes.iter().any(|(_, export)| *export)
+                && let Some(exporter) = &self.exporter
             {
-                let _ = tokio::task::spawn_blocking(move || {
-                    exporter.flush(Duration::from_secs(5));
-                })
-                .await;
+                exporter.flush(EXPORT_FLUSH_TIMEOUT).await;
             }
-            for done in flushes.drain(..) {
+            for (done, _) in flushes.drain(..) {
                 let _ = done.send(());
             }
         }
