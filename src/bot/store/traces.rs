@@ -65,8 +65,14 @@ pub struct Page<T> {
 }
 
 impl Store {
-    /// Stores finished spans in one transaction (a span stored twice keeps its last copy).
-    pub async fn append_spans(&self, spans: Vec<SpanRecord>) -> Result<(), StoreError> {
+    /// Stores finished spans in one transaction (a span stored twice keeps its last
+    /// copy). With `limits` = (traces to keep, cutoff in µs), the same transaction then
+    /// keeps the newest traces and deletes every span that started before the cutoff.
+    pub async fn append_spans(
+        &self,
+        spans: Vec<SpanRecord>,
+        limits: Option<(usize, i64)>,
+    ) -> Result<(), StoreError> {
         self.call(move |c| {
             let tx = c.transaction()?;
             {
@@ -91,31 +97,14 @@ impl Store {
                         s.tool,
                         s.input_tokens,
                         s.output_tokens,
-                        Value::Object(s.attributes.clone()).to_string(),
+                        serde_json::to_string(&s.attributes).unwrap_or_default(),
                         s.root_span_id,
                     ])?;
                 }
             }
-            tx.commit()?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// Keeps the newest `max_traces` traces and deletes every span that started before
-    /// `cutoff_us`.
-    pub async fn prune_traces(&self, max_traces: usize, cutoff_us: i64) -> Result<(), StoreError> {
-        self.call(move |c| {
-            let tx = c.transaction()?;
-            tx.execute(
-                "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
-                 WHERE is_root = 1 ORDER BY start_us DESC LIMIT -1 OFFSET ?1)",
-                params![max_traces as i64],
-            )?;
-            tx.execute(
-                "DELETE FROM trace_spans WHERE start_us < ?1",
-                params![cutoff_us],
-            )?;
+            if let Some((max_traces, cutoff_us)) = limits {
+                prune(&tx, max_traces, cutoff_us)?;
+            }
             tx.commit()?;
             Ok(())
         })
@@ -256,6 +245,21 @@ impl Store {
         })
         .await
     }
+}
+
+/// Keeps the newest `max_traces` turns and deletes every span that started before
+/// `cutoff_us`.
+fn prune(tx: &rusqlite::Transaction, max_traces: usize, cutoff_us: i64) -> rusqlite::Result<()> {
+    tx.execute(
+        "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
+         WHERE is_root = 1 ORDER BY start_us DESC LIMIT -1 OFFSET ?1)",
+        params![max_traces as i64],
+    )?;
+    tx.execute(
+        "DELETE FROM trace_spans WHERE start_us < ?1",
+        params![cutoff_us],
+    )?;
+    Ok(())
 }
 
 /// A trace with a failed span anywhere in it.

@@ -45,6 +45,7 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
+        let mut pruning = Pruning::default();
         while let Some(first) = receiver.recv().await {
             let mut next = Some(first);
             while let Some(message) = next {
@@ -58,7 +59,9 @@ impl Writer {
                     None
                 };
             }
-            self.write(std::mem::take(&mut batch)).await;
+            let roots = batch.iter().filter(|s| s.is_root).count();
+            let prune = pruning.due(roots, !flushes.is_empty());
+            self.write(std::mem::take(&mut batch), prune).await;
             if flushes.iter().any(|(_, export)| *export)
                 && let Some(exporter) = &self.exporter
             {
@@ -70,8 +73,9 @@ impl Writer {
         }
     }
 
-    async fn write(&self, mut spans: Vec<SpanRecord>) {
-        if spans.is_empty() {
+    /// Stores `spans` (pruning in the same transaction when `prune`).
+    async fn write(&self, mut spans: Vec<SpanRecord>, prune: bool) {
+        if spans.is_empty() && !prune {
             return;
         }
         for span in &mut spans {
@@ -80,22 +84,40 @@ impl Writer {
         if let Some(exporter) = &self.exporter {
             exporter.export(&spans);
         }
-        let has_root = spans.iter().any(|s| s.is_root);
         let cutoff_us = chrono::Utc::now().timestamp_micros()
             - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX);
-        let result = self.store.append_spans(spans).await;
-        let result = match result {
-            Ok(()) if has_root => {
-                self.store
-                    .prune_traces(self.settings.max_turns, cutoff_us)
-                    .await
-            }
-            other => other,
-        };
-        if let Err(error) = result {
+        let limits = prune.then_some((self.settings.max_turns, cutoff_us));
+        if let Err(error) = self.store.append_spans(spans, limits).await {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
         }
+    }
+}
+
+/// When to apply the count and age limits: not on every batch (the delete costs more
+/// than the insert), but after every few turns, at least once a second while turns
+/// arrive, and whenever a reader flushes (so what it reads is within the limits).
+#[derive(Default)]
+struct Pruning {
+    roots_since: usize,
+    last: Option<std::time::Instant>,
+}
+
+/// Turns stored between two prunes at most (unless a reader flushes first).
+const PRUNE_EVERY_TURNS: usize = 16;
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
+
+impl Pruning {
+    fn due(&mut self, new_roots: usize, flushing: bool) -> bool {
+        self.roots_since += new_roots;
+        let stale = self.last.is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
+        let due =
+            (self.roots_since > 0 && (flushing || stale)) || self.roots_since >= PRUNE_EVERY_TURNS;
+        if due {
+            self.roots_since = 0;
+            self.last = Some(std::time::Instant::now());
+        }
+        due
     }
 }
 
