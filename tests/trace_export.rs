@@ -54,6 +54,31 @@ fn string_attribute(span: &Span, key: &str) -> Option<String> {
         })
 }
 
+/// Every span the collector received; fails if any request held the canary.
+fn decode_without_secrets(bodies: &[Bytes]) -> Vec<Span> {
+    assert!(!bodies.is_empty(), "the collector got nothing");
+    let mut spans = Vec::new();
+    for body in bodies {
+        assert!(
+            !body.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
+            "a secret was exported"
+        );
+        let request = ExportTraceServiceRequest::decode(body.as_ref()).unwrap();
+        for resource in request.resource_spans {
+            let attributes = resource.resource.unwrap().attributes;
+            assert!(
+                attributes
+                    .iter()
+                    .any(|a| a.key == "openinference.project.name")
+            );
+            for scope in resource.scope_spans {
+                spans.extend(scope.spans);
+            }
+        }
+    }
+    spans
+}
+
 #[tokio::test]
 async fn spans_reach_the_collector_with_gen_ai_attributes_and_without_secrets() {
     let (collector_url, received) = collector().await;
@@ -85,27 +110,7 @@ async fn spans_reach_the_collector_with_gen_ai_attributes_and_without_secrets() 
     assert_eq!(sent["structuredContent"]["response"], "42");
     app.bot.tracer.flush_export().await;
 
-    let bodies = received.lock().unwrap().clone();
-    assert!(!bodies.is_empty(), "the collector got nothing");
-    let mut spans = Vec::new();
-    for body in &bodies {
-        assert!(
-            !body.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
-            "a secret was exported"
-        );
-        let request = ExportTraceServiceRequest::decode(body.as_ref()).unwrap();
-        for resource in request.resource_spans {
-            let attributes = resource.resource.unwrap().attributes;
-            assert!(
-                attributes
-                    .iter()
-                    .any(|a| a.key == "openinference.project.name")
-            );
-            for scope in resource.scope_spans {
-                spans.extend(scope.spans);
-            }
-        }
-    }
+    let spans = decode_without_secrets(&received.lock().unwrap());
     assert_eq!(spans.len(), 4, "turn, two LLM calls, one tool call");
     let llm_span = spans
         .iter()

@@ -7,6 +7,7 @@ mod fake_llm;
 use common::{call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot};
 use fake_llm::{COMPLETION_TOKENS, PROMPT_TOKENS, Turn};
 use porthole::app::RunningApp;
+use porthole::bot::tasks::RunAs;
 use porthole::bot::tools::ExecContext;
 use serde_json::{Value, json};
 
@@ -44,9 +45,10 @@ async fn send_traced(app: &RunningApp, content: &str) -> Value {
     reply.result()["structuredContent"].clone()
 }
 
-#[tokio::test]
-async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace() {
-    let (app, _llm) = bot_with(
+/// A bot whose model calls the calculator once and then answers; one turn sent as the
+/// child of the caller's trace. Returns the bot, the fake server and the reply.
+async fn one_tool_turn() -> (RunningApp, fake_llm::FakeLlm, Value) {
+    let (app, llm) = bot_with(
         vec![
             Turn::ToolCall("calculator", json!({"expression": "6*7"})),
             Turn::Text(vec!["The answer ", "is 42."]),
@@ -60,7 +62,12 @@ async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace()
         reply["trace_id"], CALLER_TRACE,
         "the caller's trace id is kept"
     );
+    (app, llm, reply)
+}
 
+#[tokio::test]
+async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace() {
+    let (app, _llm, reply) = one_tool_turn().await;
     let listed = call_tool(&app, "list_traces", json!({})).await;
     let traces = structured(&listed)["traces"].as_array().unwrap().clone();
     assert_eq!(traces.len(), 1);
@@ -102,7 +109,12 @@ async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace()
             >= 0.0
     );
     assert_eq!(turn["children"][1]["tool"], "calculator");
+    app.shutdown().await;
+}
 
+#[tokio::test]
+async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
+    let (app, _llm, _) = one_tool_turn().await;
     // One LLM call in full: what the model was sent and what it answered.
     let calls = call_tool(&app, "get_llm_calls", json!({"model": "fake-model"})).await;
     let calls = structured(&calls)["calls"].as_array().unwrap().clone();
@@ -320,5 +332,51 @@ async fn bad_arguments_say_what_to_fix() {
     }
     let last = call_tool(&app, "last_error", json!({})).await;
     assert_eq!(structured(&last)["found"], false);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_scheduled_task_is_a_trace_of_its_own() {
+    let (app, _llm) = bot_with(vec![Turn::Text(vec!["done"])], &[]).await;
+    let task = app
+        .bot
+        .tasks
+        .create(
+            "digest",
+            "asks the model",
+            "0 0 3 * * *",
+            json!({"prompt": "write the digest"}),
+            RunAs::User,
+        )
+        .await
+        .unwrap();
+    let run = app.bot.tasks.run_now(task.id, RunAs::Admin).await.unwrap();
+    assert_eq!(run.status, "ok");
+    let listed = call_tool(&app, "list_traces", json!({"source": "task"})).await;
+    let trace = &structured(&listed)["traces"][0];
+    assert_eq!(trace["kind"], "turn");
+    assert_eq!(trace["llm_calls"], 1);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_turn_stopped_by_a_timeout_leaves_its_trace_marked_cancelled() {
+    let (app, _llm) = bot_with(vec![Turn::Hang], &[("MCP_SEND_MESSAGE_TIMEOUT_SECS", "1")]).await;
+    let sent = call_tool(&app, "send_message", json!({"content": "are you there?"})).await;
+    assert!(is_error(&sent), "{sent}");
+    let listed = call_tool(&app, "list_traces", json!({"status": "error"})).await;
+    let trace = &structured(&listed)["traces"][0];
+    assert_eq!(trace["source"], "send_message");
+    assert!(
+        trace["error"].as_str().unwrap().starts_with("cancelled"),
+        "{trace}"
+    );
+    let calls = call_tool(&app, "get_llm_calls", json!({"status": "error"})).await;
+    let call = &structured(&calls)["calls"][0];
+    assert!(
+        call["error"].as_str().unwrap().starts_with("cancelled"),
+        "{call}"
+    );
+    assert!(call["duration_ms"].as_f64().unwrap() >= 900.0, "{call}");
     app.shutdown().await;
 }

@@ -185,70 +185,94 @@ fn text(value: &Value) -> String {
     }
 }
 
+/// Adds `key = value` when there is a value.
+fn put(out: &mut Vec<KeyValue>, key: &'static str, value: Option<String>) {
+    if let Some(value) = value {
+        out.push(KeyValue::new(key, value));
+    }
+}
+
 /// The GenAI, MCP and OpenInference attributes of a span.
 fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
     let attr = |key: &str| span.attributes.get(key);
     let mut out = vec![KeyValue::new("porthole.span.kind", span.kind.as_str())];
-    let mut put = |key: &'static str, value: Option<String>| {
-        if let Some(value) = value {
-            out.push(KeyValue::new(key, value));
-        }
-    };
     let (operation, openinference_kind) = match span.kind {
-        SpanKind::Turn => ("invoke_agent", "AGENT"),
-        SpanKind::Agent => ("invoke_agent", "AGENT"),
+        SpanKind::Turn | SpanKind::Agent => ("invoke_agent", "AGENT"),
         SpanKind::Llm => ("chat", "LLM"),
         SpanKind::Tool => ("execute_tool", "TOOL"),
     };
-    put("gen_ai.operation.name", Some(operation.into()));
-    put("openinference.span.kind", Some(openinference_kind.into()));
-    put("gen_ai.conversation.id", span.conversation_id.clone());
-    put("session.id", span.conversation_id.clone());
-    put("porthole.source", span.source.clone());
+    put(&mut out, "gen_ai.operation.name", Some(operation.into()));
     put(
-        "error.type",
-        span.error
-            .as_ref()
-            .map(|_| attr("error_kind").map_or_else(|| "error".to_string(), text)),
+        &mut out,
+        "openinference.span.kind",
+        Some(openinference_kind.into()),
     );
-    match span.kind {
-        SpanKind::Llm => {
-            put("gen_ai.provider.name", attr("provider").map(text));
-            put("gen_ai.system", attr("provider").map(text));
-            put("gen_ai.request.model", span.model.clone());
-            put("llm.model_name", span.model.clone());
-            put("gen_ai.input.messages", attr("request").map(text));
-            put("gen_ai.output.messages", attr("response").map(text));
-            put("input.value", attr("request").map(text));
-            put("output.value", attr("response").map(text));
-        }
-        SpanKind::Tool => {
-            put("gen_ai.tool.name", span.tool.clone());
-            put("tool.name", span.tool.clone());
-            put("gen_ai.tool.call.arguments", attr("arguments").map(text));
-            put("gen_ai.tool.call.result", attr("result").map(text));
-            put("input.value", attr("arguments").map(text));
-            put("output.value", attr("result").map(text));
-        }
-        SpanKind::Turn | SpanKind::Agent => {
-            put(
-                "gen_ai.agent.name",
-                Some(if span.kind == SpanKind::Turn {
-                    "Porthole".into()
-                } else {
-                    span.name.clone()
-                }),
-            );
-            put("gen_ai.agent.id", attr("agent_id").map(text));
-            put("input.value", attr("input").or(attr("task")).map(text));
-            put("output.value", attr("output").or(attr("answer")).map(text));
-        }
-    }
+    put(
+        &mut out,
+        "gen_ai.conversation.id",
+        span.conversation_id.clone(),
+    );
+    put(&mut out, "session.id", span.conversation_id.clone());
+    put(&mut out, "porthole.source", span.source.clone());
+    let error_type = span
+        .error
+        .as_ref()
+        .map(|_| attr("error_kind").map_or_else(|| "error".to_string(), text));
+    put(&mut out, "error.type", error_type);
+    kind_attributes(span, &mut out);
     // Turns started over /mcp: the MCP semantic conventions of the request.
     if span.is_root && matches!(span.source.as_deref(), Some("send_message" | "run_tool")) {
-        put("mcp.method.name", Some("tools/call".into()));
-        put("gen_ai.tool.name", span.source.clone());
+        put(&mut out, "mcp.method.name", Some("tools/call".into()));
+        put(&mut out, "gen_ai.tool.name", span.source.clone());
     }
+    usage_attributes(span, &mut out);
+    out
+}
+
+/// What each kind of span says about its work: model and messages, tool and call,
+/// agent and task.
+fn kind_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
+    let attr = |key: &str| span.attributes.get(key).map(text);
+    match span.kind {
+        SpanKind::Llm => {
+            put(out, "gen_ai.provider.name", attr("provider"));
+            put(out, "gen_ai.system", attr("provider"));
+            put(out, "gen_ai.request.model", span.model.clone());
+            put(out, "llm.model_name", span.model.clone());
+            put(out, "gen_ai.input.messages", attr("request"));
+            put(out, "gen_ai.output.messages", attr("response"));
+            put(out, "input.value", attr("request"));
+            put(out, "output.value", attr("response"));
+        }
+        SpanKind::Tool => {
+            put(out, "gen_ai.tool.name", span.tool.clone());
+            put(out, "tool.name", span.tool.clone());
+            put(out, "gen_ai.tool.call.arguments", attr("arguments"));
+            put(out, "gen_ai.tool.call.result", attr("result"));
+            put(out, "input.value", attr("arguments"));
+            put(out, "output.value", attr("result"));
+        }
+        SpanKind::Turn | SpanKind::Agent => {
+            let agent = if span.kind == SpanKind::Turn {
+                "Porthole".to_string()
+            } else {
+                span.name.clone()
+            };
+            put(out, "gen_ai.agent.name", Some(agent));
+            put(out, "gen_ai.agent.id", attr("agent_id"));
+            put(out, "input.value", attr("input").or_else(|| attr("task")));
+            put(
+                out,
+                "output.value",
+                attr("output").or_else(|| attr("answer")),
+            );
+        }
+    }
+}
+
+/// Finish reason, time to first token and token counts (GenAI and OpenInference names).
+fn usage_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
+    let attr = |key: &str| span.attributes.get(key);
     if let Some(reason) = attr("finish_reason").and_then(Value::as_str) {
         out.push(KeyValue::new(
             "gen_ai.response.finish_reasons",
@@ -271,5 +295,4 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
             out.push(KeyValue::new(key, n));
         }
     }
-    out
 }
