@@ -380,3 +380,24 @@ async fn a_turn_stopped_by_a_timeout_leaves_its_trace_marked_cancelled() {
     assert!(call["duration_ms"].as_f64().unwrap() >= 900.0, "{call}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn anthropic_calls_report_their_tokens_and_stop_reason() {
+    let llm = fake_llm::start(vec![Turn::Text(vec!["Hello."])]).await;
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "anthropic"),
+        ("LLM_BASE_URL", &llm.url()),
+        ("LLM_API_KEY", "sk-ant-test-0123456789abcdef"),
+        ("LLM_MODEL", "claude-fake"),
+    ])
+    .await;
+    let sent = call_tool(&app, "send_message", json!({"content": "hi"})).await;
+    assert_eq!(structured(&sent)["response"], "Hello.");
+    let calls = call_tool(&app, "get_llm_calls", json!({"model": "claude-fake"})).await;
+    let call = &structured(&calls)["calls"][0];
+    assert_eq!(call["provider"], "anthropic");
+    assert_eq!(call["input_tokens"], PROMPT_TOKENS);
+    assert_eq!(call["output_tokens"], COMPLETION_TOKENS);
+    assert_eq!(call["finish_reason"], "end_turn");
+    app.shutdown().await;
+}

@@ -175,25 +175,47 @@ async fn anthropic(
             .map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})))
             .collect()
     };
+    // How the Messages API reports tokens: input in `message_start`, output (and the
+    // stop reason) in `message_delta` at the end.
+    let start = || {
+        event(
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 1}}}),
+        )
+    };
+    let stop = |reason: &str| {
+        vec![
+            event(
+                json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": COMPLETION_TOKENS}}),
+            ),
+            event(json!({"type": "message_stop"})),
+        ]
+    };
     match turn {
         Turn::Text(parts) => {
-            let mut events = vec![event(
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            )];
+            let mut events = vec![
+                start(),
+                event(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+            ];
             events.extend(text(&parts));
-            events.push(event(json!({"type": "message_stop"})));
+            events.extend(stop("end_turn"));
             sse(events)
         }
         Turn::DropMidStream(parts) => sse_then_drop(text(&parts)),
-        Turn::ToolCall(name, args) => sse(vec![
-            event(
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
-            ),
-            event(
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
-            ),
-            event(json!({"type": "message_stop"})),
-        ]),
+        Turn::ToolCall(name, args) => {
+            let mut events = vec![
+                start(),
+                event(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
+                ),
+                event(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                ),
+            ];
+            events.extend(stop("tool_use"));
+            sse(events)
+        }
         Turn::Status(code, message) => (
             StatusCode::from_u16(code).unwrap(),
             axum::Json(json!({"type": "error", "error": {"message": message}})),

@@ -176,6 +176,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn limits_are_applied_every_few_turns_and_on_every_flush() {
+        let mut pruning = Pruning::default();
+        assert!(
+            pruning.due(1, false),
+            "the first turn prunes (nothing pruned yet)"
+        );
+        assert!(
+            !pruning.due(1, false),
+            "the next one within the second waits"
+        );
+        assert!(pruning.due(0, true), "a reader's flush prunes what waited");
+        assert!(!pruning.due(0, true), "nothing new: nothing to prune");
+        assert!(
+            pruning.due(PRUNE_EVERY_TURNS, false),
+            "many turns at once prune"
+        );
+    }
+
+    #[test]
     fn payloads_over_the_limit_are_cut_and_marked() {
         let mut long = json!("é".repeat(100));
         assert!(cut_payload(&mut long, 11));
