@@ -294,6 +294,18 @@ try {
     return `${summary}; screenshot ${file}`;
   });
 
+  await step('answers read back from history get their panels too', async () => {
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+    await page.waitForFunction(
+      () => document.querySelectorAll('.message.assistant[data-state="history"] .trace-panel').length >= 2,
+      null,
+      { timeout: 15000 }
+    );
+    const n = await page.locator('.message.assistant[data-state="history"] .trace-panel').count();
+    return `${n} panels on stored answers`;
+  });
+
   const probe = `probe-${randomBytes(6).toString('hex')}`;
   await step('browser console line is forwarded to the server log', async () => {
     await page.evaluate((p) => console.warn(p), probe);

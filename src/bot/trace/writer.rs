@@ -19,7 +19,7 @@ use crate::redact::Redactor;
 /// At most this many spans go into one store transaction.
 const BATCH: usize = 512;
 /// How long a flush that asks for export waits for the collector.
-const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(15);
+const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Receives every stored span (already redacted and cut), for export elsewhere. It must
 /// return at once: queue the spans and deliver them on its own time.
