@@ -140,6 +140,14 @@ async fn spans_reach_the_collector_with_gen_ai_attributes_and_without_secrets() 
         string_attribute(root, "mcp.method.name").as_deref(),
         Some("tools/call")
     );
+    assert_eq!(
+        string_attribute(root, "mcp.protocol.version").as_deref(),
+        Some(common::MODERN)
+    );
+    assert_eq!(
+        string_attribute(root, "gen_ai.tool.name").as_deref(),
+        Some("send_message")
+    );
     assert_eq!(tool.trace_id, root.trace_id);
 
     let health = call_tool(&app, "health", json!({})).await;

@@ -81,7 +81,7 @@ impl Tool for SendMessage {
         let timeout = self.0.settings.send_message_timeout;
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
-        exec.trace = bot.tracer.root("send_message", ctx.trace_parent());
+        exec.trace = super::mcp_trace(&self.0, "send_message", ctx);
 
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let send = tokio::time::timeout(

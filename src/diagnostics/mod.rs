@@ -40,10 +40,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::bot::Bot;
+use crate::bot::trace::TraceScope;
 use crate::mcp::log_buffer::LogBuffer;
 use crate::mcp::log_file::LogFile;
 use crate::mcp::log_journal::LogJournal;
-use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
+use crate::mcp::{
+    CallToolResult, McpServer, Outcome, Prompt, RequestContext, ResourceProvider, Tool,
+};
 
 /// Settings the diagnostics read besides the bot's own.
 #[derive(Debug, Clone)]
@@ -167,4 +170,16 @@ fn conversation_id_property(description: &str) -> Value {
 /// An output schema: an object with these properties (others allowed).
 fn output_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// The trace scope of work an MCP request starts: a new trace (the child of the
+/// caller's, when it sent a `traceparent`), its root marked with the MCP semantic
+/// conventions of the request. The session id is left out: it is a credential.
+fn mcp_trace(d: &Diagnostics, tool: &str, ctx: &RequestContext) -> TraceScope {
+    d.bot
+        .tracer
+        .root(tool, ctx.trace_parent())
+        .with_root_attribute("mcp.method.name", "tools/call")
+        .with_root_attribute("mcp.protocol.version", ctx.era.version())
+        .with_root_attribute("jsonrpc.request.id", ctx.request_id.to_string())
 }

@@ -199,7 +199,7 @@ impl Tool for RunTool {
         }
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
-        exec.trace = self.0.bot.tracer.root("run_tool", ctx.trace_parent());
+        exec.trace = super::mcp_trace(&self.0, "run_tool", ctx);
         let started = Instant::now();
         let parameters = if args.parameters.is_null() {
             json!({})

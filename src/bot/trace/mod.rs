@@ -232,6 +232,7 @@ impl Tracer {
             parent: Parent::Root {
                 source: source.to_string(),
                 remote,
+                attributes: Vec::new(),
             },
         }
     }
@@ -250,6 +251,8 @@ enum Parent {
     Root {
         source: String,
         remote: Option<TraceParent>,
+        /// Set on the root span (what the request that started the trace was).
+        attributes: Vec<(String, Value)>,
     },
     Span {
         trace_id: String,
@@ -284,8 +287,18 @@ impl TraceScope {
             parent: Parent::Root {
                 source: String::new(),
                 remote: None,
+                attributes: Vec::new(),
             },
         }
+    }
+
+    /// Adds an attribute to the root span this scope will start (for a scope that
+    /// starts a trace; ignored under a running span).
+    pub fn with_root_attribute(mut self, key: &str, value: impl Into<Value>) -> TraceScope {
+        if let Parent::Root { attributes, .. } = &mut self.parent {
+            attributes.push((key.to_string(), value.into()));
+        }
+        self
     }
 
     /// The trace this scope belongs to, once a span exists.
@@ -306,7 +319,7 @@ impl TraceScope {
             Parent::Span {
                 trace_id, span_id, ..
             } => (trace_id.clone(), Some(span_id.clone()), false, None),
-            Parent::Root { source, remote } => match remote {
+            Parent::Root { source, remote, .. } => match remote {
                 Some(p) => (
                     p.trace_id.clone(),
                     Some(p.parent_span_id.clone()),
@@ -339,6 +352,12 @@ impl TraceScope {
             output_tokens: None,
             attributes: Map::new(),
         };
+        let mut record = record;
+        if let Parent::Root { attributes, .. } = &self.parent {
+            for (key, value) in attributes {
+                record.attributes.insert(key.clone(), value.clone());
+            }
+        }
         Span {
             live: Some(LiveSpan {
                 tracer: tracer.clone(),

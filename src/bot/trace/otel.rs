@@ -221,9 +221,17 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
     put(&mut out, "error.type", error_type);
     kind_attributes(span, &mut out);
     // Turns started over /mcp: the MCP semantic conventions of the request.
-    if span.is_root && matches!(span.source.as_deref(), Some("send_message" | "run_tool")) {
-        put(&mut out, "mcp.method.name", Some("tools/call".into()));
-        put(&mut out, "gen_ai.tool.name", span.source.clone());
+    if span.is_root {
+        for (key, value) in &span.attributes {
+            if key.starts_with("mcp.") || key.starts_with("jsonrpc.") {
+                out.push(KeyValue::new(key.clone(), text(value)));
+            }
+        }
+        // The MCP tool that started a turn (`send_message`); a `run_tool` root is the
+        // tool call itself and names its own tool.
+        if span.kind == SpanKind::Turn && attr("mcp.method.name").is_some() {
+            put(&mut out, "gen_ai.tool.name", span.source.clone());
+        }
     }
     usage_attributes(span, &mut out);
     out
