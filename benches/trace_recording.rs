@@ -8,6 +8,9 @@
 //! - `trace/llm_call`: the offline provider answering a 12-message request, bare and
 //!   through `traced_chat` (which copies the request and response into the span):
 //!   the per-LLM-call recording cost.
+//! - `trace/export`: 512 spans (a full writer batch, with request payloads) handed to
+//!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
+//!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
 //! - `trace/turn`: a whole turn (`Supervisor::send`, new conversation, one streamed
 //!   answer) against the fake OpenAI-compatible server of the tests (real HTTP on
 //!   127.0.0.1), with `TRACE_ENABLED` false and true.
@@ -28,7 +31,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use porthole::bot::llm::{ChatMessage, ChatRequest, LlmProvider, OfflineProvider};
 use porthole::bot::store::{Role, Store};
 use porthole::bot::tools::ExecContext;
-use porthole::bot::trace::{SpanKind, TraceSettings, Tracer, traced_chat};
+use porthole::bot::trace::{
+    OtlpExporter, OtlpSettings, SpanExporter, SpanKind, SpanRecord, TraceSettings, Tracer,
+    traced_chat,
+};
 use porthole::bot::{Bot, TracingWebLogSink};
 use porthole::config::Config;
 use porthole::redact::Redactor;
@@ -155,6 +161,81 @@ fn llm_call(c: &mut Criterion) {
     group.finish();
 }
 
+/// A collector on 127.0.0.1:0 that accepts every OTLP request; returns its base URL.
+async fn accepting_collector() -> String {
+    let app = axum::Router::new().route("/v1/traces", axum::routing::post(|| async { "" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// A writer batch of LLM spans, each with a 12-message request.
+fn llm_spans(count: usize) -> Vec<SpanRecord> {
+    let request: Vec<serde_json::Value> = (0..12)
+        .map(|n| serde_json::json!({"role": "user", "content": format!("message {n}: {}", "context ".repeat(12))}))
+        .collect();
+    (0..count)
+        .map(|n| {
+            let mut attributes = serde_json::Map::new();
+            attributes.insert("request".into(), request.clone().into());
+            attributes.insert("provider".into(), "openai".into());
+            SpanRecord {
+                trace_id: porthole::trace_context::new_trace_id(),
+                span_id: porthole::trace_context::new_span_id(),
+                parent_span_id: None,
+                is_root: false,
+                root_span_id: String::new(),
+                kind: SpanKind::Llm,
+                name: format!("chat fake-model {n}"),
+                source: None,
+                conversation_id: None,
+                start_us: 1_763_900_000_000_000 + n as i64,
+                duration_us: 1_000,
+                error: None,
+                model: Some("fake-model".into()),
+                tool: None,
+                input_tokens: Some(12),
+                output_tokens: Some(5),
+                attributes,
+            }
+        })
+        .collect()
+}
+
+fn export(c: &mut Criterion) {
+    const BATCH: usize = 512;
+    let rt = runtime();
+    let exporter = rt.block_on(async {
+        let endpoint = accepting_collector().await;
+        OtlpExporter::start(&OtlpSettings {
+            endpoint,
+            headers: Vec::new(),
+            service_name: "bench".into(),
+        })
+        .expect("exporter")
+    });
+    let spans = llm_spans(BATCH);
+    let mut group = c.benchmark_group("trace/export");
+    group.throughput(criterion::Throughput::Elements(BATCH as u64));
+    group.bench_function("batch_512", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                exporter.export(&spans);
+                exporter.flush(Duration::from_secs(10)).await;
+            })
+        })
+    });
+    group.finish();
+    assert_eq!(
+        exporter.dropped(),
+        0,
+        "the collector refused or the queue overflowed"
+    );
+}
+
 /// A bot on the fake OpenAI-compatible server, with tracing on or off.
 async fn bot(llm_url: &str, traced: bool, database: &str) -> Arc<Bot> {
     let dir = tempfile::tempdir().expect("temp dir").keep();
@@ -241,5 +322,5 @@ fn store_growth(_: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, span_hot_path, llm_call, turn, store_growth);
+criterion_group!(benches, span_hot_path, llm_call, export, turn, store_growth);
 criterion_main!(benches);
