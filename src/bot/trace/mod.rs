@@ -301,14 +301,6 @@ impl TraceScope {
         self
     }
 
-    /// The trace this scope belongs to, once a span exists.
-    pub fn trace_id(&self) -> Option<&str> {
-        match &self.parent {
-            Parent::Span { trace_id, .. } => Some(trace_id),
-            Parent::Root { .. } => None,
-        }
-    }
-
     /// Starts a span here.
     pub fn start(&self, kind: SpanKind, name: impl Into<String>) -> Span {
         let Some(tracer) = &self.tracer else {
@@ -428,13 +420,6 @@ impl Span {
         });
     }
 
-    /// Sets an attribute built only when recording (for payloads that cost to build).
-    pub fn set_attribute_with(&mut self, key: &str, build: impl FnOnce() -> Value) {
-        if self.is_recording() {
-            self.set_attribute(key, build());
-        }
-    }
-
     pub fn set_conversation(&mut self, id: &str) {
         self.with(|r| r.conversation_id = Some(id.to_string()));
     }
@@ -452,13 +437,6 @@ impl Span {
             r.input_tokens = input.map(|n| n as i64);
             r.output_tokens = output.map(|n| n as i64);
         });
-    }
-
-    /// Milliseconds since the span started.
-    pub fn elapsed_ms(&self) -> f64 {
-        self.live
-            .as_ref()
-            .map_or(0.0, |l| l.started.elapsed().as_secs_f64() * 1000.0)
     }
 
     /// Ends the span as a success.
