@@ -33,8 +33,8 @@ const CHROMIUM = '/usr/bin/chromium';
 const MCP_SECRET = process.env.E2E_MCP_SECRET || '';
 const MCP_PROTOCOL_VERSION = '2026-07-28';
 const STATIC_DIR = resolve(here, '..', 'src', 'bot', 'web', 'static');
-const PAGE_ASSETS = { '/': 'index.html', '/app.js': 'app.js', '/style.css': 'style.css' };
-const PAGE_TYPES = { '/': 'text/html; charset=utf-8', '/app.js': 'text/javascript; charset=utf-8', '/style.css': 'text/css; charset=utf-8' };
+const PAGE_ASSETS = { '/': 'index.html', '/app.js': 'app.js', '/trace-panel.js': 'trace-panel.js', '/style.css': 'style.css' };
+const PAGE_TYPES = { '/': 'text/html; charset=utf-8', '/app.js': 'text/javascript; charset=utf-8', '/trace-panel.js': 'text/javascript; charset=utf-8', '/style.css': 'text/css; charset=utf-8' };
 const PAGE_FROM_SRC = /^(1|true|yes)$/i.test(process.env.E2E_PAGE_FROM_SRC || '');
 const TIMEOUT_SECS = Number(process.env.E2E_TIMEOUT_SECS) > 0 ? Number(process.env.E2E_TIMEOUT_SECS) : 300;
 const e2eRequire = createRequire(join(here, '.e2e', 'package.json'));
@@ -264,6 +264,46 @@ try {
     await page.waitForSelector('#conversation-list .conversation-item', { timeout: 10000 });
     const n = await page.locator('#conversation-list .conversation-item').count();
     return `${n} conversation(s)`;
+  });
+
+  await step('the "What happened" panel shows the turn\'s LLM and tool calls', async () => {
+    await page.click('#message-input');
+    await page.keyboard.type('/run calculator {"expression": "6*7"}');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => document.querySelectorAll('.message.assistant[data-state="done"] .trace-panel').length >= 2,
+      null,
+      { timeout: 30000 }
+    );
+    const panel = page.locator('.message.assistant[data-state="done"] .trace-panel').last();
+    if (await panel.evaluate((p) => p.open)) throw new Error('the panel should start collapsed');
+    await panel.locator('summary').first().click();
+    await panel.locator('.trace-span[data-kind="tool"]').first().waitFor({ timeout: 10000 });
+    const summary = (await panel.locator('summary').first().innerText()).trim();
+    if (!/2 LLM calls/.test(summary) || !/1 tool call/.test(summary)) {
+      throw new Error(`panel summary is ${JSON.stringify(summary)}`);
+    }
+    const kinds = await panel.locator('.trace-span').evaluateAll((rows) => rows.map((r) => r.dataset.kind));
+    if (kinds.join(',') !== 'turn,llm,tool,llm') throw new Error(`timeline rows are ${kinds.join(',')}`);
+    await panel.locator('.trace-span[data-kind="tool"] > summary').click();
+    const payload = await panel.locator('.trace-span[data-kind="tool"] .trace-payload').first().innerText();
+    if (!payload.includes('6*7')) throw new Error(`the tool row does not show its arguments: ${payload.slice(0, 200)}`);
+    await panel.scrollIntoViewIfNeeded();
+    const file = join(outDir, 'trace-panel.png');
+    await page.screenshot({ path: file });
+    return `${summary}; screenshot ${file}`;
+  });
+
+  await step('answers read back from history get their panels too', async () => {
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+    await page.waitForFunction(
+      () => document.querySelectorAll('.message.assistant[data-state="history"] .trace-panel').length >= 2,
+      null,
+      { timeout: 15000 }
+    );
+    const n = await page.locator('.message.assistant[data-state="history"] .trace-panel').count();
+    return `${n} panels on stored answers`;
   });
 
   const probe = `probe-${randomBytes(6).toString('hex')}`;

@@ -34,18 +34,17 @@ impl RunningApp {
     /// Stops accepting connections, lets in-flight requests finish, stops the scheduler.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
-        let _ = self.server.await;
-        if let Some(s) = self.scheduler {
-            let _ = s.await;
-        }
+        self.wait().await;
     }
 
-    /// Resolves when a shutdown was requested and everything stopped.
+    /// Resolves when a shutdown was requested and everything stopped, the traces of
+    /// the last turns stored and exported (a bounded wait for the collector).
     pub async fn wait(self) {
         let _ = self.server.await;
         if let Some(s) = self.scheduler {
             let _ = s.await;
         }
+        self.bot.tracer.flush_export().await;
     }
 
     pub fn shutdown_handle(&self) -> watch::Sender<bool> {

@@ -105,6 +105,28 @@ pub struct Config {
     /// `LLM_TOOLS_INCLUDE`/`LLM_TOOLS_EXCLUDE`: which bot tools the LLM is offered.
     pub llm_tools_filter: ToolFilter,
     pub mcp: McpServerConfig,
+    pub trace: TraceConfig,
+}
+
+/// Turn traces: what is kept, and where spans are exported (OpenTelemetry).
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// `TRACE_ENABLED`: record turn traces at all.
+    pub enabled: bool,
+    /// `TRACE_MAX_TURNS`: traces kept in the store; the oldest go first.
+    pub max_turns: usize,
+    /// `TRACE_MAX_AGE_SECS`: traces older than this are deleted.
+    pub max_age: Duration,
+    /// `TRACE_MAX_PAYLOAD_BYTES`: each request, response, argument or result kept up to
+    /// this size, marked where cut.
+    pub max_payload_bytes: usize,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the OTLP/HTTP collector's base URL (spans go to
+    /// `{endpoint}/v1/traces`); `None` exports nothing.
+    pub otlp_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_HEADERS`: `name=value` pairs, comma-separated (secret).
+    pub otlp_headers: Vec<(String, String)>,
+    /// `OTEL_SERVICE_NAME` (default `porthole`); also the Phoenix project name.
+    pub service_name: String,
 }
 
 /// Reads variables from a lookup function so tests can pass a plain map.
@@ -357,20 +379,83 @@ impl Config {
             log_db_max_events: vars.number("LOG_DB_MAX_EVENTS", 10_000usize, 100, 10_000_000)?,
             llm_tools_filter: vars.tool_filter("LLM_TOOLS_INCLUDE", "LLM_TOOLS_EXCLUDE")?,
             mcp,
+            trace: trace_config(&vars)?,
         })
     }
 
     /// Every secret value this process knows, for redaction by value.
     pub fn secret_values(&self) -> Vec<String> {
-        [
+        let mut secrets: Vec<String> = [
             self.llm.api_key.clone(),
             self.mcp.secret.clone(),
             self.mcp.read_only_secret.clone(),
         ]
         .into_iter()
         .flatten()
-        .collect()
+        .collect();
+        secrets.extend(self.trace.otlp_headers.iter().map(|(_, v)| v.clone()));
+        secrets
     }
+}
+
+fn trace_config(vars: &Vars) -> Result<TraceConfig, ConfigError> {
+    let otlp_endpoint = vars.raw("OTEL_EXPORTER_OTLP_ENDPOINT");
+    if let Some(url) = &otlp_endpoint
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(ConfigError {
+            variable: "OTEL_EXPORTER_OTLP_ENDPOINT",
+            value: url.clone(),
+            allowed: "an http:// or https:// URL of an OTLP/HTTP collector, such as http://127.0.0.1:6006".into(),
+        });
+    }
+    Ok(TraceConfig {
+        enabled: vars.bool("TRACE_ENABLED", true)?,
+        max_turns: vars.number("TRACE_MAX_TURNS", 1000usize, 1, 1_000_000)?,
+        max_age: Duration::from_secs(vars.number(
+            "TRACE_MAX_AGE_SECS",
+            7 * 24 * 3600u64,
+            60,
+            365 * 24 * 3600,
+        )?),
+        max_payload_bytes: vars.number(
+            "TRACE_MAX_PAYLOAD_BYTES",
+            32 * 1024usize,
+            256,
+            16 * 1024 * 1024,
+        )?,
+        otlp_endpoint: otlp_endpoint.map(|u| u.trim_end_matches('/').to_string()),
+        otlp_headers: otlp_headers(vars)?,
+        service_name: vars.string("OTEL_SERVICE_NAME", "porthole"),
+    })
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`: `name=value,name=value`; values may be percent-encoded
+/// spaces (`%20`) as the OpenTelemetry specification allows. The values are never echoed.
+fn otlp_headers(vars: &Vars) -> Result<Vec<(String, String)>, ConfigError> {
+    let Some(text) = vars.raw("OTEL_EXPORTER_OTLP_HEADERS") else {
+        return Ok(Vec::new());
+    };
+    text.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = name.trim();
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+            if !valid_name || value.trim().is_empty() {
+                return Err(ConfigError {
+                    variable: "OTEL_EXPORTER_OTLP_HEADERS",
+                    value: "(hidden)".into(),
+                    allowed: "comma-separated name=value pairs, such as api_key=abc,x-team=llm"
+                        .into(),
+                });
+            }
+            Ok((name.to_string(), value.trim().replace("%20", " ")))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -426,6 +511,29 @@ mod tests {
     fn short_secret_is_rejected_without_echoing_it() {
         let err = config(&[("MCP_SERVER_SECRET", "hunter2")]).unwrap_err();
         assert!(!err.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn trace_settings_are_checked() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.trace.max_turns, 1000);
+        assert!(c.trace.otlp_endpoint.is_none());
+        let e = config(&[("TRACE_MAX_PAYLOAD_BYTES", "10")]).unwrap_err();
+        assert_eq!(e.variable, "TRACE_MAX_PAYLOAD_BYTES");
+        let e = config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")]).unwrap_err();
+        assert_eq!(e.variable, "OTEL_EXPORTER_OTLP_ENDPOINT");
+        let e = config(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")]).unwrap_err();
+        assert_eq!(e.value, "(hidden)");
+        let c = config(&[(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer%20tok-123456789,x-team=a",
+        )])
+        .unwrap();
+        assert_eq!(c.trace.otlp_headers[0].1, "Bearer tok-123456789");
+        assert!(
+            c.secret_values()
+                .contains(&"Bearer tok-123456789".to_string())
+        );
     }
 
     #[test]

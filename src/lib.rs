@@ -21,3 +21,4 @@ pub mod serve;
 pub mod sse;
 pub mod text;
 pub mod tool_filter;
+pub mod trace_context;

@@ -701,7 +701,14 @@ async fn prompts_and_completion() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["diagnose_recent_errors", "explain_conversation"]);
+    assert_eq!(
+        names,
+        [
+            "diagnose_recent_errors",
+            "explain_conversation",
+            "explain_failed_turn"
+        ]
+    );
     let prefix = &c.id[..4];
     let r = modern(
         &app,

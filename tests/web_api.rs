@@ -75,6 +75,30 @@ async fn page_and_every_api_route() {
     let (_, list) = get(format!("{base}/api/conversations?limit=10")).await;
     assert_eq!(list["conversations"][0]["id"], id.as_str());
     assert_eq!(list["conversations"][0]["message_count"], 2);
+    // The turn's trace, for the page's "what happened" panel (GET, read-only).
+    let trace_id = sent["trace_id"].as_str().expect("a trace id").to_string();
+    let (s, trace) = get(format!("{base}/api/traces/{trace_id}")).await;
+    assert_eq!(s, 200);
+    let kinds: Vec<&str> = trace["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|span| span["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["turn", "llm"]);
+    assert_eq!(trace["spans"][0]["source"], "web");
+    let (s, traces) = get(format!("{base}/api/conversations/{id}/traces")).await;
+    assert_eq!(s, 200);
+    assert_eq!(traces["traces"][0]["trace_id"], trace_id.as_str());
+    assert_eq!(traces["traces"][0]["output"], sent["response"]);
+    let (s, e) = get(format!("{base}/api/traces/not-a-trace")).await;
+    assert_eq!(s, 400);
+    assert!(
+        e["error"].as_str().unwrap().contains("32 lowercase hex"),
+        "{e}"
+    );
+    let (s, _) = get(format!("{base}/api/traces/{}", "ab".repeat(16))).await;
+    assert_eq!(s, 404);
     let (s, page) = get(format!("{base}/api/conversations/{id}/messages?limit=1")).await;
     assert_eq!(s, 200);
     assert_eq!(page["messages"].as_array().unwrap().len(), 1);

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use crate::bot::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider};
 use crate::bot::store::{Message, NewMessage, Role, Store, StoreError, now_rfc3339};
 use crate::bot::tools::{ExecContext, ToolRunner};
+use crate::bot::trace::{SpanKind, traced_chat};
 
 const SUPERVISOR_PROMPT: &str = "You are Porthole, a helpful assistant. Use the tools you are given when they help; \
 delegate self-contained sub-tasks with the `delegate` tool. Answer concisely.";
@@ -179,10 +180,11 @@ async fn run_tool_loop(
         };
         let token_events = events.clone();
         let on_token = move |t: &str| emit(&token_events, AgentEvent::Token(t.to_string()));
-        let response = match settings.llm.chat(&request, &on_token).await {
-            Ok(r) => r,
-            Err(e) => return model_failed(e, transcript).await,
-        };
+        let response =
+            match traced_chat(settings.llm, &request, &on_token, &settings.ctx.trace).await {
+                Ok(r) => r,
+                Err(e) => return model_failed(e, transcript).await,
+            };
         let assistant = ChatMessage {
             role: Role::Assistant,
             content: response.content.clone(),
@@ -391,11 +393,16 @@ impl Workers {
     ) -> Result<String, String> {
         let mut info = new_agent(name, "🛠", "worker", Some(self.supervisor_id.clone()));
         info.task = Some(task.to_string());
+        let mut span = ctx.trace.start(SpanKind::Agent, format!("agent {name}"));
+        span.set_attribute("agent_id", info.id.as_str());
+        span.set_attribute("task", task);
+        let mut ctx = ctx.clone();
+        ctx.trace = span.scope();
         let guard = RegistryEntry::new(&self.registry, info);
         let settings = LoopSettings {
             llm: self.llm.as_ref(),
             runner,
-            ctx,
+            ctx: &ctx,
             system: WORKER_PROMPT,
             // Workers get one step fewer so nested delegation always terminates.
             max_steps: self.max_steps.saturating_sub(1).max(1),
@@ -407,11 +414,18 @@ impl Workers {
             &None,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string());
         drop(guard);
-        match outcome.error {
-            Some(e) => Err(e),
-            None => Ok(outcome.text),
+        match outcome {
+            Err(e) | Ok(LoopOutcome { error: Some(e), .. }) => {
+                span.fail(e.clone());
+                Err(e)
+            }
+            Ok(outcome) => {
+                span.set_attribute("answer", outcome.text.as_str());
+                span.end();
+                Ok(outcome.text)
+            }
         }
     }
 }
@@ -443,6 +457,8 @@ pub struct Reply {
     pub response: String,
     /// Set when the model failed; `response` then explains it (and is stored).
     pub error: Option<String>,
+    /// The turn's trace, when tracing is on.
+    pub trace_id: Option<String>,
 }
 
 /// A snapshot of what the supervisor is doing.
@@ -561,6 +577,10 @@ impl Supervisor {
             }
         };
         emit(&events, AgentEvent::Conversation(conversation.id.clone()));
+        let mut span = ctx.trace.start(SpanKind::Turn, "turn");
+        span.set_conversation(&conversation.id);
+        span.set_attribute("input", content);
+        span.set_attribute("agent_id", self.id.as_str());
         let _busy = InProgress::new(self, &conversation.id);
         self.store
             .append_message(&conversation.id, NewMessage::text(Role::User, content))
@@ -568,6 +588,7 @@ impl Supervisor {
         let history = self.store.conversation_history(&conversation.id).await?;
         let mut ctx = ctx.clone();
         ctx.conversation_id = Some(conversation.id.clone());
+        ctx.trace = span.scope();
         let settings = LoopSettings {
             llm: self.llm.as_ref(),
             runner: &self.runner,
@@ -588,7 +609,14 @@ impl Supervisor {
         .await?;
         self.handled
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        span.set_attribute("output", outcome.text.as_str());
+        let trace_id = span.ids().map(|(trace, _)| trace.to_string());
+        match &outcome.error {
+            Some(e) => span.fail(e.clone()),
+            None => span.end(),
+        }
         Ok(Reply {
+            trace_id,
             conversation_id: conversation.id,
             response: outcome.text,
             error: outcome.error,

@@ -15,6 +15,7 @@ pub mod stats;
 pub mod store;
 pub mod tasks;
 pub mod tools;
+pub mod trace;
 pub mod web;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use skills::Skill;
 use store::Store;
 use tasks::Tasks;
 use tools::ToolRunner;
+use trace::Tracer;
 
 /// One console line forwarded by the web page.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -164,6 +166,38 @@ pub struct Bot {
     pub web: web::WebState,
     /// Removes every secret the process knows from what leaves it (`/mcp`, `/api`, `/ws`).
     pub redactor: Arc<Redactor>,
+    /// Records a trace per turn (and exports it when OpenTelemetry is configured).
+    pub tracer: Arc<Tracer>,
+}
+
+/// The tracer the configuration asks for: off, stored, or stored and exported.
+fn start_tracer(config: &Config, store: &Store, redactor: &Arc<Redactor>) -> Arc<Tracer> {
+    if !config.trace.enabled {
+        return Tracer::disabled();
+    }
+    let settings = trace::TraceSettings {
+        max_turns: config.trace.max_turns,
+        max_age: config.trace.max_age,
+        max_payload_bytes: config.trace.max_payload_bytes,
+    };
+    let exporter = config.trace.otlp_endpoint.as_ref().and_then(|endpoint| {
+        let otlp = trace::OtlpSettings {
+            endpoint: endpoint.clone(),
+            headers: config.trace.otlp_headers.clone(),
+            service_name: config.trace.service_name.clone(),
+        };
+        match trace::OtlpExporter::start(&otlp) {
+            Ok(exporter) => {
+                tracing::info!(service = %otlp.service_name, "exporting turn traces over OTLP/HTTP");
+                Some(exporter as Arc<dyn trace::SpanExporter>)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "turn traces are stored but not exported");
+                None
+            }
+        }
+    });
+    Tracer::start(store.clone(), redactor.clone(), settings, exporter)
 }
 
 /// Every secret value the process knows: configured ones, the headers and environment of
@@ -249,7 +283,14 @@ impl Bot {
             agents.clone(),
             config.agent_max_steps,
         ));
-        let tasks = Arc::new(Tasks::new(store.clone(), supervisor.clone(), tools.clone()));
+        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
+        let tracer = start_tracer(&config, &store, &redactor);
+        let tasks = Arc::new(Tasks::new(
+            store.clone(),
+            supervisor.clone(),
+            tools.clone(),
+            tracer.clone(),
+        ));
         let skill_report = skills::load_skills(&config.skills_dir);
         tracing::info!(
             loaded = skill_report.skills.len(),
@@ -257,9 +298,9 @@ impl Bot {
             "skills loaded"
         );
 
-        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         Ok(Arc::new(Bot {
             redactor,
+            tracer,
             started,
             store,
             llm,

@@ -6,6 +6,7 @@
 //! with seconds first; times are UTC. A task never runs twice at once: starting a run
 //! flips its status to `running` only if it was not already.
 
+use crate::bot::trace::Tracer;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,14 +125,21 @@ pub struct Tasks {
     store: Store,
     supervisor: Arc<Supervisor>,
     runner: Arc<ToolRunner>,
+    tracer: Arc<Tracer>,
 }
 
 impl Tasks {
-    pub fn new(store: Store, supervisor: Arc<Supervisor>, runner: Arc<ToolRunner>) -> Self {
+    pub fn new(
+        store: Store,
+        supervisor: Arc<Supervisor>,
+        runner: Arc<ToolRunner>,
+        tracer: Arc<Tracer>,
+    ) -> Self {
         Tasks {
             store,
             supervisor,
             runner,
+            tracer,
         }
     }
 
@@ -218,6 +226,7 @@ impl Tasks {
             .map_err(|e| format!("the stored action is invalid: {e}"))?;
         let mut ctx = RunAs::parse(&task.run_as).context();
         ctx.correlation_id = format!("task-{}-{}", task.id, ctx.correlation_id);
+        ctx.trace = self.tracer.root("task", None);
         match action {
             TaskAction::Prompt { prompt } => {
                 let reply = self

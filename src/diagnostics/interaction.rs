@@ -61,7 +61,8 @@ impl Tool for SendMessage {
                 json!({
                     "response": {"type": "string"},
                     "conversation_id": {"type": "string"},
-                    "error": {"type": ["string", "null"]}
+                    "error": {"type": ["string", "null"]},
+                    "trace_id": {"type": ["string", "null"], "description": "The turn's trace, for get_trace"}
                 }),
                 &["response", "conversation_id"],
             )),
@@ -87,6 +88,7 @@ impl Tool for SendMessage {
         let timeout = self.0.settings.send_message_timeout;
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
+        exec.trace = super::mcp_trace(&self.0, "send_message", ctx);
 
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let send = tokio::time::timeout(
@@ -137,6 +139,7 @@ impl Tool for SendMessage {
                 "response": reply.response,
                 "conversation_id": reply.conversation_id,
                 "error": reply.error,
+                "trace_id": reply.trace_id,
             }))),
             Ok(Err(AgentError::UnknownConversation(id))) => Ok(failed(format!(
                 "no conversation with id `{id}`; omit conversation_id to start one, or call list_conversations"

@@ -512,7 +512,8 @@ impl Tool for Health {
             name: "health".into(),
             title: Some("Bot health".into()),
             description: "The bot's vital signs: uptime, resident memory, WebSocket clients, LLM provider and model, \
-                          active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size."
+                          active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size, and turn tracing \
+                          (spans recorded, dropped because the writer fell behind, dropped by the OpenTelemetry exporter)."
                 .into(),
             input_schema: object_schema(json!({}), &[]),
             output_schema: Some(output_schema(
@@ -568,6 +569,11 @@ impl Tool for Health {
                 "size_bytes": bot.store.file_size(),
             },
             "bot_tools": bot.tools.len(),
+            "traces": {
+                "enabled": bot.config.trace.enabled,
+                "exporting": bot.tracer.is_exporting(),
+                "counters": bot.tracer.counters(),
+            },
         })))
     }
 }

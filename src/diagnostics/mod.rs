@@ -1,6 +1,7 @@
 //! The diagnostics MCP tools: thin adapters from the `mcp` seams onto the bot's
 //! services, one file per category — `logs`, `data`, `tools`, `agents`, `config`,
-//! `interaction` — plus `resources` and `prompts`.
+//! `interaction`, and the turn traces (`traces`, `llm_calls`) — plus `resources` and
+//! `prompts`.
 //!
 //! Each tool parses its (already schema-validated) arguments, calls a bot service
 //! directly (never `/api`), and shapes a structured result with a text rendering.
@@ -20,12 +21,16 @@ mod agents;
 mod config;
 mod data;
 mod interaction;
+mod llm_calls;
 mod logs;
 mod prompts;
 mod resources;
 mod session_ledger;
 mod task_store;
 mod tools;
+mod trace_prompts;
+mod trace_view;
+mod traces;
 
 pub use session_ledger::StoredSessionLedger;
 pub use task_store::StoredTasks;
@@ -37,10 +42,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::bot::Bot;
+use crate::bot::trace::TraceScope;
 use crate::logs::buffer::LogBuffer;
 use crate::logs::file::LogFile;
 use crate::logs::journal::LogJournal;
-use crate::mcp::{CallToolResult, McpServer, Outcome, Prompt, ResourceProvider, Tool};
+use crate::mcp::{
+    CallToolResult, McpServer, Outcome, Prompt, RequestContext, ResourceProvider, Tool,
+};
 
 /// Settings the diagnostics read besides the bot's own.
 #[derive(Debug, Clone)]
@@ -108,6 +116,8 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
     all.extend(agents::tools(d));
     all.extend(config::tools(d));
     all.extend(interaction::tools(d));
+    all.extend(traces::tools(d));
+    all.extend(llm_calls::tools(d));
     all
 }
 
@@ -162,4 +172,16 @@ fn conversation_id_property(description: &str) -> Value {
 /// An output schema: an object with these properties (others allowed).
 fn output_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// The trace scope of work an MCP request starts: a new trace (the child of the
+/// caller's, when it sent a `traceparent`), its root marked with the MCP semantic
+/// conventions of the request. The session id is left out: it is a credential.
+fn mcp_trace(d: &Diagnostics, tool: &str, ctx: &RequestContext) -> TraceScope {
+    d.bot
+        .tracer
+        .root(tool, ctx.trace_parent())
+        .with_root_attribute("mcp.method.name", "tools/call")
+        .with_root_attribute("mcp.protocol.version", ctx.era.version())
+        .with_root_attribute("jsonrpc.request.id", ctx.request_id.to_string())
 }

@@ -3,7 +3,10 @@
 //! - `diagnose_recent_errors`: the latest warning and error lines of the server log and
 //!   browser console, with the conversations active around them;
 //! - `explain_conversation`: one conversation's messages and tool calls (the id
-//!   argument completes from the store).
+//!   argument completes from the store);
+//! - `explain_failed_turn` (in `trace_prompts`): one failed turn from its trace.
+//!
+//! The first two add the turns' traces when there are any.
 
 use std::sync::Arc;
 
@@ -13,7 +16,8 @@ use tracing::Level;
 
 use super::Diagnostics;
 use super::resources::complete_conversation_ids;
-use crate::bot::store::MessageQuery;
+use super::trace_prompts::{ExplainFailedTurn, trace_digest};
+use crate::bot::store::{MessageQuery, SpanQuery};
 use crate::logs::buffer::LogQuery;
 use crate::mcp::{
     Outcome, Prompt, PromptArgument, PromptMessages, PromptSpec, RequestContext, RpcError,
@@ -23,6 +27,7 @@ pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
     vec![
         Arc::new(DiagnoseRecentErrors(d.clone())),
         Arc::new(ExplainConversation(d.clone())),
+        Arc::new(ExplainFailedTurn(d.clone())),
     ]
 }
 
@@ -85,11 +90,23 @@ impl Prompt for DiagnoseRecentErrors {
                 )
             })
             .collect();
+        let failed_turns = trace_digest(
+            &self.0,
+            SpanQuery {
+                status: Some("error".into()),
+                limit: 3,
+                ..SpanQuery::default()
+            },
+            true,
+        )
+        .await
+        .unwrap_or_else(|| "(no failed turn traced)".into());
         let body = format!(
             "You are diagnosing the running Porthole bot.\n\nRecent warnings and errors ({} lines, oldest first):\n{}\n\n\
              Most recently active conversations:\n{}\n\n\
-             Explain what went wrong, the likely cause, and what to check next. Use the server_log, list_messages and \
-             db_query tools for more detail.",
+             The latest failed turns, from their traces (newest first):\n{failed_turns}\n\n\
+             Explain what went wrong, the likely cause, and what to check next. Use the server_log, list_messages, \
+             get_trace, get_llm_call and db_query tools for more detail.",
             lines.len(),
             if lines.is_empty() {
                 "(none)".to_string()
@@ -178,9 +195,23 @@ impl Prompt for ExplainConversation {
                 )
             })
             .collect();
+        let traces = trace_digest(
+            &self.0,
+            SpanQuery {
+                conversation_id: Some(conversation.id.clone()),
+                limit: 5,
+                ..SpanQuery::default()
+            },
+            false,
+        )
+        .await
+        .map(|t| {
+            format!("\n\nIts latest turns as traced (newest first; get_trace shows more):\n{t}")
+        })
+        .unwrap_or_default();
         let body = format!(
             "Explain this conversation with the Porthole bot: what the user wanted, what the agent did (tools it called and \
-             what they returned), and whether anything went wrong.\n\nConversation {} \"{}\" ({} messages{}):\n{}",
+             what they returned), and whether anything went wrong.\n\nConversation {} \"{}\" ({} messages{}):\n{}{traces}",
             conversation.id,
             conversation.title,
             conversation.message_count,

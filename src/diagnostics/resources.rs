@@ -1,6 +1,6 @@
 //! MCP resources over the bot: recent logs, the database schema, the configuration,
-//! and one resource per conversation (`porthole://conversations/{id}`, with id
-//! completion).
+//! one resource per conversation (`porthole://conversations/{id}`, with id
+//! completion) and one per turn trace (`porthole://traces/{id}`).
 
 use std::sync::Arc;
 
@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 use super::Diagnostics;
 use super::config::config_snapshot;
+use super::trace_view::MAX_MAX_BYTES;
+use super::traces::trace_answer;
 use crate::bot::store::MessageQuery;
 use crate::logs::buffer::{LogQuery, LogSource};
 use crate::mcp::{Outcome, RequestContext, ResourceProvider, RpcError};
@@ -17,6 +19,8 @@ pub struct BotResources(pub Arc<Diagnostics>);
 
 const CONVERSATION_PREFIX: &str = "porthole://conversations/";
 const CONVERSATION_TEMPLATE: &str = "porthole://conversations/{id}";
+const TRACE_PREFIX: &str = "porthole://traces/";
+const TRACE_TEMPLATE: &str = "porthole://traces/{id}";
 
 fn json_contents(uri: &str, value: &Value) -> Vec<Value> {
     vec![json!({
@@ -57,13 +61,22 @@ impl ResourceProvider for BotResources {
     }
 
     fn templates(&self) -> Vec<Value> {
-        vec![json!({
-            "uriTemplate": CONVERSATION_TEMPLATE,
-            "name": "conversation",
-            "title": "A conversation",
-            "description": "One conversation with its latest 100 messages.",
-            "mimeType": "application/json",
-        })]
+        vec![
+            json!({
+                "uriTemplate": CONVERSATION_TEMPLATE,
+                "name": "conversation",
+                "title": "A conversation",
+                "description": "One conversation with its latest 100 messages.",
+                "mimeType": "application/json",
+            }),
+            json!({
+                "uriTemplate": TRACE_TEMPLATE,
+                "name": "trace",
+                "title": "A turn trace",
+                "description": "One turn's span tree (LLM calls, tool calls, worker agents) with timings, tokens and errors, as get_trace shows it.",
+                "mimeType": "application/json",
+            }),
+        ]
     }
 
     async fn read(
@@ -81,6 +94,18 @@ impl ResourceProvider for BotResources {
                 .describe_schema()
                 .await
                 .map_err(|e| RpcError::internal(format!("cannot read the schema: {e}")))?,
+            _ if uri.starts_with(TRACE_PREFIX) => {
+                let id = &uri[TRACE_PREFIX.len()..];
+                if !crate::trace_context::is_trace_id(id) {
+                    return Ok(None);
+                }
+                match trace_answer(&self.0, id, None, MAX_MAX_BYTES).await {
+                    Outcome::Complete(result) if !result.is_error => {
+                        result.structured.unwrap_or_default()
+                    }
+                    _ => return Ok(None),
+                }
+            }
             _ => {
                 let Some(id) = uri.strip_prefix(CONVERSATION_PREFIX) else {
                     return Ok(None);

@@ -196,7 +196,7 @@ impl Tool for RunTool {
     async fn call(
         &self,
         args: Value,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: RunToolArgs = args_or_error!("run_tool", args);
         let runner = &self.0.bot.tools;
@@ -206,6 +206,7 @@ impl Tool for RunTool {
         }
         let mut exec = ExecContext::new(&[ADMIN_ROLE]);
         exec.correlation_id = format!("mcp-{}", exec.correlation_id);
+        exec.trace = super::mcp_trace(&self.0, "run_tool", ctx);
         let started = Instant::now();
         let parameters = if args.parameters.is_null() {
             json!({})

@@ -17,6 +17,7 @@ use super::mrtr::StateSealer;
 use super::protocol::{Era, log_level_rank};
 use super::session::Session;
 use crate::redact::Redactor;
+use crate::trace_context::TraceParent;
 
 /// How long a legacy server→client request waits for the client's answer.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
@@ -56,9 +57,24 @@ pub struct RequestContext {
     pub(crate) caller: Arc<str>,
     /// The call runs as a task (its request has been answered with a handle).
     pub(crate) in_task: bool,
+    /// The caller's W3C `traceparent` from `_meta` (either era), when valid.
+    pub(crate) trace_parent: Option<TraceParent>,
+}
+
+/// The `traceparent` of a request's `_meta`; an invalid one is ignored, as the W3C
+/// specification asks (the work then starts a trace of its own).
+pub(super) fn trace_parent(meta: &Value) -> Option<TraceParent> {
+    meta.get("traceparent")
+        .and_then(Value::as_str)
+        .and_then(TraceParent::parse)
 }
 
 impl RequestContext {
+    /// The caller's trace, so the work this request starts joins it as a child.
+    pub fn trace_parent(&self) -> Option<TraceParent> {
+        self.trace_parent.clone()
+    }
+
     /// Whether the client declared a capability (`sampling`, `elicitation`, `roots`…).
     pub fn has_capability(&self, name: &str) -> bool {
         self.client_capabilities

@@ -356,7 +356,7 @@ async fn bare_post(
             &RpcError::method_not_found(&method),
         );
     };
-    let ctx = inner.context(
+    let mut ctx = inner.context(
         access,
         Era::Legacy(protocol::DEFAULT_LEGACY_VERSION),
         None,
@@ -364,16 +364,17 @@ async fn bare_post(
         None,
         None,
     );
+    // A bare request has no progress stream, but may still join the caller's trace.
+    ctx.trace_parent = params.get("_meta").and_then(super::context::trace_parent);
     if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
         return raw_reply(&id, listing, accept);
     }
     run_stateless(inner, parsed, params, ctx, accept).await
 }
 
-fn progress_token(params: &Map<String, Value>) -> Option<Value> {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
+/// The `progressToken` of a request's `_meta`, when it is a string or an integer.
+pub(super) fn progress_token(meta: &Value) -> Option<Value> {
+    meta.get("progressToken")
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned()
 }
@@ -497,7 +498,7 @@ async fn legacy_post(
                 Era::Legacy(session.version),
                 Some(session.clone()),
                 id.clone(),
-                progress_token(&params),
+                Some(&params),
                 log_threshold,
             );
             ctx.caller = caller(&inner, headers);
@@ -797,7 +798,7 @@ async fn modern_post(
         Era::Modern(version),
         None,
         id.clone(),
-        progress_token(&params),
+        Some(&params),
         log_threshold,
     );
     ctx.client_capabilities = capabilities.clone();

@@ -107,10 +107,13 @@ impl ServerInner {
         era: Era,
         session: Option<Arc<session::Session>>,
         request_id: serde_json::Value,
-        progress_token: Option<serde_json::Value>,
+        params: Option<&serde_json::Map<String, serde_json::Value>>,
         log_threshold: Option<u8>,
     ) -> RequestContext {
+        let meta = params.and_then(|p| p.get("_meta"));
         RequestContext {
+            progress_token: meta.and_then(http::progress_token),
+            trace_parent: meta.and_then(context::trace_parent),
             client_capabilities: session
                 .as_ref()
                 .map(|s| s.client_capabilities.clone())
@@ -119,7 +122,6 @@ impl ServerInner {
             access,
             session,
             request_id,
-            progress_token,
             log_threshold,
             outbound: None,
             input_responses: None,

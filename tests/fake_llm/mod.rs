@@ -85,6 +85,10 @@ fn sse_then_drop(events: Vec<String>) -> Response {
         .into_response()
 }
 
+/// The token counts every scripted answer reports.
+pub const PROMPT_TOKENS: u64 = 12;
+pub const COMPLETION_TOKENS: u64 = 5;
+
 /// The script's next answer; a plain note once the script has run out.
 async fn next_turn(state: &FakeState, headers: &HeaderMap, body: Value) -> Turn {
     state.recorded.requests.lock().unwrap().push(body);
@@ -121,23 +125,39 @@ async fn openai(
     let text = |parts: &[&str]| -> Vec<String> {
         parts.iter().map(|p| chunk(json!({"content": p}))).collect()
     };
+    // How real servers end a stream: a finish reason, then (with `include_usage`) the
+    // token counts in a chunk without choices.
+    let finish = |reason: &str| {
+        vec![
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [], "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}})
+            ),
+            "data: [DONE]\n\n".to_string(),
+        ]
+    };
     match turn {
         Turn::Text(parts) => {
             let mut events = text(&parts);
-            events.push("data: [DONE]\n\n".into());
+            events.extend(finish("stop"));
             sse(events)
         }
         Turn::DropMidStream(parts) => sse_then_drop(text(&parts)),
         Turn::ToolCall(name, args) => {
             let text = args.to_string();
             let (a, b) = text.split_at(text.len() / 2);
-            sse(vec![
+            let mut events = vec![
                 chunk(
                     json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": a}}]}),
                 ),
                 chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]})),
-                "data: [DONE]\n\n".into(),
-            ])
+            ];
+            events.extend(finish("tool_calls"));
+            sse(events)
         }
         Turn::Status(code, message) => (
             StatusCode::from_u16(code).unwrap(),
@@ -161,25 +181,47 @@ async fn anthropic(
             .map(|p| event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})))
             .collect()
     };
+    // How the Messages API reports tokens: input in `message_start`, output (and the
+    // stop reason) in `message_delta` at the end.
+    let start = || {
+        event(
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 1}}}),
+        )
+    };
+    let stop = |reason: &str| {
+        vec![
+            event(
+                json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": COMPLETION_TOKENS}}),
+            ),
+            event(json!({"type": "message_stop"})),
+        ]
+    };
     match turn {
         Turn::Text(parts) => {
-            let mut events = vec![event(
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            )];
+            let mut events = vec![
+                start(),
+                event(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+            ];
             events.extend(text(&parts));
-            events.push(event(json!({"type": "message_stop"})));
+            events.extend(stop("end_turn"));
             sse(events)
         }
         Turn::DropMidStream(parts) => sse_then_drop(text(&parts)),
-        Turn::ToolCall(name, args) => sse(vec![
-            event(
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
-            ),
-            event(
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
-            ),
-            event(json!({"type": "message_stop"})),
-        ]),
+        Turn::ToolCall(name, args) => {
+            let mut events = vec![
+                start(),
+                event(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name}}),
+                ),
+                event(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                ),
+            ];
+            events.extend(stop("tool_use"));
+            sse(events)
+        }
         Turn::Status(code, message) => (
             StatusCode::from_u16(code).unwrap(),
             axum::Json(json!({"type": "error", "error": {"message": message}})),

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames,
+    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames, Usage,
     parse_arguments, sse,
 };
 use crate::bot::store::{Role, ToolCall};
@@ -110,6 +110,8 @@ impl LlmProvider for AnthropicProvider {
             .await?;
 
         let mut content = String::new();
+        let mut finish_reason = None;
+        let mut usage = Usage::default();
         // Tool-use blocks by index: (id, name, partial JSON input).
         let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
         sse::for_each_event(response, self.endpoint.timeout_secs, |data| {
@@ -140,6 +142,20 @@ impl LlmProvider for AnthropicProvider {
                         }
                     }
                 }
+                // Input tokens come first, output tokens (and the stop reason) last.
+                "message_start" => {
+                    let counts = &event["message"]["usage"];
+                    usage.input_tokens = counts["input_tokens"].as_u64();
+                    usage.output_tokens = counts["output_tokens"].as_u64();
+                }
+                "message_delta" => {
+                    if let Some(n) = event["usage"]["output_tokens"].as_u64() {
+                        usage.output_tokens = Some(n);
+                    }
+                    if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+                        finish_reason = Some(reason.to_string());
+                    }
+                }
                 "message_stop" => return Ok(false),
                 "error" => {
                     return Err(LlmError::Http {
@@ -167,9 +183,12 @@ impl LlmProvider for AnthropicProvider {
                 })
             })
             .collect::<Result<Vec<_>, LlmError>>()?;
+        let reported = usage.input_tokens.is_some() || usage.output_tokens.is_some();
         Ok(ChatResponse {
             content,
             tool_calls,
+            finish_reason,
+            usage: reported.then_some(usage),
         })
     }
 }

@@ -54,11 +54,22 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolDef],
 }
 
-/// A model's turn: text and/or tool calls.
+/// A model's turn: text and/or tool calls, and what the provider said about it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatResponse {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped (`stop`, `tool_calls`, `end_turn`…), when the provider says.
+    pub finish_reason: Option<String>,
+    /// Tokens the provider counted, when it reports them.
+    pub usage: Option<Usage>,
+}
+
+/// Token counts of one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
 }
 
 impl ChatRequest<'_> {

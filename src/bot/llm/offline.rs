@@ -46,7 +46,7 @@ impl LlmProvider for OfflineProvider {
 fn text(content: impl Into<String>) -> ChatResponse {
     ChatResponse {
         content: content.into(),
-        tool_calls: Vec::new(),
+        ..ChatResponse::default()
     }
 }
 
@@ -103,6 +103,7 @@ fn respond(request: &ChatRequest<'_>) -> ChatResponse {
                 name: name.to_string(),
                 arguments,
             }],
+            ..ChatResponse::default()
         };
     }
     text(format!(

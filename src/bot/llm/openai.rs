@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames,
+    ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames, Usage,
     parse_arguments, sse,
 };
 use crate::bot::store::{Role, ToolCall};
@@ -45,7 +45,13 @@ impl OpenAiProvider {
                 role => json!({"role": role.as_str(), "content": m.content}),
             });
         }
-        let mut body = json!({"model": self.endpoint.model, "messages": messages, "stream": true});
+        // `include_usage` asks for a last chunk with the token counts (for traces).
+        let mut body = json!({
+            "model": self.endpoint.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -99,6 +105,8 @@ impl LlmProvider for OpenAiProvider {
 
         let mut content = String::new();
         let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
+        let mut finish_reason = None;
+        let mut usage = None;
         sse::for_each_event(response, self.endpoint.timeout_secs, |data| {
             if data == "[DONE]" {
                 return Ok(false);
@@ -110,6 +118,15 @@ impl LlmProvider for OpenAiProvider {
                     status: 200,
                     message: message.to_string(),
                 });
+            }
+            if let Some(counts) = chunk["usage"].as_object() {
+                usage = Some(Usage {
+                    input_tokens: counts.get("prompt_tokens").and_then(Value::as_u64),
+                    output_tokens: counts.get("completion_tokens").and_then(Value::as_u64),
+                });
+            }
+            if let Some(reason) = chunk["choices"][0]["finish_reason"].as_str() {
+                finish_reason = Some(reason.to_string());
             }
             let delta = &chunk["choices"][0]["delta"];
             if let Some(text) = delta["content"].as_str()
@@ -155,6 +172,8 @@ impl LlmProvider for OpenAiProvider {
         Ok(ChatResponse {
             content,
             tool_calls,
+            finish_reason,
+            usage,
         })
     }
 }

@@ -18,7 +18,9 @@ use serde_json::Value;
 mod mcp_tasks;
 mod sql;
 pub use mcp_tasks::StoredTaskRow;
+mod traces;
 pub use sql::{SqlOutcome, StatementSummary};
+pub use traces::{Page, SpanQuery, TraceSummary};
 
 /// Ordered migrations; `PRAGMA user_version` records how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -113,6 +115,31 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX mcp_tasks_by_owner ON mcp_tasks(owner, finished);
     CREATE INDEX mcp_tasks_by_session ON mcp_tasks(session);
     CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_ms);",
+    // 8: turn traces, one row per span (see `traces`); a trace's root has is_root = 1.
+    "CREATE TABLE trace_spans (
+        span_id TEXT PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        parent_span_id TEXT,
+        is_root INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('turn','llm','tool','agent')),
+        name TEXT NOT NULL,
+        source TEXT,
+        conversation_id TEXT,
+        start_us INTEGER NOT NULL,
+        duration_us INTEGER NOT NULL,
+        error TEXT,
+        model TEXT,
+        tool TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        attributes TEXT NOT NULL,
+        root_span_id TEXT NOT NULL
+    );
+    CREATE INDEX trace_spans_by_trace ON trace_spans(trace_id, start_us);
+    CREATE INDEX trace_spans_by_turn ON trace_spans(root_span_id);
+    CREATE INDEX trace_spans_roots ON trace_spans(is_root, start_us);
+    CREATE INDEX trace_spans_by_kind ON trace_spans(kind, start_us);
+    CREATE INDEX trace_spans_by_start ON trace_spans(start_us);",
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::bot::stats::Recorder;
+use crate::bot::trace::{SpanKind, TraceScope};
 use crate::tool_filter::ToolFilter;
 
 use async_trait::async_trait;
@@ -64,6 +65,9 @@ pub struct ExecContext {
     pub roles: Vec<String>,
     pub correlation_id: String,
     pub conversation_id: Option<String>,
+    /// Where this work's spans go: a new trace (set by whoever starts a turn) or under
+    /// the step that called it. Off unless set.
+    pub trace: TraceScope,
 }
 
 pub const ADMIN_ROLE: &str = "admin";
@@ -76,6 +80,7 @@ impl ExecContext {
             roles: roles.iter().map(|r| r.to_string()).collect(),
             correlation_id: uuid::Uuid::new_v4().to_string(),
             conversation_id: None,
+            trace: TraceScope::disabled(),
         }
     }
 
@@ -326,6 +331,35 @@ impl ToolRunner {
 
     /// Calls a tool with every check applied and stats recorded.
     pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &ExecContext,
+    ) -> Result<Value, ToolError> {
+        let mut span = ctx.trace.start(SpanKind::Tool, format!("tool {name}"));
+        if !span.is_recording() {
+            return self.call_untraced(name, args, ctx).await;
+        }
+        span.set_tool(name);
+        span.set_attribute("arguments", args.clone());
+        if let Some(source) = self.get(name).map(|t| t.def.source) {
+            span.set_attribute("source", source.as_str());
+        }
+        // Whatever the tool starts (a delegated worker agent) nests under this span.
+        let mut inner = ctx.clone();
+        inner.trace = span.scope();
+        let result = self.call_untraced(name, args, &inner).await;
+        match &result {
+            Ok(value) => {
+                span.set_attribute("result", value.clone());
+                span.end();
+            }
+            Err(e) => span.fail(e.to_string()),
+        }
+        result
+    }
+
+    async fn call_untraced(
         &self,
         name: &str,
         args: Value,

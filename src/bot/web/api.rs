@@ -17,7 +17,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::bot::Bot;
 use crate::bot::agents::AgentError;
-use crate::bot::store::{MessageQuery, StoreError};
+use crate::bot::store::{MessageQuery, SpanQuery, StoreError};
 use crate::bot::tasks::{RunAs, TaskError};
 use crate::bot::tools::{ExecContext, USER_ROLE};
 
@@ -132,6 +132,8 @@ pub fn router(bot: Arc<Bot>) -> Router {
             get(list_conversations).post(create_conversation),
         )
         .route("/conversations/{id}/messages", get(list_messages))
+        .route("/conversations/{id}/traces", get(conversation_traces))
+        .route("/traces/{trace_id}", get(get_trace))
         .route("/messages", post(send_message))
         .route("/tools", get(list_tools))
         .route("/agents", get(list_agents))
@@ -313,6 +315,61 @@ struct MessagesQuery {
     after: Option<i64>,
 }
 
+/// The conversation's turn traces, newest first: id, time, status, and the answer they
+/// ended with (the page matches it to the answer it shows).
+async fn conversation_traces(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiResult {
+    if bot.store.get_conversation(&id).await?.is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("conversation {id} does not exist"),
+        ));
+    }
+    bot.tracer.flush().await;
+    let page = bot
+        .store
+        .list_traces(SpanQuery {
+            conversation_id: Some(id),
+            limit: 200,
+            ..SpanQuery::default()
+        })
+        .await?;
+    let traces: Vec<Value> = page
+        .items
+        .iter()
+        .map(|t| {
+            json!({
+                "trace_id": t.root.trace_id,
+                "start_us": t.root.start_us,
+                "status": t.status(),
+                "output": t.root.attributes.get("output"),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"traces": traces})))
+}
+
+/// One trace's spans in start order, with their (redacted, cut) payloads: what the
+/// page's "what happened" panel shows.
+async fn get_trace(State(bot): State<Arc<Bot>>, Path(trace_id): Path<String>) -> ApiResult {
+    if !crate::trace_context::is_trace_id(&trace_id) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "a trace id is 32 lowercase hex digits",
+        ));
+    }
+    bot.tracer.flush().await;
+    let spans = bot.store.trace_spans(&trace_id).await?;
+    if spans.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no trace {trace_id}: it was never recorded or was pruned (TRACE_MAX_TURNS, TRACE_MAX_AGE_SECS)"
+            ),
+        ));
+    }
+    Ok(Json(json!({"trace_id": trace_id, "spans": spans})))
+}
+
 async fn list_messages(
     State(bot): State<Arc<Bot>>,
     Path(id): Path<String>,
@@ -351,7 +408,8 @@ async fn send_message(
     body: Result<ApiJson<SendMessage>, ApiError>,
 ) -> ApiResult {
     let ApiJson(body) = body?;
-    let ctx = ExecContext::new(&[USER_ROLE]);
+    let mut ctx = ExecContext::new(&[USER_ROLE]);
+    ctx.trace = bot.tracer.root("web", None);
     let reply = bot
         .supervisor
         .send(body.conversation_id.as_deref(), &body.content, &ctx, None)

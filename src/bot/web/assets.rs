@@ -7,6 +7,7 @@ use axum::routing::get;
 
 const INDEX_HTML: &str = include_str!("static/index.html");
 const APP_JS: &str = include_str!("static/app.js");
+const TRACE_PANEL_JS: &str = include_str!("static/trace-panel.js");
 const STYLE_CSS: &str = include_str!("static/style.css");
 
 fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
@@ -28,6 +29,10 @@ pub fn router() -> Router {
         .route(
             "/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/trace-panel.js",
+            get(|| async { asset("text/javascript; charset=utf-8", TRACE_PANEL_JS) }),
         )
         .route(
             "/style.css",

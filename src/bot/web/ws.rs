@@ -213,7 +213,8 @@ async fn chat(
             }
         }
     };
-    let ctx = ExecContext::new(&[crate::bot::tools::USER_ROLE]);
+    let mut ctx = ExecContext::new(&[crate::bot::tools::USER_ROLE]);
+    ctx.trace = bot.tracer.root("web", None);
     let send = bot
         .supervisor
         .send(conversation_id.as_deref(), &content, &ctx, Some(events_tx));
@@ -224,6 +225,7 @@ async fn chat(
             "request_id": request_id,
             "conversation_id": reply.conversation_id,
             "response": reply.response,
+            "trace_id": reply.trace_id,
         }),
         Err(e) => json!({"type": "error", "request_id": request_id, "message": e.to_string()}),
     };

@@ -716,6 +716,7 @@
         if (m.content && m.content.trim()) {
           var a = assistantMessage(m.content, 'history', m.created_at);
           a.dataset.messageId = String(m.id);
+          a._portholeText = m.content;
           frag.appendChild(a);
         }
         if (Array.isArray(m.tool_calls)) {
@@ -780,6 +781,7 @@
       loading.remove();
       var messages = (data && data.messages) || [];
       els.messages.appendChild(renderHistoryMessages(messages));
+      if (window.PortholeTrace) window.PortholeTrace.attachHistory(els.messages, state.currentId);
       state.oldestId = messages.length ? messages[0].id : null;
       state.hasMore = !!(data && data.has_more);
       updateLoadOlderButton();
@@ -1066,6 +1068,10 @@
       }
     });
     req.bubble.dataset.state = 'done';
+    req.bubble._portholeText = req.text;
+    if (req.traceId && window.PortholeTrace && req.bubble.parentNode) {
+      window.PortholeTrace.attach(req.bubble, req.traceId);
+    }
     if (req.viewToken === state.viewToken) {
       if (stick) scrollToBottom();
     } else if (req.conversationId && sameId(req.conversationId, state.currentId) && !isBusy()) {
@@ -1234,6 +1240,7 @@
       case 'done':
         if (req) {
           if (msg.conversation_id && !req.conversationId) onConversationId(req, msg.conversation_id);
+          if (typeof msg.trace_id === 'string') req.traceId = msg.trace_id;
           finishRequest(req, msg.response);
         } else {
           refreshConversations();

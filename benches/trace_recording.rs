@@ -1,0 +1,326 @@
+//! What turn tracing costs (docs/performance.md, "Turn traces").
+//!
+//! Groups:
+//! - `trace/span`: one span on the hot path — start, two small attributes, end (the
+//!   hand-off to the writer's channel). The writer runs meanwhile on the same runtime;
+//!   every 1,000 spans the bench waits (untimed) until it has stored them, so the
+//!   channel never fills and the measured path is the ordinary one, not the drop.
+//! - `trace/llm_call`: the offline provider answering a 12-message request, bare and
+//!   through `traced_chat` (which copies the request and response into the span):
+//!   the per-LLM-call recording cost.
+//! - `trace/export`: 512 spans (a full writer batch, with request payloads) handed to
+//!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
+//!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
+//! - `trace/turn`: a whole turn (`Supervisor::send`, new conversation, one streamed
+//!   answer) against the fake OpenAI-compatible server of the tests (real HTTP on
+//!   127.0.0.1), with `TRACE_ENABLED` false and true.
+//!
+//! After criterion, it prints the store's growth per traced turn: the database file
+//! (checkpointed) after 200 turns with tracing on, minus the same with tracing off,
+//! divided by 200.
+//!
+//! Run: `cargo bench --bench trace_recording` (optimised), or on a shared machine
+//! `cargo bench --profile dev --bench trace_recording` (unoptimised; ratios only).
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use porthole::bot::llm::{ChatMessage, ChatRequest, LlmProvider, OfflineProvider};
+use porthole::bot::store::{Role, Store};
+use porthole::bot::tools::ExecContext;
+use porthole::bot::trace::{
+    OtlpExporter, OtlpSettings, SpanExporter, SpanKind, SpanRecord, TraceSettings, Tracer,
+    traced_chat,
+};
+use porthole::bot::{Bot, TracingWebLogSink};
+use porthole::config::Config;
+use porthole::redact::Redactor;
+use tokio::runtime::Runtime;
+
+#[path = "../tests/fake_llm/mod.rs"]
+mod fake_llm;
+
+const CHUNK: u64 = 1_000;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn settings() -> TraceSettings {
+    TraceSettings {
+        max_turns: 1_000,
+        max_age: Duration::from_secs(3600),
+        max_payload_bytes: 32 * 1024,
+    }
+}
+
+fn span_hot_path(c: &mut Criterion) {
+    let rt = runtime();
+    let tracer = rt.block_on(async {
+        let store = Store::open(":memory:").expect("store");
+        Tracer::start(store, Arc::new(Redactor::new(Vec::new())), settings(), None)
+    });
+    let scope = tracer.root("bench", None);
+    c.bench_function("trace/span", |b| {
+        b.iter_custom(|iters| {
+            let mut measured = Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                let n = CHUNK.min(iters - done);
+                let started = Instant::now();
+                for _ in 0..n {
+                    let mut span = scope.start(SpanKind::Tool, "tool calculator");
+                    span.set_tool("calculator");
+                    span.set_attribute("source", "native");
+                    span.end();
+                }
+                measured += started.elapsed();
+                rt.block_on(tracer.flush());
+                done += n;
+            }
+            measured
+        })
+    });
+    assert_eq!(
+        tracer.counters().spans_dropped,
+        0,
+        "the bench measured drops"
+    );
+}
+
+fn llm_call(c: &mut Criterion) {
+    let rt = runtime();
+    let tracer = rt.block_on(async {
+        let store = Store::open(":memory:").expect("store");
+        Tracer::start(store, Arc::new(Redactor::new(Vec::new())), settings(), None)
+    });
+    let messages: Vec<ChatMessage> = (0..12)
+        .map(|n| {
+            let role = if n % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            ChatMessage::text(
+                role,
+                format!("message {n}: {}", "a few words of context ".repeat(8)),
+            )
+        })
+        .collect();
+    let request = ChatRequest {
+        system: "You are Porthole, a helpful assistant.",
+        messages: &messages,
+        tools: &[],
+    };
+    let provider = OfflineProvider;
+    let sink = |_: &str| {};
+    let mut group = c.benchmark_group("trace/llm_call");
+    group.bench_function("bare", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                black_box(
+                    provider
+                        .chat(&request, &sink)
+                        .await
+                        .expect("offline answers"),
+                )
+            })
+        })
+    });
+    let scope = tracer.root("bench", None);
+    group.bench_function("traced", |b| {
+        b.iter_custom(|iters| {
+            let mut measured = Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                let n = CHUNK.min(iters - done);
+                let started = Instant::now();
+                for _ in 0..n {
+                    rt.block_on(async {
+                        black_box(
+                            traced_chat(&provider, &request, &sink, &scope)
+                                .await
+                                .expect("offline answers"),
+                        )
+                    });
+                }
+                measured += started.elapsed();
+                rt.block_on(tracer.flush());
+                done += n;
+            }
+            measured
+        })
+    });
+    group.finish();
+}
+
+/// A collector on 127.0.0.1:0 that accepts every OTLP request; returns its base URL.
+async fn accepting_collector() -> String {
+    let app = axum::Router::new().route("/v1/traces", axum::routing::post(|| async { "" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// A writer batch of LLM spans, each with a 12-message request.
+fn llm_spans(count: usize) -> Vec<SpanRecord> {
+    let request: Vec<serde_json::Value> = (0..12)
+        .map(|n| serde_json::json!({"role": "user", "content": format!("message {n}: {}", "context ".repeat(12))}))
+        .collect();
+    (0..count)
+        .map(|n| {
+            let mut attributes = serde_json::Map::new();
+            attributes.insert("request".into(), request.clone().into());
+            attributes.insert("provider".into(), "openai".into());
+            SpanRecord {
+                trace_id: porthole::trace_context::new_trace_id(),
+                span_id: porthole::trace_context::new_span_id(),
+                parent_span_id: None,
+                is_root: false,
+                root_span_id: String::new(),
+                kind: SpanKind::Llm,
+                name: format!("chat fake-model {n}"),
+                source: None,
+                conversation_id: None,
+                start_us: 1_763_900_000_000_000 + n as i64,
+                duration_us: 1_000,
+                error: None,
+                model: Some("fake-model".into()),
+                tool: None,
+                input_tokens: Some(12),
+                output_tokens: Some(5),
+                attributes,
+            }
+        })
+        .collect()
+}
+
+fn export(c: &mut Criterion) {
+    const BATCH: usize = 512;
+    let rt = runtime();
+    let exporter = rt.block_on(async {
+        let endpoint = accepting_collector().await;
+        OtlpExporter::start(&OtlpSettings {
+            endpoint,
+            headers: Vec::new(),
+            service_name: "bench".into(),
+        })
+        .expect("exporter")
+    });
+    let spans = llm_spans(BATCH);
+    let mut group = c.benchmark_group("trace/export");
+    group.throughput(criterion::Throughput::Elements(BATCH as u64));
+    group.bench_function("batch_512", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                exporter.export(&spans);
+                exporter.flush(Duration::from_secs(10)).await;
+            })
+        })
+    });
+    group.finish();
+    assert_eq!(
+        exporter.dropped(),
+        0,
+        "the collector refused or the queue overflowed"
+    );
+}
+
+/// A bot on the fake OpenAI-compatible server, with tracing on or off.
+async fn bot(llm_url: &str, traced: bool, database: &str) -> Arc<Bot> {
+    let dir = tempfile::tempdir().expect("temp dir").keep();
+    let mut vars: HashMap<String, String> = HashMap::new();
+    for (k, v) in [
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_API_KEY", "sk-bench-0123456789abcdef"),
+        ("LLM_MODEL", "fake-model"),
+        ("SCHEDULER_ENABLED", "false"),
+        ("TRACE_ENABLED", if traced { "true" } else { "false" }),
+    ] {
+        vars.insert(k.into(), v.into());
+    }
+    vars.insert("LLM_BASE_URL".into(), format!("{llm_url}/v1"));
+    vars.insert("DATABASE_PATH".into(), database.into());
+    for folder in ["WORKSPACE_DIR", "USER_TOOLS_DIR", "SKILLS_DIR"] {
+        vars.insert(
+            folder.into(),
+            dir.join(folder.to_lowercase()).display().to_string(),
+        );
+    }
+    vars.insert(
+        "MCP_SERVERS_CONFIG".into(),
+        dir.join("mcp.json").display().to_string(),
+    );
+    let config = Config::from_map(&vars).expect("bench config");
+    Bot::build(config, Arc::new(TracingWebLogSink)).expect("bot")
+}
+
+async fn one_turn(bot: &Bot) {
+    let mut ctx = ExecContext::new(&["user"]);
+    ctx.trace = bot.tracer.root("web", None);
+    let reply = bot
+        .supervisor
+        .send(None, "hello there", &ctx, None)
+        .await
+        .expect("turn");
+    black_box(reply);
+}
+
+fn turn(c: &mut Criterion) {
+    let rt = runtime();
+    let llm = rt.block_on(fake_llm::start(Vec::new()));
+    let mut group = c.benchmark_group("trace/turn");
+    for traced in [false, true] {
+        let bot = rt.block_on(bot(&llm.url(), traced, ":memory:"));
+        let name = if traced { "traced" } else { "untraced" };
+        group.bench_function(name, |b| b.iter(|| rt.block_on(one_turn(&bot))));
+        rt.block_on(bot.tracer.flush());
+    }
+    group.finish();
+}
+
+/// The database file after `turns` turns, checkpointed, in bytes.
+fn database_bytes(rt: &Runtime, llm_url: &str, traced: bool, turns: usize) -> u64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("growth.db").display().to_string();
+    rt.block_on(async {
+        let bot = bot(llm_url, traced, &path).await;
+        for _ in 0..turns {
+            one_turn(&bot).await;
+        }
+        bot.tracer.flush().await;
+        bot.store
+            .call(|c| {
+                c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+                Ok(())
+            })
+            .await
+            .expect("checkpoint");
+        bot.store.file_size().unwrap_or(0)
+    })
+}
+
+fn store_growth(_: &mut Criterion) {
+    const TURNS: usize = 200;
+    let rt = runtime();
+    let llm = rt.block_on(fake_llm::start(Vec::new()));
+    let off = database_bytes(&rt, &llm.url(), false, TURNS);
+    let on = database_bytes(&rt, &llm.url(), true, TURNS);
+    println!(
+        "trace/store_growth: {TURNS} turns, database {off} B untraced, {on} B traced: {:.0} B per traced turn (turn + one LLM span)",
+        on.saturating_sub(off) as f64 / TURNS as f64
+    );
+}
+
+criterion_group!(benches, span_hot_path, llm_call, export, turn, store_growth);
+criterion_main!(benches);

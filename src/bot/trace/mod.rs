@@ -1,0 +1,467 @@
+//! Turn traces: what the model saw and did, step by step.
+//!
+//! One trace per turn (a web message, `send_message`, a scheduled task, `run_tool`).
+//! Spans nest: the turn → each LLM call → each tool call → worker agents the supervisor
+//! delegated to, with their own LLM and tool calls. Ids are W3C trace-context ids; a
+//! caller's `traceparent` makes our root its child ([`TraceScope::root`]).
+//!
+//! Recording is cheap on the turn's path: a [`Span`] collects its fields in memory and,
+//! when it ends (or is dropped because the turn was cancelled), is handed to a bounded
+//! channel with `try_send`. The background [`writer`] redacts secrets, cuts large
+//! payloads, stores the spans and exports them; a full channel drops the span and counts
+//! it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
+
+mod llm_call;
+mod otel;
+mod writer;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::bot::store::Store;
+use crate::redact::Redactor;
+use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
+
+pub use llm_call::traced_chat;
+pub use otel::{OtlpExporter, OtlpSettings};
+pub use writer::{SpanExporter, cut_payload};
+
+/// What a span stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpanKind {
+    /// A whole turn: a user message answered by the supervisor.
+    Turn,
+    /// One request to the language model.
+    Llm,
+    /// One tool call.
+    Tool,
+    /// A worker agent the supervisor delegated to.
+    Agent,
+}
+
+impl SpanKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanKind::Turn => "turn",
+            SpanKind::Llm => "llm",
+            SpanKind::Tool => "tool",
+            SpanKind::Agent => "agent",
+        }
+    }
+
+    pub fn parse(text: &str) -> SpanKind {
+        match text {
+            "turn" => SpanKind::Turn,
+            "llm" => SpanKind::Llm,
+            "agent" => SpanKind::Agent,
+            _ => SpanKind::Tool,
+        }
+    }
+}
+
+/// One finished span, as stored and exported.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpanRecord {
+    pub trace_id: String,
+    pub span_id: String,
+    /// The parent span; for a root, the caller's span from its `traceparent` (if any).
+    pub parent_span_id: Option<String>,
+    /// The first span of the trace inside this process.
+    pub is_root: bool,
+    /// The turn this span belongs to: its root's span id (a caller may reuse one trace
+    /// id for many requests; each is a turn of its own, kept and pruned as one).
+    pub root_span_id: String,
+    pub kind: SpanKind,
+    pub name: String,
+    /// Roots only: what started the trace (`web`, `send_message`, `task`, `run_tool`…).
+    pub source: Option<String>,
+    pub conversation_id: Option<String>,
+    /// Start, in microseconds since the Unix epoch.
+    pub start_us: i64,
+    pub duration_us: i64,
+    pub error: Option<String>,
+    /// LLM spans: the model; tool spans: the tool's name.
+    pub model: Option<String>,
+    pub tool: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    /// Everything else: request, response, arguments, result, provider, timings.
+    pub attributes: Map<String, Value>,
+}
+
+impl SpanRecord {
+    pub fn status(&self) -> &'static str {
+        if self.error.is_some() { "error" } else { "ok" }
+    }
+}
+
+/// Limits of what is kept, from the configuration.
+#[derive(Debug, Clone)]
+pub struct TraceSettings {
+    /// `TRACE_MAX_TURNS`: traces kept; the oldest go first.
+    pub max_turns: usize,
+    /// `TRACE_MAX_AGE_SECS`: traces older than this are deleted.
+    pub max_age: Duration,
+    /// `TRACE_MAX_PAYLOAD_BYTES`: each payload attribute is cut to this size.
+    pub max_payload_bytes: usize,
+}
+
+/// What travels through the channel to the writer.
+enum WriterMessage {
+    Span(Box<SpanRecord>),
+    /// Answered once everything sent before it is stored (and, with `export`,
+    /// delivered to the exporter's collector or given up on).
+    Flush {
+        done: oneshot::Sender<()>,
+        export: bool,
+    },
+}
+
+/// Spans waiting for the writer; beyond this, new spans are dropped and counted.
+const CHANNEL_CAPACITY: usize = 4096;
+
+/// Counters for `health`.
+#[derive(Debug, Default, Serialize, Clone, Copy, PartialEq)]
+pub struct TraceCounters {
+    pub spans_recorded: u64,
+    /// Dropped because the writer fell behind (the channel was full).
+    pub spans_dropped: u64,
+    /// Spans the exporter could not deliver (collector down, slow, or refusing).
+    pub spans_export_dropped: u64,
+    pub store_errors: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    recorded: AtomicU64,
+    dropped: AtomicU64,
+    store_errors: AtomicU64,
+}
+
+/// Starts spans and hands finished ones to the background writer.
+pub struct Tracer {
+    sender: Option<mpsc::Sender<WriterMessage>>,
+    counters: Arc<Counters>,
+    exporter: Option<Arc<dyn SpanExporter>>,
+}
+
+impl Tracer {
+    /// A tracer that records nothing (tests, embedding without a store).
+    pub fn disabled() -> Arc<Tracer> {
+        Arc::new(Tracer {
+            sender: None,
+            counters: Arc::default(),
+            exporter: None,
+        })
+    }
+
+    /// Starts the background writer (on the current tokio runtime) and returns the
+    /// tracer that feeds it.
+    pub fn start(
+        store: Store,
+        redactor: Arc<Redactor>,
+        settings: TraceSettings,
+        exporter: Option<Arc<dyn SpanExporter>>,
+    ) -> Arc<Tracer> {
+        let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
+        let counters = Arc::new(Counters::default());
+        let writer = writer::Writer {
+            store,
+            redactor,
+            settings,
+            exporter: exporter.clone(),
+            counters: counters.clone(),
+        };
+        tokio::spawn(writer.run(receiver));
+        Arc::new(Tracer {
+            sender: Some(sender),
+            counters,
+            exporter,
+        })
+    }
+
+    /// Whether spans are also exported (OpenTelemetry).
+    pub fn is_exporting(&self) -> bool {
+        self.exporter.is_some()
+    }
+
+    pub fn counters(&self) -> TraceCounters {
+        TraceCounters {
+            spans_recorded: self.counters.recorded.load(Ordering::Relaxed),
+            spans_dropped: self.counters.dropped.load(Ordering::Relaxed),
+            spans_export_dropped: self.exporter.as_ref().map_or(0, |e| e.dropped()),
+            store_errors: self.counters.store_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits until every span finished before this call is stored (readers call it so
+    /// a trace is complete right after its turn returns). Returns at once when off.
+    pub async fn flush(&self) {
+        self.flush_with(false).await;
+    }
+
+    /// Like [`Tracer::flush`], and also waits (a bounded time) until the exporter has
+    /// delivered those spans (shutdown, tests).
+    pub async fn flush_export(&self) {
+        self.flush_with(true).await;
+    }
+
+    async fn flush_with(&self, export: bool) {
+        let Some(sender) = &self.sender else { return };
+        let (done, wait) = oneshot::channel();
+        if sender
+            .send(WriterMessage::Flush { done, export })
+            .await
+            .is_ok()
+        {
+            let _ = wait.await;
+        }
+    }
+
+    /// A scope that starts a new trace from `source`, as the child of `remote` when a
+    /// caller sent its `traceparent`.
+    pub fn root(self: &Arc<Self>, source: &str, remote: Option<TraceParent>) -> TraceScope {
+        TraceScope {
+            tracer: self.sender.is_some().then(|| self.clone()),
+            parent: Parent::Root {
+                source: source.to_string(),
+                remote,
+                attributes: Vec::new(),
+            },
+        }
+    }
+
+    fn submit(&self, record: SpanRecord) {
+        let Some(sender) = &self.sender else { return };
+        match sender.try_send(WriterMessage::Span(Box::new(record))) {
+            Ok(()) => self.counters.recorded.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.counters.dropped.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Parent {
+    Root {
+        source: String,
+        remote: Option<TraceParent>,
+        /// Set on the root span (what the request that started the trace was).
+        attributes: Vec<(String, Value)>,
+    },
+    Span {
+        trace_id: String,
+        span_id: String,
+        root_span_id: String,
+    },
+}
+
+/// Where the next span goes: a new trace, or under a running span. Carried by the
+/// tool-call context, so tools (and the worker agents `delegate` starts) nest under
+/// the step that called them.
+#[derive(Clone)]
+pub struct TraceScope {
+    tracer: Option<Arc<Tracer>>,
+    parent: Parent,
+}
+
+impl std::fmt::Debug for TraceScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceScope")
+            .field("enabled", &self.tracer.is_some())
+            .field("parent", &self.parent)
+            .finish()
+    }
+}
+
+impl TraceScope {
+    /// A scope that records nothing.
+    pub fn disabled() -> TraceScope {
+        TraceScope {
+            tracer: None,
+            parent: Parent::Root {
+                source: String::new(),
+                remote: None,
+                attributes: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds an attribute to the root span this scope will start (for a scope that
+    /// starts a trace; ignored under a running span).
+    pub fn with_root_attribute(mut self, key: &str, value: impl Into<Value>) -> TraceScope {
+        if let Parent::Root { attributes, .. } = &mut self.parent {
+            attributes.push((key.to_string(), value.into()));
+        }
+        self
+    }
+
+    /// Starts a span here.
+    pub fn start(&self, kind: SpanKind, name: impl Into<String>) -> Span {
+        let Some(tracer) = &self.tracer else {
+            return Span::noop();
+        };
+        let span_id = new_span_id();
+        let (trace_id, parent_span_id, is_root, source) = match &self.parent {
+            Parent::Span {
+                trace_id, span_id, ..
+            } => (trace_id.clone(), Some(span_id.clone()), false, None),
+            Parent::Root { source, remote, .. } => match remote {
+                Some(p) => (
+                    p.trace_id.clone(),
+                    Some(p.parent_span_id.clone()),
+                    true,
+                    Some(source.clone()),
+                ),
+                None => (new_trace_id(), None, true, Some(source.clone())),
+            },
+        };
+        let root_span_id = match &self.parent {
+            Parent::Span { root_span_id, .. } => root_span_id.clone(),
+            Parent::Root { .. } => span_id.clone(),
+        };
+        let record = SpanRecord {
+            trace_id,
+            span_id,
+            parent_span_id,
+            is_root,
+            root_span_id,
+            kind,
+            name: name.into(),
+            source,
+            conversation_id: None,
+            start_us: chrono::Utc::now().timestamp_micros(),
+            duration_us: 0,
+            error: None,
+            model: None,
+            tool: None,
+            input_tokens: None,
+            output_tokens: None,
+            attributes: Map::new(),
+        };
+        let mut record = record;
+        if let Parent::Root { attributes, .. } = &self.parent {
+            for (key, value) in attributes {
+                record.attributes.insert(key.clone(), value.clone());
+            }
+        }
+        Span {
+            live: Some(LiveSpan {
+                tracer: tracer.clone(),
+                record,
+                started: Instant::now(),
+            }),
+        }
+    }
+}
+
+struct LiveSpan {
+    tracer: Arc<Tracer>,
+    record: SpanRecord,
+    started: Instant,
+}
+
+/// A running span. Setters are no-ops when tracing is off. Dropping a span that was
+/// not ended records it as cancelled, so a stopped turn still leaves its trace.
+pub struct Span {
+    live: Option<LiveSpan>,
+}
+
+const CANCELLED: &str =
+    "cancelled: the work stopped before this step finished (client gone or timeout)";
+
+impl Span {
+    pub fn noop() -> Span {
+        Span { live: None }
+    }
+
+    /// Whether this span records anything (skip building costly attributes if not).
+    pub fn is_recording(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The scope for spans under this one.
+    pub fn scope(&self) -> TraceScope {
+        match &self.live {
+            None => TraceScope::disabled(),
+            Some(live) => TraceScope {
+                tracer: Some(live.tracer.clone()),
+                parent: Parent::Span {
+                    trace_id: live.record.trace_id.clone(),
+                    span_id: live.record.span_id.clone(),
+                    root_span_id: live.record.root_span_id.clone(),
+                },
+            },
+        }
+    }
+
+    /// Ids of this span (trace id, span id), when recording.
+    pub fn ids(&self) -> Option<(&str, &str)> {
+        self.live
+            .as_ref()
+            .map(|l| (l.record.trace_id.as_str(), l.record.span_id.as_str()))
+    }
+
+    fn with(&mut self, f: impl FnOnce(&mut SpanRecord)) {
+        if let Some(live) = &mut self.live {
+            f(&mut live.record);
+        }
+    }
+
+    pub fn set_attribute(&mut self, key: &str, value: impl Into<Value>) {
+        let value = value.into();
+        self.with(|r| {
+            r.attributes.insert(key.to_string(), value);
+        });
+    }
+
+    pub fn set_conversation(&mut self, id: &str) {
+        self.with(|r| r.conversation_id = Some(id.to_string()));
+    }
+
+    pub fn set_model(&mut self, model: &str) {
+        self.with(|r| r.model = Some(model.to_string()));
+    }
+
+    pub fn set_tool(&mut self, tool: &str) {
+        self.with(|r| r.tool = Some(tool.to_string()));
+    }
+
+    pub fn set_tokens(&mut self, input: Option<u64>, output: Option<u64>) {
+        self.with(|r| {
+            r.input_tokens = input.map(|n| n as i64);
+            r.output_tokens = output.map(|n| n as i64);
+        });
+    }
+
+    /// Ends the span as a success.
+    pub fn end(mut self) {
+        self.finish(None);
+    }
+
+    /// Ends the span as a failure with `error` (the message and its causes).
+    pub fn fail(mut self, error: impl Into<String>) {
+        self.finish(Some(error.into()));
+    }
+
+    fn finish(&mut self, error: Option<String>) {
+        if let Some(mut live) = self.live.take() {
+            live.record.duration_us = live.started.elapsed().as_micros() as i64;
+            live.record.error = error;
+            live.tracer.submit(live.record);
+        }
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if self.live.is_some() {
+            self.finish(Some(CANCELLED.to_string()));
+        }
+    }
+}

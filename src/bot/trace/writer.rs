@@ -1,0 +1,213 @@
+//! The background side of tracing: takes finished spans off the channel, removes
+//! secrets, cuts large payloads (marking where), stores them in batches, hands them to
+//! the exporter, and keeps the stored traces within their count and age limits.
+//!
+//! Nothing here runs on a turn's path; a slow database or collector only makes the
+//! channel fill up, and the tracer then drops (and counts) new spans instead of waiting.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
+use crate::bot::store::Store;
+use crate::redact::Redactor;
+
+/// At most this many spans go into one store transaction.
+const BATCH: usize = 512;
+/// How long a flush that asks for export waits for the collector.
+const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Receives every stored span (already redacted and cut), for export elsewhere. It must
+/// return at once: queue the spans and deliver them on its own time.
+#[async_trait::async_trait]
+pub trait SpanExporter: Send + Sync {
+    fn export(&self, spans: &[SpanRecord]);
+    /// Spans it had to give up on (collector down, slow, refusing, queue full).
+    fn dropped(&self) -> u64;
+    /// Waits until what was queued before has been delivered (or given up on), at
+    /// most `timeout` (shutdown, tests).
+    async fn flush(&self, timeout: Duration);
+}
+
+pub(super) struct Writer {
+    pub(super) store: Store,
+    pub(super) redactor: Arc<Redactor>,
+    pub(super) settings: TraceSettings,
+    pub(super) exporter: Option<Arc<dyn SpanExporter>>,
+    pub(super) counters: Arc<Counters>,
+}
+
+impl Writer {
+    pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
+        let mut batch = Vec::new();
+        let mut flushes = Vec::new();
+        let mut pruning = Pruning::default();
+        while let Some(first) = receiver.recv().await {
+            let mut next = Some(first);
+            while let Some(message) = next {
+                match message {
+                    WriterMessage::Span(span) => batch.push(*span),
+                    WriterMessage::Flush { done, export } => flushes.push((done, export)),
+                }
+                next = if batch.len() < BATCH {
+                    receiver.try_recv().ok()
+                } else {
+                    None
+                };
+            }
+            let roots = batch.iter().filter(|s| s.is_root).count();
+            let prune = pruning.due(roots, !flushes.is_empty());
+            self.write(std::mem::take(&mut batch), prune).await;
+            if flushes.iter().any(|(_, export)| *export)
+                && let Some(exporter) = &self.exporter
+            {
+                exporter.flush(EXPORT_FLUSH_TIMEOUT).await;
+            }
+            for (done, _) in flushes.drain(..) {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Stores `spans` (pruning in the same transaction when `prune`).
+    async fn write(&self, mut spans: Vec<SpanRecord>, prune: bool) {
+        if spans.is_empty() && !prune {
+            return;
+        }
+        for span in &mut spans {
+            prepare(span, &self.redactor, self.settings.max_payload_bytes);
+        }
+        if let Some(exporter) = &self.exporter {
+            exporter.export(&spans);
+        }
+        let cutoff_us = chrono::Utc::now().timestamp_micros()
+            - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX);
+        let limits = prune.then_some((self.settings.max_turns, cutoff_us));
+        if let Err(error) = self.store.append_spans(spans, limits).await {
+            self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
+        }
+    }
+}
+
+/// When to apply the count and age limits: not on every batch (the delete costs more
+/// than the insert), but after every few turns, at least once a second while turns
+/// arrive, and whenever a reader flushes (so what it reads is within the limits).
+#[derive(Default)]
+struct Pruning {
+    roots_since: usize,
+    last: Option<std::time::Instant>,
+}
+
+/// Turns stored between two prunes at most (unless a reader flushes first).
+const PRUNE_EVERY_TURNS: usize = 16;
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
+
+impl Pruning {
+    fn due(&mut self, new_roots: usize, flushing: bool) -> bool {
+        self.roots_since += new_roots;
+        let stale = self.last.is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
+        let due =
+            (self.roots_since > 0 && (flushing || stale)) || self.roots_since >= PRUNE_EVERY_TURNS;
+        if due {
+            self.roots_since = 0;
+            self.last = Some(std::time::Instant::now());
+        }
+        due
+    }
+}
+
+/// Redacts every secret the process knows from a span, then cuts its payloads.
+fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize) {
+    let mut attributes = Value::Object(std::mem::take(&mut span.attributes));
+    redactor.redact(&mut attributes);
+    if let Value::Object(map) = attributes {
+        span.attributes = map;
+    }
+    if let Some(error) = &span.error {
+        span.error = Some(redactor.redact_text(error).into_owned());
+    }
+    span.name = redactor.redact_text(&span.name).into_owned();
+    let mut cut = Vec::new();
+    for (key, value) in span.attributes.iter_mut() {
+        if cut_payload(value, max_payload_bytes) {
+            cut.push(Value::String(key.clone()));
+        }
+    }
+    if !cut.is_empty() {
+        span.attributes
+            .insert("cut_attributes".into(), Value::Array(cut));
+    }
+}
+
+/// Cuts `value` to about `max_bytes` of JSON text; a cut value becomes a string that
+/// ends with `…[cut: kept N of M bytes]`. Returns whether it was cut.
+pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
+    let text = match &mut *value {
+        Value::String(s) if s.len() > max_bytes => std::mem::take(s),
+        Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => return false,
+        other => {
+            let text = serde_json::to_string(&*other).unwrap_or_default();
+            if text.len() <= max_bytes {
+                return false;
+            }
+            text
+        }
+    };
+    let mut end = max_bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    *value = Value::String(format!(
+        "{}…[cut: kept {end} of {} bytes]",
+        &text[..end],
+        text.len()
+    ));
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn limits_are_applied_every_few_turns_and_on_every_flush() {
+        let mut pruning = Pruning::default();
+        assert!(
+            pruning.due(1, false),
+            "the first turn prunes (nothing pruned yet)"
+        );
+        assert!(
+            !pruning.due(1, false),
+            "the next one within the second waits"
+        );
+        assert!(pruning.due(0, true), "a reader's flush prunes what waited");
+        assert!(!pruning.due(0, true), "nothing new: nothing to prune");
+        assert!(
+            pruning.due(PRUNE_EVERY_TURNS, false),
+            "many turns at once prune"
+        );
+    }
+
+    #[test]
+    fn payloads_over_the_limit_are_cut_and_marked() {
+        let mut long = json!("é".repeat(100));
+        assert!(cut_payload(&mut long, 11));
+        let text = long.as_str().unwrap();
+        assert!(text.starts_with("éééé"), "{text}");
+        assert!(text.ends_with("…[cut: kept 10 of 200 bytes]"), "{text}");
+
+        let mut object = json!({"messages": ["a".repeat(50)]});
+        assert!(cut_payload(&mut object, 20));
+        assert!(object.as_str().unwrap().contains("[cut: kept 20 of"));
+
+        let mut small = json!({"a": 1});
+        assert!(!cut_payload(&mut small, 20));
+        assert_eq!(small, json!({"a": 1}));
+    }
+}

@@ -1,0 +1,286 @@
+//! LLM calls and their cost over MCP: `get_llm_calls` (across traces, filtered by
+//! model, status and time, newest first, paged), `get_llm_call` (one call's full request
+//! and response, redacted, within a byte budget) and `get_trace_stats` (per model and
+//! per tool: count, error rate, p50/p95 latency, tokens in and out).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::trace_view::{
+    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, decode_cursor, encode_cursor, full_span, parse_since,
+    percentile, span_summary,
+};
+use super::traces::{max_bytes_property, since_property, store_failed};
+use super::{Diagnostics, done, failed, object_schema, output_schema};
+use crate::bot::store::SpanQuery;
+use crate::bot::trace::{SpanKind, SpanRecord};
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::trace_context::is_span_id;
+
+pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(GetLlmCalls(d.clone())),
+        Arc::new(GetLlmCall(d.clone())),
+        Arc::new(GetTraceStats(d.clone())),
+    ]
+}
+
+struct GetLlmCalls(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct GetLlmCallsArgs {
+    model: Option<String>,
+    status: Option<String>,
+    since: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+#[async_trait]
+impl Tool for GetLlmCalls {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_llm_calls".into(),
+            title: Some("List LLM calls".into()),
+            description: "The bot's requests to its language model across all traces, newest first: model, status, error, duration, \
+                          time to first token, tokens in/out, finish reason, the tools it asked for, and the trace it belongs to. \
+                          Filter by model, status or since; page with `cursor`. Open one with get_llm_call."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "model": {"type": "string", "minLength": 1, "description": "Only calls to this model"},
+                    "status": {"type": "string", "enum": ["ok", "error"]},
+                    "since": since_property(),
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
+                    "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
+                }),
+                &[],
+            ),
+            output_schema: Some(output_schema(
+                json!({"calls": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+                &["calls", "next_cursor"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: GetLlmCallsArgs = args_or_error!("get_llm_calls", args);
+        let since_us = match args.since.as_deref().map(parse_since).transpose() {
+            Ok(s) => s,
+            Err(e) => return Ok(failed(e)),
+        };
+        let after = match args.cursor.as_deref().map(decode_cursor).transpose() {
+            Ok(c) => c,
+            Err(e) => return Ok(failed(e)),
+        };
+        let query = SpanQuery {
+            status: args.status,
+            since_us,
+            model: args.model,
+            after,
+            limit: args.limit.unwrap_or(20).clamp(1, 200),
+            ..SpanQuery::default()
+        };
+        self.0.bot.tracer.flush().await;
+        match self.0.bot.store.list_spans(SpanKind::Llm, query).await {
+            Ok(page) => Ok(done(json!({
+                "calls": page.items.iter().map(|s| {
+                    let mut call = span_summary(s);
+                    call["trace_id"] = json!(s.trace_id);
+                    call
+                }).collect::<Vec<_>>(),
+                "next_cursor": encode_cursor(&page.next),
+            }))),
+            Err(e) => Ok(store_failed(e)),
+        }
+    }
+}
+
+struct GetLlmCall(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct GetLlmCallArgs {
+    span_id: String,
+    max_bytes: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for GetLlmCall {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_llm_call".into(),
+            title: Some("Get one LLM call".into()),
+            description: "One request to the language model in full: the messages it was sent (system prompt included), the tools \
+                          offered, the parameters, the response text and tool calls, finish reason, tokens and timings, or the error \
+                          and its cause. Secrets are redacted; payloads are cut to max_bytes and marked where cut."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "From get_llm_calls or get_trace"},
+                    "max_bytes": max_bytes_property()
+                }),
+                &["span_id"],
+            ),
+            output_schema: Some(output_schema(
+                json!({"span_id": {"type": "string"}, "trace_id": {"type": "string"}, "attributes": {"type": "object"}}),
+                &["span_id", "trace_id", "attributes"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: GetLlmCallArgs = args_or_error!("get_llm_call", args);
+        if !is_span_id(&args.span_id) {
+            return Ok(failed(format!(
+                "`{}` is not a span id (16 lowercase hex digits); take one from get_llm_calls",
+                args.span_id
+            )));
+        }
+        let max_bytes = args
+            .max_bytes
+            .unwrap_or(DEFAULT_MAX_BYTES)
+            .clamp(1024, MAX_MAX_BYTES);
+        self.0.bot.tracer.flush().await;
+        match self.0.bot.store.span(&args.span_id).await {
+            Ok(Some(span)) if span.kind == SpanKind::Llm => Ok(done(full_span(&span, max_bytes))),
+            Ok(Some(span)) => Ok(failed(format!(
+                "span `{}` is a {} span, not an LLM call; use get_trace with trace_id {} and span_id to expand it",
+                args.span_id,
+                span.kind.as_str(),
+                span.trace_id
+            ))),
+            Ok(None) => Ok(failed(format!(
+                "no LLM call `{}`: it never existed or its trace was pruned; call get_llm_calls",
+                args.span_id
+            ))),
+            Err(e) => Ok(store_failed(e)),
+        }
+    }
+}
+
+struct GetTraceStats(Arc<Diagnostics>);
+
+#[async_trait]
+impl Tool for GetTraceStats {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_trace_stats".into(),
+            title: Some("LLM and tool statistics from traces".into()),
+            description: "Per model and per tool, over the stored traces (or those since `since`): call count, errors, error rate, \
+                          p50 and p95 latency in ms, and tokens in/out (models)."
+                .into(),
+            input_schema: object_schema(json!({"since": since_property()}), &[]),
+            output_schema: Some(output_schema(
+                json!({"models": {"type": "array"}, "tools": {"type": "array"}, "since": {"type": ["string", "null"]}}),
+                &["models", "tools"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        #[derive(Deserialize)]
+        struct Args {
+            since: Option<String>,
+        }
+        let args: Args = args_or_error!("get_trace_stats", args);
+        let since_us = match args.since.as_deref().map(parse_since).transpose() {
+            Ok(s) => s,
+            Err(e) => return Ok(failed(e)),
+        };
+        self.0.bot.tracer.flush().await;
+        let spans = match self
+            .0
+            .bot
+            .store
+            .step_spans_since(since_us.unwrap_or(i64::MIN))
+            .await
+        {
+            Ok(spans) => spans,
+            Err(e) => return Ok(store_failed(e)),
+        };
+        let (models, tools) = group_stats(&spans);
+        Ok(done(json!({
+            "models": models,
+            "tools": tools,
+            "since": args.since,
+        })))
+    }
+}
+
+/// Figures for one model or tool.
+#[derive(Default)]
+struct Group {
+    durations_ms: Vec<f64>,
+    errors: u64,
+    input_tokens: i64,
+    output_tokens: i64,
+}
+
+impl Group {
+    fn into_json(mut self, key: &str, name: &str, with_tokens: bool) -> Value {
+        self.durations_ms.sort_by(f64::total_cmp);
+        let count = self.durations_ms.len();
+        let mut value = json!({
+            key: name,
+            "count": count,
+            "errors": self.errors,
+            "error_rate": if count == 0 { 0.0 } else { self.errors as f64 / count as f64 },
+            "p50_ms": percentile(&self.durations_ms, 50.0),
+            "p95_ms": percentile(&self.durations_ms, 95.0),
+        });
+        if with_tokens {
+            value["input_tokens"] = json!(self.input_tokens);
+            value["output_tokens"] = json!(self.output_tokens);
+        }
+        value
+    }
+}
+
+/// Per-model (LLM spans) and per-tool (tool spans) figures, each sorted by name.
+fn group_stats(spans: &[SpanRecord]) -> (Vec<Value>, Vec<Value>) {
+    let mut models: BTreeMap<String, Group> = BTreeMap::new();
+    let mut tools: BTreeMap<String, Group> = BTreeMap::new();
+    for span in spans {
+        let (groups, name) = match span.kind {
+            SpanKind::Llm => (&mut models, span.model.as_deref()),
+            SpanKind::Tool => (&mut tools, span.tool.as_deref()),
+            _ => continue,
+        };
+        let group = groups
+            .entry(name.unwrap_or("(unknown)").to_string())
+            .or_default();
+        group.durations_ms.push(span.duration_us as f64 / 1000.0);
+        group.errors += u64::from(span.error.is_some());
+        group.input_tokens += span.input_tokens.unwrap_or(0);
+        group.output_tokens += span.output_tokens.unwrap_or(0);
+    }
+    (
+        models
+            .into_iter()
+            .map(|(name, g)| g.into_json("model", &name, true))
+            .collect(),
+        tools
+            .into_iter()
+            .map(|(name, g)| g.into_json("tool", &name, false))
+            .collect(),
+    )
+}

@@ -1,0 +1,254 @@
+//! How traces are shown to MCP clients: compact span summaries, the span tree, byte
+//! budgets, cursors and `since` values. Shared by `traces` and `llm_calls`, so every
+//! trace tool speaks the same shapes.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+
+use crate::bot::store::{Page, TraceSummary};
+use crate::bot::trace::{SpanRecord, cut_payload};
+
+/// The default and largest byte budgets of the trace tools.
+pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
+pub const MAX_MAX_BYTES: usize = 1024 * 1024;
+
+/// `since`: an RFC 3339 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
+/// the epoch.
+pub fn parse_since(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.timestamp_micros());
+    }
+    let split = text.len().saturating_sub(1);
+    let (number, unit) = (text.get(..split), text.get(split..));
+    let seconds_per_unit = match unit {
+        Some("s") => 1,
+        Some("m") => 60,
+        Some("h") => 3600,
+        Some("d") => 86_400,
+        _ => 0,
+    };
+    let seconds = number
+        .and_then(|n| n.parse::<i64>().ok())
+        .and_then(|n| n.checked_mul(seconds_per_unit))
+        .filter(|s| seconds_per_unit > 0 && (0..=3650 * 86_400).contains(s));
+    match seconds {
+        Some(seconds) => Ok(Utc::now().timestamp_micros() - seconds * 1_000_000),
+        _ => Err(format!(
+            "`since` must be an RFC 3339 time such as 2026-01-31T12:00:00Z or an age such as 30s, 15m, 2h or 7d, not `{text}`"
+        )),
+    }
+}
+
+/// A page cursor as the client sees it: `start_us:span_id`.
+pub fn encode_cursor(next: &Option<(i64, String)>) -> Value {
+    match next {
+        Some((start, span)) => json!(format!("{start}:{span}")),
+        None => Value::Null,
+    }
+}
+
+pub fn decode_cursor(text: &str) -> Result<(i64, String), String> {
+    text.split_once(':')
+        .and_then(|(start, span)| Some((start.parse::<i64>().ok()?, span.to_string())))
+        .filter(|(_, span)| crate::trace_context::is_span_id(span))
+        .ok_or_else(|| {
+            format!("`cursor` `{text}` is not one this tool gave out; pass the `next_cursor` of the previous page, or leave it out")
+        })
+}
+
+fn time_text(us: i64) -> String {
+    DateTime::<Utc>::from_timestamp_micros(us)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// One span without its payloads: what it was, when, how long, what it cost, how it ended.
+pub fn span_summary(span: &SpanRecord) -> Value {
+    let mut value = json!({
+        "span_id": span.span_id,
+        "kind": span.kind,
+        "name": span.name,
+        "status": span.status(),
+        "started_at": time_text(span.start_us),
+        "duration_ms": span.duration_us as f64 / 1000.0,
+    });
+    let fields = [
+        ("error", span.error.as_ref().map(|e| json!(e))),
+        ("model", span.model.as_ref().map(|m| json!(m))),
+        ("tool", span.tool.as_ref().map(|t| json!(t))),
+        ("input_tokens", span.input_tokens.map(|n| json!(n))),
+        ("output_tokens", span.output_tokens.map(|n| json!(n))),
+        ("source", span.source.as_ref().map(|s| json!(s))),
+        (
+            "conversation_id",
+            span.conversation_id.as_ref().map(|c| json!(c)),
+        ),
+    ];
+    for (key, field) in fields {
+        if let Some(field) = field {
+            value[key] = field;
+        }
+    }
+    for key in ["time_to_first_token_ms", "finish_reason", "provider"] {
+        if let Some(v) = span.attributes.get(key) {
+            value[key] = v.clone();
+        }
+    }
+    if let Some(calls) = span.attributes.get("response").map(|r| &r["tool_calls"])
+        && let Some(calls) = calls.as_array().filter(|c| !c.is_empty())
+    {
+        value["tool_calls"] = json!(calls.iter().map(|c| &c["name"]).collect::<Vec<_>>());
+    }
+    value
+}
+
+/// A trace as listed.
+pub fn trace_summary(trace: &TraceSummary) -> Value {
+    let mut value = span_summary(&trace.root);
+    value["trace_id"] = json!(trace.root.trace_id);
+    value["status"] = json!(trace.status());
+    value["root_status"] = json!(trace.root.status());
+    value["spans"] = json!(trace.spans);
+    value["llm_calls"] = json!(trace.llm_calls);
+    value["tool_calls"] = json!(trace.tool_calls);
+    value["failed_spans"] = json!(trace.failed_spans);
+    value["input_tokens"] = json!(trace.input_tokens);
+    value["output_tokens"] = json!(trace.output_tokens);
+    if let Some(parent) = trace.root.parent_span_id.as_ref() {
+        value["remote_parent_span_id"] = json!(parent);
+    }
+    value
+}
+
+/// A page of traces with its cursor.
+pub fn trace_page(page: &Page<TraceSummary>) -> Value {
+    json!({
+        "traces": page.items.iter().map(trace_summary).collect::<Vec<_>>(),
+        "next_cursor": encode_cursor(&page.next),
+    })
+}
+
+/// The span tree of a trace within `max_bytes`: spans in start order are kept while
+/// they fit; the rest are counted and named in a note.
+pub fn span_tree(spans: &[SpanRecord], max_bytes: usize) -> (Value, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let summary = span_summary(span);
+        let size = summary.to_string().len();
+        if used + size > max_bytes && !kept.is_empty() {
+            break;
+        }
+        used += size;
+        kept.push((span, summary));
+    }
+    let mut notes = Vec::new();
+    if kept.len() < spans.len() {
+        notes.push(format!(
+            "{} later spans left out by max_bytes; raise max_bytes or pass span_id to expand one span",
+            spans.len() - kept.len()
+        ));
+    }
+    let ids: std::collections::HashSet<&str> =
+        kept.iter().map(|(s, _)| s.span_id.as_str()).collect();
+    let mut children: Map<String, Value> = Map::new();
+    let mut roots = Vec::new();
+    // Children are attached after their parents, so walk backwards (latest first).
+    for (span, mut summary) in kept.into_iter().rev() {
+        if let Some(Value::Array(mine)) = children.remove(&span.span_id) {
+            summary["children"] = Value::Array(mine.into_iter().rev().collect());
+        }
+        match span.parent_span_id.as_deref().filter(|p| ids.contains(p)) {
+            Some(parent) => {
+                let list = children
+                    .entry(parent.to_string())
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(list) = list {
+                    list.push(summary);
+                }
+            }
+            None => roots.push(summary),
+        }
+    }
+    roots.reverse();
+    (Value::Array(roots), notes)
+}
+
+/// One span with its payloads (request, response, arguments, result), each cut so the
+/// whole fits `max_bytes`. Says which attributes were cut.
+pub fn full_span(span: &SpanRecord, max_bytes: usize) -> Value {
+    let mut value = span_summary(span);
+    value["trace_id"] = json!(span.trace_id);
+    value["parent_span_id"] = json!(span.parent_span_id);
+    let mut attributes = span.attributes.clone();
+    let total: usize = attributes.values().map(|v| v.to_string().len()).sum();
+    if total > max_bytes {
+        let share = (max_bytes / attributes.len().max(1)).max(64);
+        let mut cut = Vec::new();
+        for (key, attribute) in attributes.iter_mut() {
+            if cut_payload(attribute, share) {
+                cut.push(key.clone());
+            }
+        }
+        value["cut_by_max_bytes"] = json!(cut);
+    }
+    value["attributes"] = Value::Object(attributes);
+    value
+}
+
+/// Nearest-rank percentile of sorted values (`p` in 0..=100).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_and_ages() {
+        assert_eq!(
+            parse_since("2026-01-31T12:00:00Z").unwrap(),
+            1_769_860_800_000_000
+        );
+        let hour_ago = parse_since("1h").unwrap();
+        let now = Utc::now().timestamp_micros();
+        assert!((now - hour_ago - 3_600_000_000).abs() < 5_000_000);
+        for bad in [
+            "",
+            "h",
+            "5w",
+            "-1h",
+            "yesterday",
+            "99999999999d",
+            "9223372036854775807d",
+        ] {
+            assert!(parse_since(bad).unwrap_err().contains("RFC 3339"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cursors_round_trip_and_refuse_strangers() {
+        let cursor = encode_cursor(&Some((42, "00f067aa0ba902b7".into())));
+        assert_eq!(
+            decode_cursor(cursor.as_str().unwrap()).unwrap(),
+            (42, "00f067aa0ba902b7".to_string())
+        );
+        assert!(decode_cursor("42").is_err());
+        assert!(decode_cursor("x:00f067aa0ba902b7").is_err());
+        assert!(decode_cursor("1:zz").is_err());
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&values, 50.0), 50.0);
+        assert_eq!(percentile(&values, 95.0), 95.0);
+        assert_eq!(percentile(&[], 95.0), 0.0);
+    }
+}

@@ -1,0 +1,331 @@
+//! Turn traces over MCP: `list_traces` (newest first, filtered, paged), `get_trace` (the
+//! span tree, or one span in full) and `last_error` ("what just broke?" in one call:
+//! the latest failure of a turn, tool, task or MCP server, with its trace).
+//!
+//! Every tool first waits for the trace writer to store what it holds, so a trace is
+//! complete as soon as its turn has answered. Payloads were redacted before storage;
+//! the `mcp` layer redacts results once more on the way out.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::trace_view::{
+    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, decode_cursor, full_span, parse_since, span_summary,
+    span_tree, trace_page,
+};
+use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
+use crate::bot::store::SpanQuery;
+use crate::bot::trace::SpanRecord;
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::trace_context::{is_span_id, is_trace_id};
+
+pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ListTraces(d.clone())),
+        Arc::new(GetTrace(d.clone())),
+        Arc::new(LastError(d.clone())),
+    ]
+}
+
+/// The `max_bytes` property every trace tool shares.
+pub(super) fn max_bytes_property() -> Value {
+    json!({"type": "integer", "minimum": 1024, "maximum": MAX_MAX_BYTES, "default": DEFAULT_MAX_BYTES,
+           "description": "Approximate size budget of the answer; larger payloads are cut and marked"})
+}
+
+/// The `since` property every trace tool shares.
+pub(super) fn since_property() -> Value {
+    json!({"type": "string", "minLength": 1,
+           "description": "Only what started at or after this: an RFC 3339 time, or an age such as 30s, 15m, 2h, 7d"})
+}
+
+pub(super) fn store_failed(e: impl std::fmt::Display) -> Outcome<CallToolResult> {
+    failed(format!("cannot read the traces from the database: {e}"))
+}
+
+struct ListTraces(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct ListTracesArgs {
+    conversation_id: Option<String>,
+    status: Option<String>,
+    since: Option<String>,
+    min_duration_ms: Option<f64>,
+    source: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+#[async_trait]
+impl Tool for ListTraces {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_traces".into(),
+            title: Some("List turn traces".into()),
+            description: "Lists the bot's turn traces (one per web message, send_message, scheduled task or run_tool), newest first: \
+                          trace_id, source, conversation, status (error when any step failed), duration, LLM and tool call counts, tokens. \
+                          Filter by conversation, status, since, min_duration_ms or source; page with `cursor` = the previous `next_cursor`. \
+                          Open one with get_trace."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "conversation_id": conversation_id_property("Only this conversation's traces"),
+                    "status": {"type": "string", "enum": ["ok", "error"]},
+                    "since": since_property(),
+                    "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
+                    "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
+                    "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
+                }),
+                &[],
+            ),
+            output_schema: Some(output_schema(
+                json!({"traces": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+                &["traces", "next_cursor"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: ListTracesArgs = args_or_error!("list_traces", args);
+        let since_us = match args.since.as_deref().map(parse_since).transpose() {
+            Ok(s) => s,
+            Err(e) => return Ok(failed(e)),
+        };
+        let after = match args.cursor.as_deref().map(decode_cursor).transpose() {
+            Ok(c) => c,
+            Err(e) => return Ok(failed(e)),
+        };
+        let query = SpanQuery {
+            conversation_id: args.conversation_id,
+            status: args.status,
+            since_us,
+            min_duration_us: args.min_duration_ms.map(|ms| (ms * 1000.0) as i64),
+            source: args.source,
+            model: None,
+            after,
+            limit: args.limit.unwrap_or(20).clamp(1, 200),
+        };
+        self.0.bot.tracer.flush().await;
+        match self.0.bot.store.list_traces(query).await {
+            Ok(page) => Ok(done(trace_page(&page))),
+            Err(e) => Ok(store_failed(e)),
+        }
+    }
+}
+
+struct GetTrace(Arc<Diagnostics>);
+
+#[derive(Deserialize)]
+struct GetTraceArgs {
+    trace_id: String,
+    span_id: Option<String>,
+    max_bytes: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for GetTrace {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_trace".into(),
+            title: Some("Get a turn trace".into()),
+            description: "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
+                          tool calls and worker agents, each with start, duration, status and error. Pass span_id to expand one span \
+                          with its full payloads (the request messages, response, arguments, result), redacted and cut to max_bytes."
+                .into(),
+            input_schema: object_schema(
+                json!({
+                    "trace_id": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "From list_traces, last_error or send_message"},
+                    "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "Expand this span of the trace"},
+                    "max_bytes": max_bytes_property()
+                }),
+                &["trace_id"],
+            ),
+            output_schema: Some(output_schema(
+                json!({"trace_id": {"type": "string"}, "spans": {"type": "array"}, "span": {"type": "object"}}),
+                &["trace_id"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let args: GetTraceArgs = args_or_error!("get_trace", args);
+        let max_bytes = args
+            .max_bytes
+            .unwrap_or(DEFAULT_MAX_BYTES)
+            .clamp(1024, MAX_MAX_BYTES);
+        Ok(trace_answer(&self.0, &args.trace_id, args.span_id.as_deref(), max_bytes).await)
+    }
+}
+
+/// `get_trace`'s answer (also the `porthole://traces/{id}` resource's content).
+pub(super) async fn trace_answer(
+    d: &Diagnostics,
+    trace_id: &str,
+    span_id: Option<&str>,
+    max_bytes: usize,
+) -> Outcome<CallToolResult> {
+    if !is_trace_id(trace_id) {
+        return failed(format!(
+            "`{trace_id}` is not a trace id (32 lowercase hex digits); take one from list_traces"
+        ));
+    }
+    if let Some(span) = span_id.filter(|s| !is_span_id(s)) {
+        return failed(format!(
+            "`{span}` is not a span id (16 lowercase hex digits); take one from this trace's span tree"
+        ));
+    }
+    d.bot.tracer.flush().await;
+    let spans = match d.bot.store.trace_spans(trace_id).await {
+        Ok(spans) => spans,
+        Err(e) => return store_failed(e),
+    };
+    if spans.is_empty() {
+        return failed(format!(
+            "no trace `{trace_id}`: it never existed or was pruned (TRACE_MAX_TURNS, TRACE_MAX_AGE_SECS); call list_traces"
+        ));
+    }
+    let mut answer = json!({"trace_id": trace_id});
+    if let Some(span_id) = span_id {
+        let Some(span) = spans.iter().find(|s| s.span_id == span_id) else {
+            return failed(format!(
+                "trace `{trace_id}` has no span `{span_id}`; call get_trace without span_id to see its spans"
+            ));
+        };
+        answer["span"] = full_span(span, max_bytes);
+        return done(answer);
+    }
+    let (tree, notes) = span_tree(&spans, max_bytes);
+    answer["spans"] = tree;
+    answer["span_count"] = json!(spans.len());
+    if !notes.is_empty() {
+        answer["notes"] = json!(notes);
+    }
+    done(answer)
+}
+
+struct LastError(Arc<Diagnostics>);
+
+#[async_trait]
+impl Tool for LastError {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "last_error".into(),
+            title: Some("What just broke?".into()),
+            description: "The most recent failure anywhere in the bot: a failed step of a turn (LLM call, tool call, worker agent), \
+                          a scheduled task, or an MCP server the bot uses, with the failed span and its trace's span tree. \
+                          Returns found=false when nothing has failed."
+                .into(),
+            input_schema: object_schema(json!({"max_bytes": max_bytes_property()}), &[]),
+            output_schema: Some(output_schema(
+                json!({"found": {"type": "boolean"}, "kind": {"type": "string"}, "error": {"type": "string"}}),
+                &["found"],
+            )),
+            annotations: Annotations::READ_ONLY,
+        }
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _ctx: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        #[derive(Deserialize)]
+        struct Args {
+            max_bytes: Option<usize>,
+        }
+        let args: Args = args_or_error!("last_error", args);
+        let max_bytes = args
+            .max_bytes
+            .unwrap_or(DEFAULT_MAX_BYTES)
+            .clamp(1024, MAX_MAX_BYTES);
+        let bot = &self.0.bot;
+        bot.tracer.flush().await;
+        let span = match bot.store.last_failed_span().await {
+            Ok(span) => span,
+            Err(e) => return Ok(store_failed(e)),
+        };
+        let tasks = bot.tasks.list().await.unwrap_or_default();
+        let task = tasks
+            .iter()
+            .filter(|t| t.status == "error")
+            .max_by(|a, b| a.last_run.cmp(&b.last_run));
+        let servers: Vec<Value> = bot
+            .mcp_host
+            .servers()
+            .into_iter()
+            .filter(|s| s.state == "failed" || (s.enabled && s.last_error.is_some()))
+            .map(|s| json!({"name": s.name, "state": s.state, "error": s.last_error}))
+            .collect();
+        let span_time = span.as_ref().map(|s| s.start_us + s.duration_us);
+        let task_time = task
+            .and_then(|t| t.last_run.as_deref())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_micros());
+        let mut answer = match (span, task) {
+            (Some(latest), _) if span_time >= task_time => {
+                failed_turn(&self.0, latest, max_bytes).await
+            }
+            (_, Some(task)) => json!({
+                "found": true,
+                "kind": "task",
+                "error": task.last_result,
+                "task": {"id": task.id, "name": task.name, "last_run": task.last_run},
+                "hint": "list_traces with source=task shows the task's trace",
+            }),
+            (None, None) if !servers.is_empty() => json!({
+                "found": true,
+                "kind": "mcp_server",
+                "error": servers[0]["error"],
+            }),
+            _ => json!({"found": false}),
+        };
+        if !servers.is_empty() {
+            answer["mcp_servers_failing_now"] = Value::Array(servers);
+        }
+        Ok(done(answer))
+    }
+}
+
+/// The latest failed turn: its first failure (the cause; later failures, the turn's
+/// own included, usually follow from it) and the turn's span tree.
+async fn failed_turn(d: &Diagnostics, latest: SpanRecord, max_bytes: usize) -> Value {
+    let turn: Vec<SpanRecord> = d
+        .bot
+        .store
+        .trace_spans(&latest.trace_id)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.root_span_id == latest.root_span_id)
+        .collect();
+    let cause = turn
+        .iter()
+        .filter(|s| s.error.is_some())
+        .min_by_key(|s| s.start_us + s.duration_us)
+        .unwrap_or(&latest);
+    let mut answer = json!({
+        "found": true,
+        "kind": cause.kind,
+        "error": cause.error,
+        "span": span_summary(cause),
+        "trace_id": cause.trace_id,
+        "turn_error": turn.iter().find(|s| s.is_root).and_then(|r| r.error.clone()),
+    });
+    let budget = max_bytes.saturating_sub(answer.to_string().len()).max(1024);
+    answer["trace"] = span_tree(&turn, budget).0;
+    answer
+}

@@ -1,0 +1,117 @@
+//! W3C Trace Context ids, shared by both layers: the `mcp` layer reads a `traceparent`
+//! from a request's `_meta`, the bot's tracer starts its traces as that parent's child.
+//!
+//! A `traceparent` is `00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>`
+//! (<https://www.w3.org/TR/trace-context/#traceparent-header>). Ids of all zeros are
+//! invalid; so is any other shape. Parsing never panics and never guesses.
+
+/// A parsed, valid `traceparent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceParent {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// 16 lowercase hex digits: the caller's span, which becomes our root's parent.
+    pub parent_span_id: String,
+    pub sampled: bool,
+}
+
+impl TraceParent {
+    /// Parses a `traceparent` value; `None` for anything that is not a valid one.
+    pub fn parse(text: &str) -> Option<TraceParent> {
+        let mut parts = text.trim().split('-');
+        let (version, trace_id, span_id, flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        // Version 00 has exactly four fields; later versions may append more.
+        if version.len() != 2 || !is_hex(version) || version == "ff" {
+            return None;
+        }
+        if version == "00" && parts.next().is_some() {
+            return None;
+        }
+        if !is_id(trace_id, 32) || !is_id(span_id, 16) || flags.len() != 2 || !is_hex(flags) {
+            return None;
+        }
+        let flags = u8::from_str_radix(flags, 16).ok()?;
+        Some(TraceParent {
+            trace_id: trace_id.to_ascii_lowercase(),
+            parent_span_id: span_id.to_ascii_lowercase(),
+            sampled: flags & 1 == 1,
+        })
+    }
+
+    /// The header value for a span of this trace (version 00, sampled).
+    pub fn header(trace_id: &str, span_id: &str) -> String {
+        format!("00-{trace_id}-{span_id}-01")
+    }
+}
+
+fn is_hex(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn is_id(text: &str, len: usize) -> bool {
+    text.len() == len && is_hex(text) && text.bytes().any(|b| b != b'0')
+}
+
+/// A new random trace id (32 hex digits, never all zeros).
+pub fn new_trace_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A new random span id (16 hex digits, never all zeros: a v4 uuid's first half holds
+/// 62 random bits, and we retry on the impossible zero).
+pub fn new_span_id() -> String {
+    loop {
+        let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        if is_id(&id, 16) {
+            return id;
+        }
+    }
+}
+
+/// Whether `text` has the shape of a trace id (for tool arguments).
+pub fn is_trace_id(text: &str) -> bool {
+    is_id(text, 32)
+}
+
+/// Whether `text` has the shape of a span id (for tool arguments).
+pub fn is_span_id(text: &str) -> bool {
+    is_id(text, 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_spec_example() {
+        let parsed =
+            TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        assert_eq!(parsed.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(parsed.parent_span_id, "00f067aa0ba902b7");
+        assert!(parsed.sampled);
+    }
+
+    #[test]
+    fn refuses_malformed_and_zero_ids() {
+        for bad in [
+            "",
+            "00",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-é€f92f3577b34da6a3ce929d0e0e47-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(TraceParent::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn new_ids_have_the_right_shape() {
+        assert!(is_trace_id(&new_trace_id()));
+        assert!(is_span_id(&new_span_id()));
+    }
+}

@@ -1,0 +1,116 @@
+//! Export to a real backend LLM developers use: a traced turn goes to Arize Phoenix over
+//! OTLP/HTTP and is read back from Phoenix's own REST API, GenAI attributes included.
+//!
+//! Needs a running Phoenix, so it is ignored by a plain `cargo test`;
+//! `scripts/phoenix.sh` installs and starts one and runs this test with `PHOENIX_URL`
+//! set (CI does, see `.ci/run`).
+
+mod common;
+mod fake_llm;
+
+use std::time::Duration;
+
+use common::{call_tool, start_bot};
+use fake_llm::Turn;
+use serde_json::{Map, Value, json};
+
+/// Flattens nested attribute objects (`{"gen_ai": {"request": {"model": …}}}`) into
+/// dotted keys, whichever of the two shapes the backend answers with.
+fn flatten(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                let key = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&key, inner, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_string(), other.clone());
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs Arize Phoenix: run scripts/phoenix.sh"]
+async fn a_traced_turn_is_read_back_from_phoenix() {
+    let phoenix = std::env::var("PHOENIX_URL").expect("PHOENIX_URL (set by scripts/phoenix.sh)");
+    let project = format!(
+        "porthole-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let llm = fake_llm::start(vec![
+        Turn::ToolCall("calculator", json!({"expression": "6*7"})),
+        Turn::Text(vec!["It is ", "42."]),
+    ])
+    .await;
+    let base = format!("{}/v1", llm.url());
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", &base),
+        ("LLM_API_KEY", "sk-phoenix-test-0123456789abcdef"),
+        ("LLM_MODEL", "fake-model"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix),
+        ("OTEL_SERVICE_NAME", &project),
+    ])
+    .await;
+    let sent = call_tool(&app, "send_message", json!({"content": "what is 6*7?"})).await;
+    let trace_id = sent["structuredContent"]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.bot.tracer.flush_export().await;
+    assert_eq!(app.bot.tracer.counters().spans_export_dropped, 0);
+
+    // Phoenix ingests in the background: poll its REST API for the project's spans.
+    let client = reqwest::Client::new();
+    let url = format!("{phoenix}/v1/projects/{project}/spans?limit=100");
+    let mut spans = Vec::new();
+    for _ in 0..60 {
+        if let Ok(response) = client.get(&url).send().await
+            && response.status().is_success()
+        {
+            let body: Value = response.json().await.unwrap_or_default();
+            spans = body["data"].as_array().cloned().unwrap_or_default();
+            if spans.len() >= 4 {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        spans.len(),
+        4,
+        "turn, two LLM calls, one tool call: {spans:?}"
+    );
+    let flat: Vec<Map<String, Value>> = spans
+        .iter()
+        .map(|span| {
+            let mut out = Map::new();
+            flatten("", span, &mut out);
+            out
+        })
+        .collect();
+    let in_trace = |s: &&Map<String, Value>| {
+        s.iter()
+            .any(|(k, v)| k.ends_with("trace_id") && v == trace_id.as_str())
+    };
+    assert_eq!(flat.iter().filter(in_trace).count(), 4, "{flat:?}");
+    let llm_span = flat
+        .iter()
+        .find(|s| s.get("attributes.gen_ai.operation.name") == Some(&json!("chat")))
+        .unwrap_or_else(|| panic!("no chat span with gen_ai attributes: {flat:?}"));
+    assert_eq!(llm_span["attributes.gen_ai.request.model"], "fake-model");
+    assert_eq!(
+        llm_span["attributes.gen_ai.usage.input_tokens"],
+        fake_llm::PROMPT_TOKENS
+    );
+    assert!(
+        flat.iter()
+            .any(|s| s.get("attributes.gen_ai.tool.name") == Some(&json!("calculator")))
+    );
+    app.shutdown().await;
+}

@@ -1,0 +1,403 @@
+//! Turn traces end to end: a real bot on 127.0.0.1:0 talking to a fake OpenAI-compatible
+//! server, read back through the MCP trace tools, resource and prompt, in both eras.
+
+mod common;
+mod fake_llm;
+
+use common::{call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot};
+use fake_llm::{COMPLETION_TOKENS, PROMPT_TOKENS, Turn};
+use porthole::app::RunningApp;
+use porthole::bot::tasks::RunAs;
+use porthole::bot::tools::ExecContext;
+use serde_json::{Value, json};
+
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+async fn bot_with(script: Vec<Turn>, extra: &[(&str, &str)]) -> (RunningApp, fake_llm::FakeLlm) {
+    let llm = fake_llm::start(script).await;
+    let base = format!("{}/v1", llm.url());
+    let mut vars = vec![
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
+        ("LLM_MODEL", "fake-model"),
+    ];
+    vars.extend_from_slice(extra);
+    (start_bot(&vars).await, llm)
+}
+
+fn structured(result: &Value) -> &Value {
+    assert!(!is_error(result), "{}", error_text(result));
+    &result["structuredContent"]
+}
+
+/// Sends a user message through `send_message` as the child of the caller's trace.
+async fn send_traced(app: &RunningApp, content: &str) -> Value {
+    let reply = modern(
+        app,
+        3,
+        "tools/call",
+        json!({"name": "send_message", "arguments": {"content": content},
+               "_meta": {"traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")}}),
+    )
+    .await;
+    reply.result()["structuredContent"].clone()
+}
+
+/// A bot whose model calls the calculator once and then answers; one turn sent as the
+/// child of the caller's trace. Returns the bot, the fake server and the reply.
+async fn one_tool_turn() -> (RunningApp, fake_llm::FakeLlm, Value) {
+    let (app, llm) = bot_with(
+        vec![
+            Turn::ToolCall("calculator", json!({"expression": "6*7"})),
+            Turn::Text(vec!["The answer ", "is 42."]),
+        ],
+        &[],
+    )
+    .await;
+    let reply = send_traced(&app, "what is 6 times 7?").await;
+    assert_eq!(reply["response"], "The answer is 42.");
+    assert_eq!(
+        reply["trace_id"], CALLER_TRACE,
+        "the caller's trace id is kept"
+    );
+    (app, llm, reply)
+}
+
+#[tokio::test]
+async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace() {
+    let (app, _llm, reply) = one_tool_turn().await;
+    let listed = call_tool(&app, "list_traces", json!({})).await;
+    let traces = structured(&listed)["traces"].as_array().unwrap().clone();
+    assert_eq!(traces.len(), 1);
+    let trace = &traces[0];
+    assert_eq!(trace["trace_id"], CALLER_TRACE);
+    assert_eq!(trace["remote_parent_span_id"], CALLER_SPAN);
+    assert_eq!(trace["source"], "send_message");
+    assert_eq!(trace["status"], "ok");
+    assert_eq!(trace["llm_calls"], 2);
+    assert_eq!(trace["tool_calls"], 1);
+    assert_eq!(trace["input_tokens"], 2 * PROMPT_TOKENS);
+    assert_eq!(trace["conversation_id"], reply["conversation_id"]);
+
+    let got = call_tool(&app, "get_trace", json!({"trace_id": CALLER_TRACE})).await;
+    let tree = &structured(&got)["spans"];
+    assert_eq!(tree.as_array().unwrap().len(), 1, "{tree}");
+    let turn = &tree[0];
+    assert_eq!(turn["kind"], "turn");
+    let steps: Vec<&str> = turn["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["llm", "tool", "llm"]);
+    let first = &turn["children"][0];
+    assert_eq!(first["model"], "fake-model");
+    assert_eq!(first["finish_reason"], "tool_calls");
+    assert_eq!(first["tool_calls"], json!(["calculator"]));
+    assert_eq!(first["output_tokens"], COMPLETION_TOKENS);
+    assert!(
+        first["time_to_first_token_ms"].is_null(),
+        "no text streamed in a tool call"
+    );
+    assert!(
+        turn["children"][2]["time_to_first_token_ms"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
+    assert_eq!(turn["children"][1]["tool"], "calculator");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
+    let (app, _llm, _) = one_tool_turn().await;
+    // One LLM call in full: what the model was sent and what it answered.
+    let calls = call_tool(&app, "get_llm_calls", json!({"model": "fake-model"})).await;
+    let calls = structured(&calls)["calls"].as_array().unwrap().clone();
+    assert_eq!(calls.len(), 2);
+    let oldest = calls[1]["span_id"].as_str().unwrap();
+    let call = call_tool(&app, "get_llm_call", json!({"span_id": oldest})).await;
+    let attributes = &structured(&call)["attributes"];
+    assert_eq!(attributes["request"][0]["role"], "system");
+    assert_eq!(attributes["request"][1]["content"], "what is 6 times 7?");
+    assert!(
+        attributes["tools_offered"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("calculator"))
+    );
+    assert_eq!(
+        attributes["response"]["tool_calls"][0]["arguments"],
+        json!({"expression": "6*7"})
+    );
+    assert_eq!(attributes["provider"], "openai");
+
+    let stats = call_tool(&app, "get_trace_stats", json!({"since": "1h"})).await;
+    let stats = structured(&stats);
+    assert_eq!(stats["models"][0]["model"], "fake-model");
+    assert_eq!(stats["models"][0]["count"], 2);
+    assert_eq!(stats["models"][0]["error_rate"], 0.0);
+    assert_eq!(stats["models"][0]["output_tokens"], 2 * COMPLETION_TOKENS);
+    assert_eq!(stats["tools"][0]["tool"], "calculator");
+    assert!(
+        stats["tools"][0]["p95_ms"].as_f64().unwrap()
+            >= stats["tools"][0]["p50_ms"].as_f64().unwrap()
+    );
+
+    // The same tree as a resource.
+    let uri = format!("porthole://traces/{CALLER_TRACE}");
+    let read = modern(&app, 4, "resources/read", json!({"uri": uri})).await;
+    let text = read.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("\"kind\": \"turn\""), "{text}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_turn_is_the_last_error_and_its_prompt_explains_it() {
+    let (app, _llm) = bot_with(vec![Turn::Status(500, "the model is on fire")], &[]).await;
+    let mut ctx = ExecContext::new(&["user"]);
+    ctx.trace = app.bot.tracer.root("web", None);
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, "hello", &ctx, None)
+        .await
+        .unwrap();
+    assert!(reply.error.is_some());
+    let trace_id = reply.trace_id.clone().unwrap();
+
+    let last = call_tool(&app, "last_error", json!({})).await;
+    let last = structured(&last);
+    assert_eq!(last["found"], true);
+    assert_eq!(last["kind"], "llm");
+    assert_eq!(last["trace_id"], trace_id.as_str());
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("the model is on fire"),
+        "{last}"
+    );
+    assert_eq!(last["trace"][0]["kind"], "turn");
+
+    let failed = call_tool(
+        &app,
+        "list_traces",
+        json!({"status": "error", "source": "web"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&failed)["traces"][0]["trace_id"],
+        trace_id.as_str()
+    );
+    let ok = call_tool(&app, "list_traces", json!({"status": "ok"})).await;
+    assert_eq!(structured(&ok)["traces"], json!([]));
+    let calls = call_tool(&app, "get_llm_calls", json!({"status": "error"})).await;
+    assert_eq!(structured(&calls)["calls"][0]["status"], "error");
+
+    let prompt = modern(
+        &app,
+        5,
+        "prompts/get",
+        json!({"name": "explain_failed_turn", "arguments": {}}),
+    )
+    .await;
+    let text = prompt.result()["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains(&trace_id) && text.contains("FAILED"),
+        "{text}"
+    );
+    let diagnose = modern(
+        &app,
+        6,
+        "prompts/get",
+        json!({"name": "diagnose_recent_errors", "arguments": {}}),
+    )
+    .await;
+    let text = diagnose.result()["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains(&trace_id), "{text}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn worker_agents_nest_under_the_delegate_call() {
+    let (app, _llm) = bot_with(
+        vec![
+            Turn::ToolCall(
+                "delegate",
+                json!({"task": "add 2 and 2", "worker_name": "adder"}),
+            ),
+            Turn::Text(vec!["4"]),
+            Turn::Text(vec!["The worker says 4."]),
+        ],
+        &[],
+    )
+    .await;
+    let reply = send_traced(&app, "delegate a sum").await;
+    assert_eq!(reply["response"], "The worker says 4.");
+    let got = call_tool(&app, "get_trace", json!({"trace_id": CALLER_TRACE})).await;
+    let delegate = &structured(&got)["spans"][0]["children"][1];
+    assert_eq!(delegate["tool"], "delegate");
+    let agent = &delegate["children"][0];
+    assert_eq!(agent["kind"], "agent");
+    assert_eq!(agent["name"], "agent adder");
+    assert_eq!(agent["children"][0]["kind"], "llm", "{agent}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn run_tool_in_a_legacy_session_joins_the_callers_trace_and_old_traces_are_pruned() {
+    let (app, _llm) = bot_with(vec![], &[("TRACE_MAX_TURNS", "2")]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    for n in 0..4 {
+        let reply = legacy(
+            &app,
+            &session,
+            10 + n,
+            "tools/call",
+            json!({"name": "run_tool", "arguments": {"tool_name": "calculator", "parameters": {"expression": "1+1"}},
+                   "_meta": {"traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")}}),
+        )
+        .await;
+        assert!(!is_error(reply.result()), "{}", reply.raw);
+        // Each batch prunes; let the writer see them one by one.
+        app.bot.tracer.flush().await;
+    }
+    let listed = call_tool(
+        &app,
+        "list_traces",
+        json!({"source": "run_tool", "limit": 1}),
+    )
+    .await;
+    let page = structured(&listed);
+    assert_eq!(page["traces"][0]["trace_id"], CALLER_TRACE);
+    assert_eq!(page["traces"][0]["kind"], "tool");
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_string();
+    let next = call_tool(
+        &app,
+        "list_traces",
+        json!({"source": "run_tool", "cursor": cursor}),
+    )
+    .await;
+    let next = structured(&next);
+    assert_eq!(
+        next["traces"].as_array().unwrap().len(),
+        1,
+        "TRACE_MAX_TURNS=2 keeps two"
+    );
+    assert!(next["next_cursor"].is_null());
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_say_what_to_fix() {
+    let (app, _llm) = bot_with(vec![], &[]).await;
+    for (tool, args, expected) in [
+        ("list_traces", json!({"since": "yesterday"}), "RFC 3339"),
+        ("list_traces", json!({"cursor": "nonsense"}), "next_cursor"),
+        (
+            "get_trace",
+            json!({"trace_id": "0123456789abcdef0123456789abcdef"}),
+            "list_traces",
+        ),
+        (
+            "get_llm_call",
+            json!({"span_id": "0123456789abcdef"}),
+            "get_llm_calls",
+        ),
+    ] {
+        let result = call_tool(&app, tool, args).await;
+        assert!(is_error(&result), "{tool}: {result}");
+        assert!(
+            error_text(&result).contains(expected),
+            "{tool}: {}",
+            error_text(&result)
+        );
+    }
+    let last = call_tool(&app, "last_error", json!({})).await;
+    assert_eq!(structured(&last)["found"], false);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_scheduled_task_is_a_trace_of_its_own() {
+    let (app, _llm) = bot_with(vec![Turn::Text(vec!["done"])], &[]).await;
+    let task = app
+        .bot
+        .tasks
+        .create(
+            "digest",
+            "asks the model",
+            "0 0 3 * * *",
+            json!({"prompt": "write the digest"}),
+            RunAs::User,
+        )
+        .await
+        .unwrap();
+    let run = app.bot.tasks.run_now(task.id, RunAs::Admin).await.unwrap();
+    assert_eq!(run.status, "ok");
+    let listed = call_tool(&app, "list_traces", json!({"source": "task"})).await;
+    let trace = &structured(&listed)["traces"][0];
+    assert_eq!(trace["kind"], "turn");
+    assert_eq!(trace["llm_calls"], 1);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_turn_stopped_by_a_timeout_leaves_its_trace_marked_cancelled() {
+    let (app, _llm) = bot_with(vec![Turn::Hang], &[("MCP_SEND_MESSAGE_TIMEOUT_SECS", "1")]).await;
+    let sent = call_tool(&app, "send_message", json!({"content": "are you there?"})).await;
+    assert!(is_error(&sent), "{sent}");
+    let listed = call_tool(&app, "list_traces", json!({"status": "error"})).await;
+    let trace = &structured(&listed)["traces"][0];
+    assert_eq!(trace["source"], "send_message");
+    assert!(
+        trace["error"].as_str().unwrap().starts_with("cancelled"),
+        "{trace}"
+    );
+    let calls = call_tool(&app, "get_llm_calls", json!({"status": "error"})).await;
+    let call = &structured(&calls)["calls"][0];
+    assert!(
+        call["error"].as_str().unwrap().starts_with("cancelled"),
+        "{call}"
+    );
+    assert!(call["duration_ms"].as_f64().unwrap() >= 900.0, "{call}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn anthropic_calls_report_their_tokens_and_stop_reason() {
+    let llm = fake_llm::start(vec![Turn::Text(vec!["Hello."])]).await;
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "anthropic"),
+        ("LLM_BASE_URL", &llm.url()),
+        ("LLM_API_KEY", "sk-ant-test-0123456789abcdef"),
+        ("LLM_MODEL", "claude-fake"),
+    ])
+    .await;
+    let sent = call_tool(&app, "send_message", json!({"content": "hi"})).await;
+    assert_eq!(structured(&sent)["response"], "Hello.");
+    let calls = call_tool(&app, "get_llm_calls", json!({"model": "claude-fake"})).await;
+    let call = &structured(&calls)["calls"][0];
+    assert_eq!(call["provider"], "anthropic");
+    assert_eq!(call["input_tokens"], PROMPT_TOKENS);
+    assert_eq!(call["output_tokens"], COMPLETION_TOKENS);
+    assert_eq!(call["finish_reason"], "end_turn");
+    app.shutdown().await;
+}
