@@ -1,0 +1,134 @@
+//! Reading the request's headers: one header's text, what `Accept` allows, the 2026
+//! routing headers (`Mcp-Method`, `Mcp-Name`, parameter headers with their base64
+//! sentinel) checked against the body, and the caller's identity for task ownership.
+
+use super::*;
+
+/// A header's value with surrounding whitespace trimmed (names are case-insensitive).
+pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim_matches([' ', '\t']))
+}
+
+/// What the client's `Accept` header allows.
+#[derive(Clone, Copy)]
+pub(super) struct Accepts {
+    pub(super) json: bool,
+    pub(super) sse: bool,
+}
+
+pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
+    let Some(accept) = header(headers, header::ACCEPT.as_str()) else {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    };
+    let mut allowed = Accepts {
+        json: false,
+        sse: false,
+    };
+    for part in accept.split(',') {
+        let media = part.split(';').next().unwrap_or("").trim();
+        let is = |t: &str| media.eq_ignore_ascii_case(t);
+        let any = is("*/*");
+        allowed.json |= any || is("application/json") || is("application/*");
+        allowed.sse |= any || is("text/event-stream") || is("text/*");
+    }
+    allowed
+}
+
+/// Decodes a header value that may use the `=?base64?…?=` sentinel.
+pub(super) fn decode_sentinel(value: &str) -> Result<Cow<'_, str>, String> {
+    const PREFIX: &str = "=?base64?";
+    const SUFFIX: &str = "?=";
+    if value.len() >= PREFIX.len() + SUFFIX.len()
+        && value.starts_with(PREFIX)
+        && value.ends_with(SUFFIX)
+    {
+        let encoded = &value[PREFIX.len()..value.len() - SUFFIX.len()];
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| format!("`{value}` is not valid padded standard Base64"))?;
+        String::from_utf8(bytes)
+            .map(Cow::Owned)
+            .map_err(|_| format!("`{value}` does not decode to UTF-8"))
+    } else {
+        Ok(Cow::Borrowed(value))
+    }
+}
+
+/// A header that must repeat a value of the body (2026 era): missing, malformed or
+/// different is a `-32020`. `encoded` headers may use the `=?base64?…?=` sentinel.
+pub(super) fn header_equals(
+    headers: &HeaderMap,
+    name: &str,
+    label: &str,
+    expected: &str,
+    encoded: bool,
+) -> Result<(), RpcError> {
+    let raw = header(headers, name).ok_or_else(|| {
+        RpcError::header_mismatch(format!(
+            "the {label} header is required and must be `{expected}`"
+        ))
+    })?;
+    let value = if encoded {
+        decode_sentinel(raw).map_err(|e| RpcError::header_mismatch(format!("{label}: {e}")))?
+    } else {
+        Cow::Borrowed(raw)
+    };
+    if value == expected {
+        Ok(())
+    } else {
+        Err(RpcError::header_mismatch(format!(
+            "{label} header `{value}` does not match body value `{expected}`"
+        )))
+    }
+}
+
+/// `x-mcp-header` parameters must be mirrored in `Mcp-Param-<Name>` headers.
+pub(super) fn check_param_headers(
+    inner: &ServerInner,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), String> {
+    let Some(tool) = params.get("name").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    for (property, header_name) in inner.tools.param_headers(tool) {
+        let value = params.get("arguments").and_then(|a| a.get(property));
+        let full = format!(
+            "{}{}",
+            protocol::HEADER_PARAM_PREFIX,
+            header_name.to_ascii_lowercase()
+        );
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let raw = header(headers, &full).ok_or_else(|| {
+            format!("argument `{property}` needs the header Mcp-Param-{header_name}")
+        })?;
+        let decoded = decode_sentinel(raw).map_err(|e| format!("Mcp-Param-{header_name}: {e}"))?;
+        let matches = match value {
+            Value::String(s) => *s == decoded,
+            Value::Bool(b) => decoded == b.to_string(),
+            Value::Number(n) => decoded.parse::<f64>().ok() == n.as_f64(),
+            _ => false,
+        };
+        if !matches {
+            return Err(format!(
+                "Mcp-Param-{header_name} `{decoded}` does not match argument `{property}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The task owner key of a request (a keyed hash of its `Authorization` header).
+pub(super) fn caller(inner: &ServerInner, headers: &HeaderMap) -> Arc<str> {
+    inner
+        .tasks
+        .owner_of(header(headers, header::AUTHORIZATION.as_str()))
+}

@@ -1,0 +1,265 @@
+//! The legacy era (2025-03-26 … 2025-11-25): `initialize` mints a session, later
+//! requests carry `Mcp-Session-Id`, batches are answered item by item, and a handler's
+//! events are kept on the session's stream so a `GET` can resume them.
+
+use super::*;
+
+pub(super) async fn legacy_post(
+    inner: Arc<ServerInner>,
+    headers: &HeaderMap,
+    access: Access,
+    session_id: Option<&str>,
+    message: Incoming,
+    accept: Accepts,
+) -> Response {
+    if let Some(v) = header(headers, protocol::HEADER_PROTOCOL_VERSION)
+        && protocol::legacy_version(v).is_none()
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version `{v}`; supported: {}",
+                protocol::all_versions().join(", ")
+            ),
+        );
+    }
+    if let Incoming::Request {
+        id, method, params, ..
+    } = &message
+        && method == "initialize"
+    {
+        if session_id.is_some() {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(id),
+                &RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+                ),
+            );
+        }
+        let version =
+            protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+        let caps = params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let session = inner.sessions.create(version, caps);
+        let client = params
+            .get("clientInfo")
+            .and_then(|c| c.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("unknown");
+        tracing::info!(
+            target: "porthole::mcp::session",
+            session = %crate::mcp::session::short(&session.id),
+            version,
+            client,
+            "MCP session started"
+        );
+        let ctx = inner.context(
+            access,
+            Era::Legacy(version),
+            Some(session.clone()),
+            id.clone(),
+            None,
+            None,
+        );
+        let result = inner.dispatch(Method::Initialize, params, &ctx).await;
+        let mut response = match result {
+            Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r)),
+            Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
+        };
+        if let Ok(value) = HeaderValue::from_str(&session.id) {
+            response
+                .headers_mut()
+                .insert(protocol::HEADER_SESSION_ID, value);
+        }
+        return response;
+    }
+    let Some(session_id) = session_id else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required; call initialize first (or use protocol 2026-07-28 with _meta)",
+        );
+    };
+    let session = match inner.sessions.get(session_id) {
+        Lookup::Found(s) => s,
+        Lookup::Unknown | Lookup::Ended => return session_not_found(),
+    };
+    match message {
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled"
+                && let Some(request_id) = params.get("requestId")
+                && session.cancel(request_id)
+            {
+                tracing::debug!(target: "porthole::mcp::session", ?request_id, "request cancelled by the client");
+            }
+            accepted()
+        }
+        Incoming::Response { id, outcome } => {
+            if !session.resolve_client_request(&id, outcome) {
+                tracing::debug!(target: "porthole::mcp::session", ?id, "response to no pending request");
+            }
+            accepted()
+        }
+        Incoming::Request {
+            id, method, params, ..
+        } => {
+            let Some(parsed) = Method::parse(&method, false) else {
+                return rpc_error(
+                    StatusCode::OK,
+                    Some(&id),
+                    &RpcError::method_not_found(&method),
+                );
+            };
+            let log_threshold = Some(session.log_threshold());
+            let mut ctx = inner.context(
+                access,
+                Era::Legacy(session.version),
+                Some(session.clone()),
+                id.clone(),
+                Some(&params),
+                log_threshold,
+            );
+            ctx.caller = caller(&inner, headers);
+            if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
+                return raw_reply(&id, listing, accept);
+            }
+            run_legacy(inner, session, parsed, params, ctx, accept).await
+        }
+    }
+}
+
+pub(super) async fn run_legacy(
+    inner: Arc<ServerInner>,
+    session: Arc<Session>,
+    method: Method,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+    accept: Accepts,
+) -> Response {
+    let id = ctx.request_id.clone();
+    let lifetime = Lifetime::in_session(&session, &id);
+    let call = Call::new(inner.clone(), method, params, ctx, accept.sse, lifetime);
+    let (first, mut events, rest) = match call.run().await {
+        Progress::Done(result) => return final_reply(&id, result, false, accept),
+        Progress::Streaming {
+            first,
+            events,
+            rest,
+        } => (first, events, rest),
+    };
+    // The handler is talking to the client: answer as an SSE stream of this session.
+    let (stream, rx) = session.open_stream(false);
+    let pump_session = session.clone();
+    tokio::spawn(async move {
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                StreamEvent::Message(message) => pump_session.push(stream, &message),
+                StreamEvent::Disconnect => pump_session.detach(stream),
+            }
+            next = events.recv().await;
+        }
+        if let Some(message) = final_message(&id, rest_of(rest).await) {
+            pump_session.push(stream, &message);
+        }
+        pump_session.finish(stream);
+    });
+    sse_response(&inner, rx, None)
+}
+
+/// 2025-03-26 batches: every message handled in turn, responses returned as an array.
+pub(super) async fn legacy_batch(
+    inner: &Arc<ServerInner>,
+    headers: &HeaderMap,
+    access: Access,
+    session_id: Option<&str>,
+    items: Vec<Value>,
+) -> Response {
+    let batch_error = |message: &str| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("Invalid Request: {message}"),
+            ),
+        )
+    };
+    let session = match session_id.map(|id| inner.sessions.get(id)) {
+        Some(Lookup::Found(s)) => s,
+        Some(_) => return session_not_found(),
+        None => {
+            return batch_error(
+                "JSON-RPC batches are only allowed inside a 2025-03-26 session (and never for initialize)",
+            );
+        }
+    };
+    let version = header(headers, protocol::HEADER_PROTOCOL_VERSION).unwrap_or(session.version);
+    if version != "2025-03-26" || session.version != "2025-03-26" {
+        return batch_error(
+            "JSON-RPC batches were removed after protocol 2025-03-26; send one message per request",
+        );
+    }
+    if items.is_empty() {
+        return batch_error("an empty batch has nothing to do");
+    }
+    let mut responses = Vec::new();
+    for item in items {
+        match jsonrpc::parse_message(item) {
+            Err(rejected) => responses.push(jsonrpc::error_response(
+                rejected.id.as_ref(),
+                &rejected.error,
+            )),
+            Ok(Incoming::Notification { method, params }) => {
+                if method == "notifications/cancelled"
+                    && let Some(request_id) = params.get("requestId")
+                {
+                    session.cancel(request_id);
+                }
+            }
+            Ok(Incoming::Response { id, outcome }) => {
+                session.resolve_client_request(&id, outcome);
+            }
+            Ok(Incoming::Request {
+                id, method, params, ..
+            }) => {
+                let Some(parsed) =
+                    Method::parse(&method, false).filter(|m| *m != Method::Initialize)
+                else {
+                    responses.push(jsonrpc::error_response(
+                        Some(&id),
+                        &RpcError::method_not_found(&method),
+                    ));
+                    continue;
+                };
+                let mut ctx = inner.context(
+                    access,
+                    Era::Legacy(session.version),
+                    Some(session.clone()),
+                    id.clone(),
+                    None,
+                    Some(session.log_threshold()),
+                );
+                ctx.caller = caller(inner, headers);
+                let lifetime = Lifetime::in_session(&session, &id);
+                let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
+                let Progress::Done(result) = call.run().await else {
+                    unreachable!("a call that cannot stream answers with its result")
+                };
+                if let Some(message) = final_message(&id, result) {
+                    responses.push(message);
+                }
+            }
+        }
+    }
+    if responses.is_empty() {
+        accepted()
+    } else {
+        json_body(StatusCode::OK, &Value::Array(responses))
+    }
+}

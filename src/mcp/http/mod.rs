@@ -1,0 +1,295 @@
+//! The Streamable HTTP transport: `POST`, `GET` and `DELETE` on `/mcp`, for both eras.
+//!
+//! A `POST` is first checked for its media types and size, parsed, then routed by era:
+//! - **legacy** when it carries `Mcp-Session-Id`, is an `initialize` without 2026
+//!   `_meta`, or has a 2025 `MCP-Protocol-Version` header and no `_meta`;
+//! - **modern** otherwise: `_meta` and the `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name`
+//!   headers are validated in the order the spec's tests expect.
+//!
+//! Handlers run inline (see `call`). The reply is plain JSON unless the handler sends a
+//! message first (progress, a log line, a server→client request): then the reply becomes
+//! an SSE stream carrying those messages and, last, the response. In the modern era
+//! the client closing that stream cancels the work; in the legacy era the events are
+//! kept so a `GET` with `Last-Event-ID` can pick them up.
+//!
+//! Files: this one takes the `POST` and routes it; `legacy.rs` and `modern.rs` serve
+//! each era, `listen.rs` the `subscriptions/listen` stream, `streams.rs` `GET` and
+//! `DELETE`, `headers.rs` the header checks, `reply.rs` and `sse.rs` the answers.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use futures::Stream;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::ServerInner;
+use super::call::{Call, Finished, Lifetime, Progress, Unfinished, rest_of};
+use super::context::{RequestContext, StreamEvent};
+use super::dispatch::Method;
+use super::guard::{Access, refuse};
+use super::jsonrpc::{self, Incoming, RpcError};
+use super::protocol::{self, Era};
+use super::session::{Lookup, Session};
+use super::subscriptions::ListenFilter;
+
+mod headers;
+mod legacy;
+mod listen;
+mod modern;
+mod reply;
+mod sse;
+mod streams;
+
+use headers::*;
+use legacy::*;
+use listen::*;
+use modern::*;
+use reply::*;
+use sse::*;
+pub(crate) use streams::{handle_delete, handle_get};
+
+pub(crate) async fn handle_post(
+    State(inner): State<Arc<ServerInner>>,
+    request: axum::extract::Request,
+) -> Response {
+    // The request taken whole: a `HeaderMap` extractor would copy every header.
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let content_type = header(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Unsupported Media Type `{content_type}`: send the JSON-RPC message with `Content-Type: application/json`"
+            ),
+        );
+    }
+    let accept = accepts(headers);
+    if !accept.json && !accept.sse {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: send `Accept: application/json, text/event-stream`",
+        );
+    }
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
+                inner.max_body_bytes
+            ),
+        )
+    };
+    // A declared length over the limit is refused at once, not after waiting for it.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > inner.max_body_bytes as u64) {
+        return too_large();
+    }
+    // A client that sends its body slowly (or never finishes it) must not hold a task
+    // forever: the whole body has to arrive within the body timeout.
+    let read = tokio::time::timeout(
+        inner.body_timeout,
+        axum::body::to_bytes(body, inner.max_body_bytes),
+    );
+    let bytes = match read.await {
+        Ok(Ok(b)) => b,
+        Err(_) => {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s (MCP_BODY_TIMEOUT_SECS)",
+                    inner.body_timeout.as_secs()
+                ),
+            );
+        }
+        Ok(Err(_)) => return too_large(),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                &RpcError::new(jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+            );
+        }
+    };
+    let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
+    // The guard says what the token allows; without the guard, the least.
+    let access = parts
+        .extensions
+        .get::<Access>()
+        .copied()
+        .unwrap_or(Access::ReadOnly);
+    if let Value::Array(items) = value {
+        return legacy_batch(&inner, headers, access, session_id.as_deref(), items).await;
+    }
+    let message = match jsonrpc::parse_message(value) {
+        Ok(m) => m,
+        Err(rejected) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                rejected.id.as_ref(),
+                &rejected.error,
+            );
+        }
+    };
+    if is_bare(headers, session_id.as_deref(), &message) {
+        bare_post(inner, access, message, accept).await
+    } else if is_legacy(headers, session_id.as_deref(), &message) {
+        legacy_post(
+            inner,
+            headers,
+            access,
+            session_id.as_deref(),
+            message,
+            accept,
+        )
+        .await
+    } else {
+        modern_post(inner, headers, access, message, accept).await
+    }
+}
+
+fn meta_version(message: &Incoming) -> Option<&Value> {
+    message
+        .params()?
+        .get("_meta")?
+        .get(protocol::META_PROTOCOL_VERSION)
+}
+
+fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+    if session_id.is_some() {
+        return true;
+    }
+    if meta_version(message).is_some() {
+        return false;
+    }
+    match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
+        Some(v) => protocol::legacy_version(v).is_some(),
+        None => message.method() == Some("initialize"),
+    }
+}
+
+/// A bare request, as in the curl example of the design: no session, no protocol
+/// version (neither header nor `_meta`), no `Mcp-Method` header, and a method that needs
+/// no session state. Such a request is answered statelessly in the oldest legacy
+/// version, which is what the 2025 transport says a server assumes without a version
+/// header. Everything else keeps its era's rules.
+fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+    session_id.is_none()
+        && meta_version(message).is_none()
+        && header(headers, protocol::HEADER_PROTOCOL_VERSION).is_none()
+        && header(headers, protocol::HEADER_METHOD).is_none()
+        && matches!(message, Incoming::Request { .. })
+        && message
+            .method()
+            .and_then(|m| Method::parse(m, false))
+            .is_some_and(Method::is_stateless)
+}
+
+async fn bare_post(
+    inner: Arc<ServerInner>,
+    access: Access,
+    message: Incoming,
+    accept: Accepts,
+) -> Response {
+    let Incoming::Request {
+        id, method, params, ..
+    } = message
+    else {
+        return accepted();
+    };
+    let Some(parsed) = Method::parse(&method, false) else {
+        return rpc_error(
+            StatusCode::OK,
+            Some(&id),
+            &RpcError::method_not_found(&method),
+        );
+    };
+    let mut ctx = inner.context(
+        access,
+        Era::Legacy(protocol::DEFAULT_LEGACY_VERSION),
+        None,
+        id.clone(),
+        None,
+        None,
+    );
+    // A bare request has no progress stream, but may still join the caller's trace.
+    ctx.trace_parent = params.get("_meta").and_then(super::context::trace_parent);
+    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
+        return raw_reply(&id, listing, accept);
+    }
+    run_stateless(inner, parsed, params, ctx, accept).await
+}
+
+/// The `progressToken` of a request's `_meta`, when it is a string or an integer.
+pub(super) fn progress_token(meta: &Value) -> Option<Value> {
+    meta.get("progressToken")
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_decoding_is_strict() {
+        assert_eq!(decode_sentinel("=?base64?SGVsbG8=?=").unwrap(), "Hello");
+        assert!(
+            decode_sentinel("=?base64?SGVsbG8?=").is_err(),
+            "missing padding"
+        );
+        assert!(
+            decode_sentinel("=?base64?SGVs!!!bG8=?=").is_err(),
+            "bad alphabet"
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8=").unwrap(),
+            "=?base64?SGVsbG8=",
+            "no suffix: literal"
+        );
+        assert_eq!(decode_sentinel("SGVsbG8=").unwrap(), "SGVsbG8=");
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+    }
+
+    #[test]
+    fn accept_header_parsing() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream, application/json"),
+        );
+        let a = accepts(&h);
+        assert!(a.json && a.sse);
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+        let a = accepts(&h);
+        assert!(!a.json && !a.sse);
+    }
+}

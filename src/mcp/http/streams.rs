@@ -1,0 +1,104 @@
+//! `GET /mcp` opens (or resumes, with `Last-Event-ID`) a legacy session's notification
+//! stream; `DELETE /mcp` ends a session.
+
+use super::*;
+
+pub(crate) async fn handle_get(
+    State(inner): State<Arc<ServerInner>>,
+    headers: HeaderMap,
+) -> Response {
+    if !accepts(&headers).sse {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: GET /mcp opens an SSE stream; send `Accept: text/event-stream`",
+        );
+    }
+    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+        let mut response = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            "Method Not Allowed: GET /mcp needs an Mcp-Session-Id (2025 protocol); with 2026-07-28 use subscriptions/listen",
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+        return response;
+    };
+    let session = match inner.sessions.get(session_id) {
+        Lookup::Found(s) => s,
+        _ => return session_not_found(),
+    };
+    if let Some(last) = header(&headers, protocol::HEADER_LAST_EVENT_ID)
+        && let Some(rx) = session.resume(last)
+    {
+        return sse_response(&inner, rx, None);
+    }
+    let (stream, rx) = session.open_stream(true);
+    let mut changes = inner.notifier.subscribe();
+    let forward_session = session.clone();
+    let forwarder = tokio::spawn(async move {
+        let _cleanup = StreamCleanup {
+            session: forward_session.clone(),
+            stream,
+        };
+        loop {
+            match changes.recv().await {
+                Ok(crate::mcp::subscriptions::Change::Task(task)) => {
+                    // 2025-11-25: a session hears about its own tasks only.
+                    if task.session.as_deref() == Some(forward_session.id.as_str()) {
+                        let status =
+                            jsonrpc::notification("notifications/tasks/status", task.legacy());
+                        forward_session.push_if_current(stream, &status);
+                    }
+                }
+                Ok(change) => {
+                    let wanted = match &change {
+                        crate::mcp::subscriptions::Change::ResourceUpdated(uri) => {
+                            forward_session.is_subscribed(uri)
+                        }
+                        _ => true,
+                    };
+                    if wanted {
+                        forward_session.push_if_current(stream, &change.to_notification(None));
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    sse_response(&inner, rx, Some(forwarder.abort_handle()))
+}
+
+/// Removes a GET stream from its session when its connection ends.
+pub(super) struct StreamCleanup {
+    session: Arc<Session>,
+    stream: u64,
+}
+
+impl Drop for StreamCleanup {
+    fn drop(&mut self) {
+        self.session.close_notification_stream(self.stream);
+    }
+}
+
+pub(crate) async fn handle_delete(
+    State(inner): State<Arc<ServerInner>>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "Bad Request: DELETE /mcp ends a session; send its Mcp-Session-Id",
+        );
+    };
+    if matches!(inner.sessions.get(session_id), Lookup::Found(_)) && inner.sessions.end(session_id)
+    {
+        tracing::info!(target: "porthole::mcp::session", session = %crate::mcp::session::short(session_id), "MCP session ended by the client");
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        session_not_found()
+    }
+}
