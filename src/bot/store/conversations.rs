@@ -1,0 +1,201 @@
+//! Conversations and their messages: create, list, page through, append.
+
+use super::*;
+
+pub(super) const CONVERSATION_SELECT: &str = "SELECT c.id, c.title, c.created_at, c.updated_at,
+    (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";
+pub(super) const MESSAGE_SELECT: &str = "SELECT id, conversation_id, role, content, tool_calls, tool_call_id, name, created_at FROM messages";
+
+impl Store {
+    pub async fn create_conversation(&self, title: &str) -> Result<Conversation, StoreError> {
+        let title = title.to_string();
+        self.call(move |c| {
+            let id = uuid::Uuid::new_v4().to_string();
+            let now = now_rfc3339();
+            c.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+                params![id, title, now],
+            )?;
+            Ok(Conversation {
+                id,
+                title,
+                created_at: now.clone(),
+                updated_at: now,
+                message_count: 0,
+            })
+        })
+        .await
+    }
+
+    pub async fn get_conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
+        let id = id.to_string();
+        self.call(move |c| {
+            Ok(c.query_row(
+                &format!("{CONVERSATION_SELECT} WHERE c.id = ?1"),
+                [id],
+                conversation_from_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    /// Conversations, most recently updated first.
+    pub async fn list_conversations(&self, limit: usize) -> Result<Vec<Conversation>, StoreError> {
+        self.call(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([limit as i64], conversation_from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn set_conversation_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        let (id, title) = (id.to_string(), title.to_string());
+        self.call(move |c| {
+            c.execute(
+                "UPDATE conversations SET title = ?2 WHERE id = ?1",
+                params![id, title],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Appends a message and bumps the conversation's `updated_at`, atomically.
+    pub async fn append_message(
+        &self,
+        conversation_id: &str,
+        message: NewMessage,
+    ) -> Result<Message, StoreError> {
+        let conversation_id = conversation_id.to_string();
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            let now = now_rfc3339();
+            let updated = tx.execute(
+                "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+                params![conversation_id, now],
+            )?;
+            if updated == 0 {
+                return Err(StoreError::NotFound(format!(
+                    "conversation {conversation_id} does not exist"
+                )));
+            }
+            let tool_calls = message
+                .tool_calls
+                .as_ref()
+                .map(|calls| serde_json::to_string(calls).unwrap_or_default());
+            tx.execute(
+                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    conversation_id,
+                    message.role.as_str(),
+                    message.content,
+                    tool_calls,
+                    message.tool_call_id,
+                    message.name,
+                    now
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            tx.commit()?;
+            Ok(Message {
+                id,
+                conversation_id,
+                role: message.role,
+                content: message.content,
+                tool_calls: message.tool_calls,
+                tool_call_id: message.tool_call_id,
+                name: message.name,
+                created_at: now,
+            })
+        })
+        .await
+    }
+
+    /// A page of a conversation's messages, oldest first. With `after`, the page starts
+    /// just after that id; otherwise it ends just before `before` (or at the newest).
+    pub async fn list_messages(
+        &self,
+        conversation_id: &str,
+        query: MessageQuery,
+    ) -> Result<MessagePage, StoreError> {
+        let conversation_id = conversation_id.to_string();
+        self.call(move |c| {
+            let limit = query.limit.max(1);
+            // Fetch one extra row to learn whether more exist.
+            let fetch = (limit + 1) as i64;
+            let mut messages = if let Some(after) = query.after {
+                let mut stmt = c.prepare(&format!(
+                    "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id ASC LIMIT ?4"
+                ))?;
+                let before = query.before.unwrap_or(i64::MAX);
+                stmt.query_map(params![conversation_id, after, before, fetch], message_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                let before = query.before.unwrap_or(i64::MAX);
+                let mut stmt = c.prepare(&format!(
+                    "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+                ))?;
+                let mut rows = stmt
+                    .query_map(params![conversation_id, before, fetch], message_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?;
+                rows.reverse();
+                rows
+            };
+            let has_more = messages.len() > limit;
+            if has_more {
+                if query.after.is_some() {
+                    messages.truncate(limit);
+                } else {
+                    messages.remove(0);
+                }
+            }
+            Ok(MessagePage { messages, has_more })
+        })
+        .await
+    }
+
+    /// Every message of a conversation, oldest first (the agent's context).
+    pub async fn conversation_history(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<Message>, StoreError> {
+        let conversation_id = conversation_id.to_string();
+        self.call(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "{MESSAGE_SELECT} WHERE conversation_id = ?1 ORDER BY id ASC"
+            ))?;
+            let rows = stmt.query_map([conversation_id], message_from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+}
+
+pub(super) fn conversation_from_row(r: &rusqlite::Row) -> rusqlite::Result<Conversation> {
+    Ok(Conversation {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        message_count: r.get(4)?,
+    })
+}
+
+pub(super) fn message_from_row(r: &rusqlite::Row) -> rusqlite::Result<Message> {
+    let tool_calls: Option<String> = r.get(4)?;
+    Ok(Message {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        role: Role::parse(&r.get::<_, String>(2)?),
+        content: r.get(3)?,
+        tool_calls: tool_calls.and_then(|t| serde_json::from_str(&t).ok()),
+        tool_call_id: r.get(5)?,
+        name: r.get(6)?,
+        created_at: r.get(7)?,
+    })
+}

@@ -1,0 +1,198 @@
+//! The schema: ordered migrations, connection settings, and the description behind
+//! `porthole://db/schema`.
+
+use super::*;
+
+/// Ordered migrations; `PRAGMA user_version` records how many have run.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: the core tables.
+    "CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('system','user','assistant','tool')),
+        content TEXT NOT NULL,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        name TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+    CREATE TABLE tasks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        schedule TEXT NOT NULL,
+        action TEXT NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL DEFAULT 'idle',
+        last_run TEXT,
+        next_run TEXT,
+        last_result TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE embeddings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner_kind TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at TEXT NOT NULL
+    );",
+    // 2: long-term memory for the remember/recall tools.
+    "CREATE TABLE memories (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );",
+    // 3: whose rights a task runs with; tasks made before run as a chat user.
+    "ALTER TABLE tasks ADD COLUMN run_as TEXT NOT NULL DEFAULT 'user'
+        CHECK (run_as IN ('user', 'admin'));",
+    // 4: ended /mcp session ids, so an ended session is not restored after a restart.
+    "CREATE TABLE mcp_ended_sessions (
+        id TEXT PRIMARY KEY,
+        minted_ms INTEGER NOT NULL
+    );
+    CREATE INDEX mcp_ended_sessions_by_age ON mcp_ended_sessions(minted_ms);",
+    // 5: tools enabled or disabled at runtime (toggle_tool), and the bot's warnings and
+    // errors kept across restarts (server_log's database reader), newest rows kept.
+    "CREATE TABLE tool_settings (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE log_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time_us INTEGER NOT NULL,
+        level TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX log_events_by_time ON log_events(time_us);",
+    // 6: the design documents' column spellings, so their example queries run as
+    // written (`SELECT * FROM messages ORDER BY createdAt DESC`). Virtual generated
+    // columns: nothing is stored twice, and INSERTs without a column list are unchanged.
+    "ALTER TABLE messages ADD COLUMN conversationId TEXT GENERATED ALWAYS AS (conversation_id) VIRTUAL;
+    ALTER TABLE messages ADD COLUMN createdAt TEXT GENERATED ALWAYS AS (created_at) VIRTUAL;
+    ALTER TABLE conversations ADD COLUMN createdAt TEXT GENERATED ALWAYS AS (created_at) VIRTUAL;
+    ALTER TABLE conversations ADD COLUMN updatedAt TEXT GENERATED ALWAYS AS (updated_at) VIRTUAL;
+    ALTER TABLE tasks ADD COLUMN lastRun TEXT GENERATED ALWAYS AS (last_run) VIRTUAL;
+    ALTER TABLE tasks ADD COLUMN nextRun TEXT GENERATED ALWAYS AS (next_run) VIRTUAL;",
+    // 7: /mcp tasks (the Tasks extension): each task's record as JSON, kept until it
+    // expires, so a result outlives the request and a restart.
+    "CREATE TABLE mcp_tasks (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        session TEXT,
+        finished INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX mcp_tasks_by_owner ON mcp_tasks(owner, finished);
+    CREATE INDEX mcp_tasks_by_session ON mcp_tasks(session);
+    CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_ms);",
+    // 8: turn traces, one row per span (see `traces`); a trace's root has is_root = 1.
+    "CREATE TABLE trace_spans (
+        span_id TEXT PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        parent_span_id TEXT,
+        is_root INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('turn','llm','tool','agent')),
+        name TEXT NOT NULL,
+        source TEXT,
+        conversation_id TEXT,
+        start_us INTEGER NOT NULL,
+        duration_us INTEGER NOT NULL,
+        error TEXT,
+        model TEXT,
+        tool TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        attributes TEXT NOT NULL,
+        root_span_id TEXT NOT NULL
+    );
+    CREATE INDEX trace_spans_by_trace ON trace_spans(trace_id, start_us);
+    CREATE INDEX trace_spans_by_turn ON trace_spans(root_span_id);
+    CREATE INDEX trace_spans_roots ON trace_spans(is_root, start_us);
+    CREATE INDEX trace_spans_by_kind ON trace_spans(kind, start_us);
+    CREATE INDEX trace_spans_by_start ON trace_spans(start_us);",
+];
+
+/// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
+impl Store {
+    pub async fn describe_schema(&self) -> Result<Value, StoreError> {
+        self.call(|c| {
+            let mut tables = Vec::new();
+            let names: Vec<(String, String)> = {
+                let mut stmt = c.prepare(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                )?;
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?
+                    .collect::<Result<_, _>>()?
+            };
+            for (name, sql) in names {
+                let quoted = name.replace('"', "\"\"");
+                let mut stmt = c.prepare(&format!("PRAGMA table_info(\"{quoted}\")"))?;
+                let columns: Vec<Value> = stmt
+                    .query_map([], |r| {
+                        Ok(serde_json::json!({
+                            "name": r.get::<_, String>(1)?,
+                            "type": r.get::<_, String>(2)?,
+                            "not_null": r.get::<_, bool>(3)?,
+                            "primary_key": r.get::<_, i64>(5)? > 0,
+                        }))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                let mut stmt = c.prepare(&format!("PRAGMA index_list(\"{quoted}\")"))?;
+                let indexes: Vec<String> = stmt
+                    .query_map([], |r| r.get::<_, String>(1))?
+                    .collect::<Result<_, _>>()?;
+                let rows: i64 =
+                    c.query_row(&format!("SELECT COUNT(*) FROM \"{quoted}\""), [], |r| r.get(0))?;
+                tables.push(serde_json::json!({
+                    "name": name, "columns": columns, "indexes": indexes, "rows": rows, "sql": sql,
+                }));
+            }
+            Ok(serde_json::json!({"schema_version": schema_version(), "tables": tables}))
+        })
+        .await
+    }
+}
+
+pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Reading the schema first surfaces "file is not a database" before any pragma.
+    conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Runs every migration newer than the database's `user_version`, each in its own
+/// transaction, so a failure leaves the database at the last good version.
+pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<usize> {
+    let current: usize =
+        conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
+    let mut applied = 0;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64)?;
+        tx.commit()?;
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+/// The number of migrations this build knows; the schema version of a migrated database.
+pub fn schema_version() -> usize {
+    MIGRATIONS.len()
+}
