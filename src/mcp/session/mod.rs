@@ -15,6 +15,9 @@
 //! minting), and an id that ended (DELETE, eviction) is written to the
 //! [`SessionLedger`] when one is given, so it is not restored after a restart either.
 //!
+//! Files: this one holds the session and the table of live sessions; `id.rs` what an
+//! id carries, `streams.rs` the resumable SSE streams.
+//!
 //! **Streams.** Every SSE stream of a session has an id; its events are numbered
 //! `<stream>-<seq>` and kept in a short backlog, so a client that lost the connection
 //! can `GET` with `Last-Event-ID` and receive what it missed — including the result of
@@ -34,6 +37,14 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::mrtr::StateSealer;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
+
+mod id;
+mod streams;
+
+pub use id::short;
+use id::*;
+use streams::*;
+pub use streams::{StreamReceiver, StreamSender};
 
 /// Events kept per stream for replay after a reconnect.
 const BACKLOG: usize = 128;
@@ -84,26 +95,6 @@ pub trait SessionLedger: Send + Sync {
     fn record_end(&self, id: &str, minted_ms: u64);
 }
 
-/// A sender for one SSE stream's raw bytes.
-pub type StreamSender = mpsc::UnboundedSender<Bytes>;
-pub type StreamReceiver = mpsc::UnboundedReceiver<Bytes>;
-
-struct EventStream {
-    next_seq: u64,
-    backlog: VecDeque<(u64, Bytes)>,
-    live: Option<StreamSender>,
-    finished: bool,
-}
-
-#[derive(Default)]
-struct Streams {
-    next_id: u64,
-    map: HashMap<u64, EventStream>,
-    /// The newest GET stream: where session-wide notifications go.
-    notifications: Option<u64>,
-    finished: VecDeque<u64>,
-}
-
 pub struct Session {
     pub id: String,
     pub version: &'static str,
@@ -123,10 +114,6 @@ pub struct Session {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn frame(id: &str, data: &str) -> Bytes {
-    Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n"))
 }
 
 impl Session {
@@ -229,126 +216,6 @@ impl Session {
         lock(&self.subscriptions).contains(uri)
     }
 
-    // ---- streams ---------------------------------------------------------------------
-
-    /// Opens a new stream; returns its id and the receiver feeding the HTTP body.
-    pub fn open_stream(&self, for_notifications: bool) -> (u64, StreamReceiver) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let mut streams = lock(&self.streams);
-        streams.next_id += 1;
-        let id = streams.next_id;
-        streams.map.insert(
-            id,
-            EventStream {
-                next_seq: 1,
-                backlog: VecDeque::new(),
-                live: Some(tx.clone()),
-                finished: false,
-            },
-        );
-        if for_notifications {
-            streams.notifications = Some(id);
-        }
-        drop(streams);
-        if self.resumable() {
-            // Priming event: gives the client an id to resume from and a retry delay.
-            let _ = tx.send(Bytes::from(format!(
-                "id: {id}-0\nretry: {RETRY_MS}\ndata: \n\n"
-            )));
-        }
-        (id, rx)
-    }
-
-    /// Sends a JSON-RPC message on a stream (kept for replay).
-    pub fn push(&self, stream: u64, message: &Value) {
-        let data = serde_json::to_string(message).unwrap_or_default();
-        let mut streams = lock(&self.streams);
-        let Some(s) = streams.map.get_mut(&stream) else {
-            return;
-        };
-        let seq = s.next_seq;
-        s.next_seq += 1;
-        let bytes = frame(&format!("{stream}-{seq}"), &data);
-        if s.backlog.len() == BACKLOG {
-            s.backlog.pop_front();
-        }
-        s.backlog.push_back((seq, bytes.clone()));
-        if let Some(live) = &s.live
-            && live.send(bytes).is_err()
-        {
-            s.live = None;
-        }
-    }
-
-    /// Closes a stream's current connection but keeps the stream: later events wait
-    /// in the backlog for a resume.
-    pub fn detach(&self, stream: u64) {
-        if let Some(s) = lock(&self.streams).map.get_mut(&stream) {
-            s.live = None;
-        }
-    }
-
-    /// Ends a stream: its body closes; its backlog stays for a late resume.
-    pub fn finish(&self, stream: u64) {
-        let mut streams = lock(&self.streams);
-        if let Some(s) = streams.map.get_mut(&stream) {
-            s.finished = true;
-            s.live = None;
-        }
-        streams.finished.push_back(stream);
-        while streams.finished.len() > FINISHED_STREAMS_KEPT {
-            if let Some(old) = streams.finished.pop_front() {
-                streams.map.remove(&old);
-            }
-        }
-    }
-
-    /// Drops a stream whose client went away, unless it still has work pending.
-    pub fn close_notification_stream(&self, stream: u64) {
-        let mut streams = lock(&self.streams);
-        streams.map.remove(&stream);
-        if streams.notifications == Some(stream) {
-            streams.notifications = None;
-        }
-    }
-
-    /// Sends a session-wide notification, but only on the newest GET stream: a message
-    /// must go out on one stream, not be broadcast to several.
-    pub fn push_if_current(&self, stream: u64, message: &Value) {
-        let current = lock(&self.streams).notifications == Some(stream);
-        if current {
-            self.push(stream, message);
-        }
-    }
-
-    /// `GET` with `Last-Event-ID: <stream>-<seq>`: replays what followed on that stream
-    /// and keeps delivering to the new connection. `None` if the id is unknown.
-    pub fn resume(&self, last_event_id: &str) -> Option<StreamReceiver> {
-        let (stream, seq) = last_event_id.trim().split_once('-')?;
-        let (stream, seq): (u64, u64) = (stream.parse().ok()?, seq.parse().ok()?);
-        let mut streams = lock(&self.streams);
-        let s = streams.map.get_mut(&stream)?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        for (n, bytes) in &s.backlog {
-            if *n > seq {
-                let _ = tx.send(bytes.clone());
-            }
-        }
-        if !s.finished {
-            s.live = Some(tx);
-        }
-        Some(rx)
-    }
-
-    /// Ends every stream of the session (it was deleted or evicted): open GET streams
-    /// and replies in flight close instead of idling on keep-alives.
-    fn close_streams(&self) {
-        let mut streams = lock(&self.streams);
-        streams.map.clear();
-        streams.notifications = None;
-        streams.finished.clear();
-    }
-
     fn touch(&self, now: u64) {
         self.last_seen.store(now, Ordering::Relaxed);
     }
@@ -377,35 +244,6 @@ pub struct Sessions {
     epoch: Instant,
     /// When this process started, in Unix milliseconds: ids minted from then on are ours.
     started_ms: u64,
-}
-
-const CAP_SAMPLING: u8 = 1;
-const CAP_ELICITATION: u8 = 2;
-const CAP_ROOTS: u8 = 4;
-
-fn caps_to_bits(caps: &Value) -> u8 {
-    let has = |name: &str| caps.get(name).is_some_and(|v| !v.is_null());
-    (if has("sampling") { CAP_SAMPLING } else { 0 })
-        | (if has("elicitation") {
-            CAP_ELICITATION
-        } else {
-            0
-        })
-        | (if has("roots") { CAP_ROOTS } else { 0 })
-}
-
-fn bits_to_caps(bits: u8) -> Value {
-    let mut caps = json!({});
-    if bits & CAP_SAMPLING != 0 {
-        caps["sampling"] = json!({});
-    }
-    if bits & CAP_ELICITATION != 0 {
-        caps["elicitation"] = json!({});
-    }
-    if bits & CAP_ROOTS != 0 {
-        caps["roots"] = json!({});
-    }
-    caps
 }
 
 impl Sessions {
@@ -608,22 +446,6 @@ fn remove_live(live: &mut HashMap<String, Arc<Session>>, id: &str) -> Option<Arc
         live.shrink_to(live.len() * 2);
     }
     removed
-}
-
-/// What a session id carries.
-struct Minted {
-    version: &'static str,
-    client_capabilities: Value,
-    minted_ms: u64,
-}
-
-fn unix_ms() -> u64 {
-    chrono::Utc::now().timestamp_millis().max(0) as u64
-}
-
-/// The start of a session id, enough to tell sessions apart in logs.
-pub fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
 }
 
 /// A request of a session that can still be cancelled; dropping it forgets the request.

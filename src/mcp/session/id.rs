@@ -1,0 +1,51 @@
+//! What a session id carries and how it is checked: the negotiated version, the
+//! client's capabilities as bits, and the moment it was minted, signed with a key
+//! derived from the bearer secret (minting and verifying are `Sessions::create` and
+//! `Sessions::verify` in `mod.rs`).
+
+use super::*;
+
+pub(super) const CAP_SAMPLING: u8 = 1;
+pub(super) const CAP_ELICITATION: u8 = 2;
+pub(super) const CAP_ROOTS: u8 = 4;
+
+pub(super) fn caps_to_bits(caps: &Value) -> u8 {
+    let has = |name: &str| caps.get(name).is_some_and(|v| !v.is_null());
+    (if has("sampling") { CAP_SAMPLING } else { 0 })
+        | (if has("elicitation") {
+            CAP_ELICITATION
+        } else {
+            0
+        })
+        | (if has("roots") { CAP_ROOTS } else { 0 })
+}
+
+pub(super) fn bits_to_caps(bits: u8) -> Value {
+    let mut caps = json!({});
+    if bits & CAP_SAMPLING != 0 {
+        caps["sampling"] = json!({});
+    }
+    if bits & CAP_ELICITATION != 0 {
+        caps["elicitation"] = json!({});
+    }
+    if bits & CAP_ROOTS != 0 {
+        caps["roots"] = json!({});
+    }
+    caps
+}
+
+/// What a session id carries.
+pub(super) struct Minted {
+    pub(super) version: &'static str,
+    pub(super) client_capabilities: Value,
+    pub(super) minted_ms: u64,
+}
+
+pub(super) fn unix_ms() -> u64 {
+    chrono::Utc::now().timestamp_millis().max(0) as u64
+}
+
+/// The start of a session id, enough to tell sessions apart in logs.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
