@@ -1,0 +1,222 @@
+//! The supervisor: answers a user message in its conversation, persists every message of
+//! the loop, and reports its state (idle or processing, since when).
+
+use super::*;
+
+pub(super) const SUPERVISOR_PROMPT: &str = "You are Porthole, a helpful assistant. Use the tools you are given when they help; \
+delegate self-contained sub-tasks with the `delegate` tool. Answer concisely.";
+
+/// The answer to one user message.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reply {
+    pub conversation_id: String,
+    pub response: String,
+    /// Set when the model failed; `response` then explains it (and is stored).
+    pub error: Option<String>,
+    /// The turn's trace, when tracing is on.
+    pub trace_id: Option<String>,
+}
+
+/// A snapshot of what the supervisor is doing.
+#[derive(Debug, Clone, Serialize)]
+pub struct SupervisorState {
+    pub id: String,
+    pub status: &'static str,
+    /// Conversations with a turn in progress, and when each started.
+    pub processing: Vec<(String, String)>,
+    pub active_workers: Vec<AgentInfo>,
+    pub llm: (String, String),
+    pub messages_handled: u64,
+}
+
+pub struct Supervisor {
+    id: String,
+    store: Store,
+    llm: Arc<dyn LlmProvider>,
+    runner: Arc<ToolRunner>,
+    registry: Arc<AgentRegistry>,
+    max_steps: usize,
+    in_progress: Mutex<BTreeMap<String, String>>,
+    handled: std::sync::atomic::AtomicU64,
+}
+
+impl Supervisor {
+    /// Creates the supervisor and registers it; `id` is shared with its [`Workers`].
+    pub fn new(
+        id: String,
+        store: Store,
+        llm: Arc<dyn LlmProvider>,
+        runner: Arc<ToolRunner>,
+        registry: Arc<AgentRegistry>,
+        max_steps: usize,
+    ) -> Self {
+        let mut info = new_agent("Porthole", "🤖", "supervisor", None);
+        info.id = id.clone();
+        info.status = "idle".into();
+        registry.insert(info);
+        Supervisor {
+            id,
+            store,
+            llm,
+            runner,
+            registry,
+            max_steps,
+            in_progress: Mutex::new(BTreeMap::new()),
+            handled: Default::default(),
+        }
+    }
+
+    pub fn new_id() -> String {
+        format!(
+            "supervisor-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        )
+    }
+
+    pub fn llm(&self) -> &dyn LlmProvider {
+        self.llm.as_ref()
+    }
+
+    pub fn state(&self) -> SupervisorState {
+        let processing: Vec<(String, String)> = self
+            .in_progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(c, t)| (c.clone(), t.clone()))
+            .collect();
+        SupervisorState {
+            id: self.id.clone(),
+            status: if processing.is_empty() {
+                "idle"
+            } else {
+                "processing"
+            },
+            processing,
+            active_workers: self
+                .registry
+                .list()
+                .into_iter()
+                .filter(|a| a.role == "worker")
+                .collect(),
+            llm: (
+                self.llm.provider().to_string(),
+                self.llm.model().to_string(),
+            ),
+            messages_handled: self.handled.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Answers a user message in a conversation (a new one when `conversation_id` is
+    /// `None`), persisting every message, and returns the full reply. Progress goes to
+    /// `events` if given.
+    pub async fn send(
+        &self,
+        conversation_id: Option<&str>,
+        content: &str,
+        ctx: &ExecContext,
+        events: Events,
+    ) -> Result<Reply, AgentError> {
+        let content = content.trim();
+        if content.is_empty() {
+            return Err(AgentError::EmptyMessage);
+        }
+        let conversation = match conversation_id {
+            Some(id) => self
+                .store
+                .get_conversation(id)
+                .await?
+                .ok_or_else(|| AgentError::UnknownConversation(id.to_string()))?,
+            None => {
+                let title: String = content.chars().take(60).collect();
+                self.store.create_conversation(&title).await?
+            }
+        };
+        emit(&events, AgentEvent::Conversation(conversation.id.clone()));
+        let mut span = ctx.trace.start(SpanKind::Turn, "turn");
+        span.set_conversation(&conversation.id);
+        span.set_attribute("input", content);
+        span.set_attribute("agent_id", self.id.as_str());
+        let _busy = InProgress::new(self, &conversation.id);
+        self.store
+            .append_message(&conversation.id, NewMessage::text(Role::User, content))
+            .await?;
+        let history = self.store.conversation_history(&conversation.id).await?;
+        let mut ctx = ctx.clone();
+        ctx.conversation_id = Some(conversation.id.clone());
+        ctx.trace = span.scope();
+        let settings = LoopSettings {
+            llm: self.llm.as_ref(),
+            runner: &self.runner,
+            ctx: &ctx,
+            system: SUPERVISOR_PROMPT,
+            max_steps: self.max_steps,
+        };
+        let mut transcript = StoredTranscript {
+            store: &self.store,
+            conversation_id: &conversation.id,
+        };
+        let outcome = run_tool_loop(
+            settings,
+            history_to_context(&history),
+            &mut transcript,
+            &events,
+        )
+        .await?;
+        self.handled
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        span.set_attribute("output", outcome.text.as_str());
+        let trace_id = span.ids().map(|(trace, _)| trace.to_string());
+        match &outcome.error {
+            Some(e) => span.fail(e.clone()),
+            None => span.end(),
+        }
+        Ok(Reply {
+            trace_id,
+            conversation_id: conversation.id,
+            response: outcome.text,
+            error: outcome.error,
+        })
+    }
+}
+
+/// Marks a conversation as being processed for as long as it lives.
+pub(super) struct InProgress<'a> {
+    supervisor: &'a Supervisor,
+    conversation_id: String,
+}
+
+impl<'a> InProgress<'a> {
+    fn new(supervisor: &'a Supervisor, conversation_id: &str) -> Self {
+        supervisor
+            .in_progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(conversation_id.to_string(), now_rfc3339());
+        supervisor.registry.set_status(
+            &supervisor.id,
+            "working",
+            Some(conversation_id.to_string()),
+        );
+        InProgress {
+            supervisor,
+            conversation_id: conversation_id.to_string(),
+        }
+    }
+}
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        let mut map = self
+            .supervisor
+            .in_progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.remove(&self.conversation_id);
+        if map.is_empty() {
+            self.supervisor
+                .registry
+                .set_status(&self.supervisor.id, "idle", None);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Worker agents: run a delegated sub-task in memory and hand back only the answer.
+
+use super::*;
+
+pub(super) const WORKER_PROMPT: &str =
+    "You are a worker agent. Complete the task you are given and answer with the result only.";
+
+/// Runs worker agents for delegated sub-tasks.
+pub struct Workers {
+    llm: Arc<dyn LlmProvider>,
+    registry: Arc<AgentRegistry>,
+    max_steps: usize,
+    supervisor_id: String,
+}
+
+impl Workers {
+    pub fn new(
+        llm: Arc<dyn LlmProvider>,
+        registry: Arc<AgentRegistry>,
+        max_steps: usize,
+        supervisor_id: String,
+    ) -> Self {
+        Workers {
+            llm,
+            registry,
+            max_steps,
+            supervisor_id,
+        }
+    }
+
+    pub fn registry(&self) -> &AgentRegistry {
+        &self.registry
+    }
+
+    /// Runs one worker on `task` and returns its answer. The worker is listed in the
+    /// registry while it works and removed when done (or when the call is dropped).
+    pub async fn run(
+        &self,
+        name: &str,
+        task: &str,
+        runner: &ToolRunner,
+        ctx: &ExecContext,
+    ) -> Result<String, String> {
+        let mut info = new_agent(name, "🛠", "worker", Some(self.supervisor_id.clone()));
+        info.task = Some(task.to_string());
+        let mut span = ctx.trace.start(SpanKind::Agent, format!("agent {name}"));
+        span.set_attribute("agent_id", info.id.as_str());
+        span.set_attribute("task", task);
+        let mut ctx = ctx.clone();
+        ctx.trace = span.scope();
+        let guard = RegistryEntry::new(&self.registry, info);
+        let settings = LoopSettings {
+            llm: self.llm.as_ref(),
+            runner,
+            ctx: &ctx,
+            system: WORKER_PROMPT,
+            // Workers get one step fewer so nested delegation always terminates.
+            max_steps: self.max_steps.saturating_sub(1).max(1),
+        };
+        let outcome = run_tool_loop(
+            settings,
+            vec![ChatMessage::text(Role::User, task)],
+            &mut MemoryTranscript,
+            &None,
+        )
+        .await
+        .map_err(|e| e.to_string());
+        drop(guard);
+        match outcome {
+            Err(e) | Ok(LoopOutcome { error: Some(e), .. }) => {
+                span.fail(e.clone());
+                Err(e)
+            }
+            Ok(outcome) => {
+                span.set_attribute("answer", outcome.text.as_str());
+                span.end();
+                Ok(outcome.text)
+            }
+        }
+    }
+}
