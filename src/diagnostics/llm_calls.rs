@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, decode_cursor, encode_cursor, full_span, parse_since,
+    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, encode_cursor, full_span, paged_query, parse_since,
     percentile, span_summary,
 };
 use super::traces::{max_bytes_property, since_property, store_failed};
@@ -74,21 +74,14 @@ impl Tool for GetLlmCalls {
         _ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: GetLlmCallsArgs = args_or_error!("get_llm_calls", args);
-        let since_us = match args.since.as_deref().map(parse_since).transpose() {
-            Ok(s) => s,
+        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
+        let query = match paged {
+            Ok(paged) => SpanQuery {
+                status: args.status,
+                model: args.model,
+                ..paged
+            },
             Err(e) => return Ok(failed(e)),
-        };
-        let after = match args.cursor.as_deref().map(decode_cursor).transpose() {
-            Ok(c) => c,
-            Err(e) => return Ok(failed(e)),
-        };
-        let query = SpanQuery {
-            status: args.status,
-            since_us,
-            model: args.model,
-            after,
-            limit: args.limit.unwrap_or(20).clamp(1, 200),
-            ..SpanQuery::default()
         };
         self.0.bot.tracer.flush().await;
         match self.0.bot.store.list_spans(SpanKind::Llm, query).await {

@@ -5,7 +5,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
-use crate::bot::store::{Page, TraceSummary};
+use crate::bot::store::{Page, SpanQuery, TraceSummary};
 use crate::bot::trace::{SpanRecord, cut_payload};
 
 /// The default and largest byte budgets of the trace tools.
@@ -55,6 +55,21 @@ pub fn decode_cursor(text: &str) -> Result<(i64, String), String> {
         .ok_or_else(|| {
             format!("`cursor` `{text}` is not one this tool gave out; pass the `next_cursor` of the previous page, or leave it out")
         })
+}
+
+/// The filter every listing tool shares: `since`, `cursor` and `limit` (default 20,
+/// at most 200), checked; each tool adds its own fields.
+pub fn paged_query(
+    since: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<SpanQuery, String> {
+    Ok(SpanQuery {
+        since_us: since.map(parse_since).transpose()?,
+        after: cursor.map(decode_cursor).transpose()?,
+        limit: limit.unwrap_or(20).clamp(1, 200),
+        ..SpanQuery::default()
+    })
 }
 
 fn time_text(us: i64) -> String {

@@ -13,8 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, decode_cursor, full_span, parse_since, span_summary,
-    span_tree, trace_page,
+    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, full_span, paged_query, span_summary, span_tree, trace_page,
 };
 use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
 use crate::bot::store::SpanQuery;
@@ -96,23 +95,16 @@ impl Tool for ListTraces {
         _ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let args: ListTracesArgs = args_or_error!("list_traces", args);
-        let since_us = match args.since.as_deref().map(parse_since).transpose() {
-            Ok(s) => s,
+        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
+        let query = match paged {
+            Ok(paged) => SpanQuery {
+                conversation_id: args.conversation_id,
+                status: args.status,
+                min_duration_us: args.min_duration_ms.map(|ms| (ms * 1000.0) as i64),
+                source: args.source,
+                ..paged
+            },
             Err(e) => return Ok(failed(e)),
-        };
-        let after = match args.cursor.as_deref().map(decode_cursor).transpose() {
-            Ok(c) => c,
-            Err(e) => return Ok(failed(e)),
-        };
-        let query = SpanQuery {
-            conversation_id: args.conversation_id,
-            status: args.status,
-            since_us,
-            min_duration_us: args.min_duration_ms.map(|ms| (ms * 1000.0) as i64),
-            source: args.source,
-            model: None,
-            after,
-            limit: args.limit.unwrap_or(20).clamp(1, 200),
         };
         self.0.bot.tracer.flush().await;
         match self.0.bot.store.list_traces(query).await {
