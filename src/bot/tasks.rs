@@ -154,7 +154,7 @@ impl Tasks {
         run_as: RunAs,
     ) -> Result<Task, TaskError> {
         parse_schedule(schedule)?;
-        let existing = self.store.list_tasks().await?.len();
+        let existing = self.store.count_tasks().await?;
         if existing >= MAX_TASKS {
             return Err(TaskError::TooMany(existing));
         }

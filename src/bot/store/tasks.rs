@@ -59,6 +59,13 @@ impl Store {
         .await
     }
 
+    pub async fn count_tasks(&self) -> Result<usize, StoreError> {
+        self.call(|c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get::<_, i64>(0))? as usize)
+        })
+        .await
+    }
+
     pub async fn get_task(&self, id: i64) -> Result<Option<Task>, StoreError> {
         self.call(move |c| {
             Ok(
