@@ -164,7 +164,7 @@ async fn build_mcp(
         })
         .tasks(task_config(bot))
         .skills_dir(bot.config.skills_dir.clone())
-        .redactor(bot.redactor.as_ref().clone())
+        .redactor(bot.redactor.clone())
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))

@@ -147,7 +147,7 @@ pub struct McpServerBuilder {
     tools: Vec<Arc<dyn Tool>>,
     resources: Vec<Arc<dyn ResourceProvider>>,
     prompts: Vec<Arc<dyn Prompt>>,
-    redactor: Redactor,
+    redactor: Arc<Redactor>,
     notifier: Notifier,
     keepalive: Duration,
     tasks: TaskConfig,
@@ -226,7 +226,8 @@ impl McpServerBuilder {
         self
     }
 
-    pub fn redactor(mut self, redactor: Redactor) -> Self {
+    /// The redactor results pass through; shared, so the app can use the same one.
+    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
         self.redactor = redactor;
         self
     }
@@ -272,7 +273,7 @@ impl McpServerBuilder {
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
                 sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
-                redactor: Arc::new(self.redactor),
+                redactor: self.redactor,
                 guard: GuardConfig {
                     auth: self.auth,
                     read_only_token: self.read_only_token,
@@ -319,7 +320,7 @@ impl McpServer {
             tools: Vec::new(),
             resources: Vec::new(),
             prompts: Vec::new(),
-            redactor: Redactor::default(),
+            redactor: Arc::default(),
             notifier: Notifier::default(),
             keepalive: Duration::from_secs(15),
             tasks: TaskConfig::default(),
