@@ -6,13 +6,12 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
+use crate::bot::{Bot, TracingWebLogSink, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
 use crate::logs::buffer::LogBuffer;
-use crate::logs::buffer::level_name;
 use crate::logs::file::LogFile;
-use crate::logs::journal::{JOURNAL_TARGET, LogJournal};
+use crate::logs::journal::LogJournal;
 use crate::mcp::{Auth, McpServer, SessionConfig, TaskConfig};
 
 /// A bot that is serving. Dropping it does not stop it; call [`RunningApp::shutdown`].
@@ -52,19 +51,6 @@ impl RunningApp {
     }
 }
 
-/// Browser console lines go to the MCP log buffer (source `web`) and to the terminal.
-struct BufferedWebLogSink {
-    buffer: Arc<LogBuffer>,
-}
-
-impl WebLogSink for BufferedWebLogSink {
-    fn record(&self, line: WebLogLine) {
-        self.buffer
-            .push_web(&line.level, &line.message, line.timestamp.as_deref());
-        TracingWebLogSink.record(line);
-    }
-}
-
 /// What the process's logging setup hands to the app.
 #[derive(Default, Clone)]
 pub struct Logging {
@@ -81,7 +67,6 @@ pub struct Logging {
     pub journal: Option<Arc<LogJournal>>,
 }
 
-/// Builds the `/mcp` server over the bot's services.
 /// `/mcp` tasks kept in the bot's database (so results outlive a restart).
 fn task_config(bot: &Bot) -> TaskConfig {
     TaskConfig {
@@ -102,13 +87,10 @@ async fn recover_mcp_tasks(server: &McpServer) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn build_mcp(
-    bot: &Arc<Bot>,
-    buffer: Arc<LogBuffer>,
-    logging: Logging,
-) -> anyhow::Result<McpServer> {
-    let c = &bot.config.mcp;
-    let auth = match (&c.secret, c.auth_disabled) {
+/// How `/mcp` checks tokens: the bearer secret, or (said loudly) none at all, or a
+/// refusal of every request when the secret is missing.
+fn mcp_auth(c: &crate::config::McpServerConfig) -> Auth {
+    match (&c.secret, c.auth_disabled) {
         (_, true) => {
             tracing::warn!(
                 "MCP_SERVER_AUTH_DISABLED=true: /mcp accepts requests WITHOUT a token. Any program on this machine can read \
@@ -124,12 +106,22 @@ async fn build_mcp(
             );
             Auth::Misconfigured
         }
-    };
+    }
+}
+
+/// Builds the `/mcp` server over the bot's services.
+async fn build_mcp(
+    bot: &Arc<Bot>,
+    buffer: Arc<LogBuffer>,
+    logging: Logging,
+) -> anyhow::Result<McpServer> {
+    let c = &bot.config.mcp;
+    let auth = mcp_auth(c);
     let ledger = diagnostics::StoredSessionLedger::load(bot.store.clone(), c.session_max_age)
         .await
         .map_err(|e| anyhow::anyhow!("cannot read the ended MCP sessions: {e}"))?;
     let journal = logging.journal.unwrap_or_else(LogJournal::new);
-    spawn_journal_writer(bot, &journal);
+    diagnostics::spawn_journal_writer(bot, &journal);
     let diagnostics = Diagnostics::new(
         bot.clone(),
         buffer,
@@ -173,66 +165,8 @@ async fn build_mcp(
     let _ = diagnostics.server.set(server.clone());
     recover_mcp_tasks(&server).await?;
 
-    // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
-    // MCP clients: they may want to list again.
-    let notifier = server.notifier();
-    let mut changes = bot.tools.subscribe_changes();
-    tokio::spawn(async move {
-        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-        // Lagged means changes were missed: still a change worth announcing.
-        while !matches!(changes.recv().await, Err(RecvError::Closed)) {
-            // One notification per burst: a connecting MCP server registers its tools
-            // one by one.
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            while !matches!(
-                changes.try_recv(),
-                Err(TryRecvError::Empty | TryRecvError::Closed)
-            ) {}
-            notifier.tools_changed();
-        }
-    });
+    diagnostics::forward_tool_changes(bot, server.notifier());
     Ok(server)
-}
-
-/// Writes what the journal collects to the store, in batches as they come, off every
-/// request's path, keeping the newest `LOG_DB_MAX_EVENTS` rows. A store that fails is
-/// reported now and then (1st, 2nd, 4th, 8th… failure), under a target the journal
-/// itself skips, so failures cannot feed themselves.
-fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
-    const BATCH: usize = 256;
-    let Some(mut records) = journal.take_receiver() else {
-        return;
-    };
-    let store = bot.store.clone();
-    let keep = bot.config.log_db_max_events;
-    tokio::spawn(async move {
-        let mut failures: u64 = 0;
-        while let Some(first) = records.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < BATCH {
-                match records.try_recv() {
-                    Ok(record) => batch.push(record),
-                    Err(_) => break,
-                }
-            }
-            let rows = batch
-                .iter()
-                .map(|r| {
-                    (
-                        r.time_us,
-                        level_name(r.level).to_string(),
-                        r.to_json().to_string(),
-                    )
-                })
-                .collect();
-            if let Err(e) = store.append_log_events(rows, keep).await {
-                failures += 1;
-                if failures.is_power_of_two() {
-                    tracing::warn!(target: JOURNAL_TARGET, error = %e, failures, "cannot keep warnings and errors in the database");
-                }
-            }
-        }
-    });
 }
 
 /// The diagnostics tools `/mcp` serves: those `MCP_TOOLS_INCLUDE`/`MCP_TOOLS_EXCLUDE`
@@ -279,9 +213,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
             .unwrap_or_else(|| LogBuffer::new(config.mcp.log_buffer_size))
     });
     let sink: Arc<dyn WebLogSink> = match &buffer {
-        Some(buffer) => Arc::new(BufferedWebLogSink {
-            buffer: buffer.clone(),
-        }),
+        Some(buffer) => Arc::new(diagnostics::BufferedWebLogSink::new(buffer.clone())),
         None => Arc::new(TracingWebLogSink),
     };
     let bot = Bot::build(config, sink)?;

@@ -182,6 +182,17 @@ impl Vars<'_> {
 
     /// An include/exclude pair of comma-separated tool-name globs; a bad pattern is
     /// reported against the variable that holds it.
+    /// A whole number of seconds in `min..=max`.
+    fn seconds(
+        &self,
+        name: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_secs(self.number(name, default, min, max)?))
+    }
+
     fn tool_filter(
         &self,
         include: &'static str,
@@ -237,109 +248,8 @@ impl Config {
             allowed: "an IP address such as 127.0.0.1 or ::1".into(),
         })?;
 
-        let provider = match vars.raw("LLM_PROVIDER") {
-            None if vars.raw("LLM_BASE_URL").is_some() || vars.raw("LLM_API_KEY").is_some() => {
-                LlmProviderKind::OpenAi
-            }
-            None => LlmProviderKind::Offline,
-            Some(v) => match v.to_ascii_lowercase().as_str() {
-                "offline" => LlmProviderKind::Offline,
-                "openai" => LlmProviderKind::OpenAi,
-                "anthropic" => LlmProviderKind::Anthropic,
-                _ => {
-                    return Err(ConfigError {
-                        variable: "LLM_PROVIDER",
-                        value: v,
-                        allowed: "one of offline, openai, anthropic".into(),
-                    });
-                }
-            },
-        };
-        let (default_url, default_model) = match provider {
-            LlmProviderKind::Offline => ("", "none"),
-            LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
-            LlmProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
-        };
-        let base_url = vars.string("LLM_BASE_URL", default_url);
-        if provider != LlmProviderKind::Offline
-            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
-        {
-            return Err(ConfigError {
-                variable: "LLM_BASE_URL",
-                value: base_url,
-                allowed: "an http:// or https:// URL".into(),
-            });
-        }
-        let llm = LlmConfig {
-            provider,
-            base_url: base_url.trim_end_matches('/').to_string(),
-            api_key: vars.raw("LLM_API_KEY"),
-            model: vars.string("LLM_MODEL", default_model),
-            timeout: Duration::from_secs(vars.number("LLM_TIMEOUT_SECS", 120u64, 1, 3600)?),
-        };
-
-        let secret = vars.raw("MCP_SERVER_SECRET");
-        if let Some(s) = &secret
-            && s.len() < 16
-        {
-            return Err(ConfigError {
-                variable: "MCP_SERVER_SECRET",
-                value: "(hidden)".into(),
-                allowed: "at least 16 characters; generate one with `porthole token` or `openssl rand -hex 32`".into(),
-            });
-        }
-        let read_only_secret = vars.raw("MCP_SERVER_READONLY_SECRET");
-        if let Some(s) = &read_only_secret
-            && (s.len() < 16 || Some(s) == secret.as_ref())
-        {
-            return Err(ConfigError {
-                variable: "MCP_SERVER_READONLY_SECRET",
-                value: "(hidden)".into(),
-                allowed: "at least 16 characters, different from MCP_SERVER_SECRET; generate one with `openssl rand -hex 32`".into(),
-            });
-        }
-        let mcp = McpServerConfig {
-            read_only_secret,
-            enabled: vars.bool("MCP_SERVER_ENABLED", false)?,
-            secret,
-            auth_disabled: vars.bool("MCP_SERVER_AUTH_DISABLED", false)?,
-            log_buffer_size: vars.number("MCP_LOG_BUFFER_SIZE", 1000usize, 10, 1_000_000)?,
-            max_body_bytes: vars.number(
-                "MCP_MAX_BODY_BYTES",
-                4 * 1024 * 1024usize,
-                1024,
-                256 * 1024 * 1024,
-            )?,
-            body_timeout: Duration::from_secs(vars.number(
-                "MCP_BODY_TIMEOUT_SECS",
-                30u64,
-                1,
-                3600,
-            )?),
-            max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
-            session_idle: Duration::from_secs(vars.number(
-                "MCP_SESSION_IDLE_SECS",
-                3600u64,
-                1,
-                7 * 24 * 3600,
-            )?),
-            session_max_age: Duration::from_secs(vars.number(
-                "MCP_SESSION_MAX_AGE_SECS",
-                24 * 3600u64,
-                60,
-                30 * 24 * 3600,
-            )?),
-            allowed_origins: vars.list("MCP_ALLOWED_ORIGINS"),
-            allowed_hosts: vars.list("MCP_ALLOWED_HOSTS"),
-            send_message_timeout: Duration::from_secs(vars.number(
-                "MCP_SEND_MESSAGE_TIMEOUT_SECS",
-                300u64,
-                1,
-                3600,
-            )?),
-            db_query_readonly: vars.bool("DB_QUERY_READONLY", false)?,
-            tools_filter: vars.tool_filter("MCP_TOOLS_INCLUDE", "MCP_TOOLS_EXCLUDE")?,
-        };
+        let llm = llm_config(&vars)?;
+        let mcp = mcp_config(&vars)?;
 
         Ok(Config {
             host,
@@ -350,16 +260,11 @@ impl Config {
                 16,
                 1_000_000,
             )?,
-            http_header_timeout: Duration::from_secs(vars.number(
-                "HTTP_HEADER_TIMEOUT_SECS",
-                10u64,
-                1,
-                3600,
-            )?),
+            http_header_timeout: vars.seconds("HTTP_HEADER_TIMEOUT_SECS", 10, 1, 3600)?,
             database_path: vars.string("DATABASE_PATH", "data/porthole.db"),
             llm,
             agent_max_steps: vars.number("AGENT_MAX_STEPS", 8usize, 1, 100)?,
-            tool_timeout: Duration::from_secs(vars.number("TOOL_TIMEOUT_SECS", 30u64, 1, 3600)?),
+            tool_timeout: vars.seconds("TOOL_TIMEOUT_SECS", 30, 1, 3600)?,
             workspace_dir: vars.string("WORKSPACE_DIR", "workspace").into(),
             user_tools_dir: vars.string("USER_TOOLS_DIR", "user-tools").into(),
             skills_dir: vars.string("SKILLS_DIR", "skills").into(),
@@ -398,6 +303,98 @@ impl Config {
     }
 }
 
+/// `LLM_*`: the provider, where it is and which model.
+fn llm_config(vars: &Vars) -> Result<LlmConfig, ConfigError> {
+    let provider = match vars.raw("LLM_PROVIDER") {
+        None if vars.raw("LLM_BASE_URL").is_some() || vars.raw("LLM_API_KEY").is_some() => {
+            LlmProviderKind::OpenAi
+        }
+        None => LlmProviderKind::Offline,
+        Some(v) => match v.to_ascii_lowercase().as_str() {
+            "offline" => LlmProviderKind::Offline,
+            "openai" => LlmProviderKind::OpenAi,
+            "anthropic" => LlmProviderKind::Anthropic,
+            _ => {
+                return Err(ConfigError {
+                    variable: "LLM_PROVIDER",
+                    value: v,
+                    allowed: "one of offline, openai, anthropic".into(),
+                });
+            }
+        },
+    };
+    let (default_url, default_model) = match provider {
+        LlmProviderKind::Offline => ("", "none"),
+        LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
+        LlmProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
+    };
+    let base_url = vars.string("LLM_BASE_URL", default_url);
+    if provider != LlmProviderKind::Offline
+        && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+    {
+        return Err(ConfigError {
+            variable: "LLM_BASE_URL",
+            value: base_url,
+            allowed: "an http:// or https:// URL".into(),
+        });
+    }
+    let llm = LlmConfig {
+        provider,
+        base_url: base_url.trim_end_matches('/').to_string(),
+        api_key: vars.raw("LLM_API_KEY"),
+        model: vars.string("LLM_MODEL", default_model),
+        timeout: vars.seconds("LLM_TIMEOUT_SECS", 120, 1, 3600)?,
+    };
+    Ok(llm)
+}
+
+/// The `/mcp` endpoint's settings (`MCP_*`, `DB_QUERY_READONLY`).
+fn mcp_config(vars: &Vars) -> Result<McpServerConfig, ConfigError> {
+    let secret = vars.raw("MCP_SERVER_SECRET");
+    if let Some(s) = &secret
+        && s.len() < 16
+    {
+        return Err(ConfigError {
+            variable: "MCP_SERVER_SECRET",
+            value: "(hidden)".into(),
+            allowed: "at least 16 characters; generate one with `porthole token` or `openssl rand -hex 32`".into(),
+        });
+    }
+    let read_only_secret = vars.raw("MCP_SERVER_READONLY_SECRET");
+    if let Some(s) = &read_only_secret
+        && (s.len() < 16 || Some(s) == secret.as_ref())
+    {
+        return Err(ConfigError {
+            variable: "MCP_SERVER_READONLY_SECRET",
+            value: "(hidden)".into(),
+            allowed: "at least 16 characters, different from MCP_SERVER_SECRET; generate one with `openssl rand -hex 32`".into(),
+        });
+    }
+    let mcp = McpServerConfig {
+        read_only_secret,
+        enabled: vars.bool("MCP_SERVER_ENABLED", false)?,
+        secret,
+        auth_disabled: vars.bool("MCP_SERVER_AUTH_DISABLED", false)?,
+        log_buffer_size: vars.number("MCP_LOG_BUFFER_SIZE", 1000usize, 10, 1_000_000)?,
+        max_body_bytes: vars.number(
+            "MCP_MAX_BODY_BYTES",
+            4 * 1024 * 1024usize,
+            1024,
+            256 * 1024 * 1024,
+        )?,
+        body_timeout: vars.seconds("MCP_BODY_TIMEOUT_SECS", 30, 1, 3600)?,
+        max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
+        session_idle: vars.seconds("MCP_SESSION_IDLE_SECS", 3600, 1, 7 * 24 * 3600)?,
+        session_max_age: vars.seconds("MCP_SESSION_MAX_AGE_SECS", 24 * 3600, 60, 30 * 24 * 3600)?,
+        allowed_origins: vars.list("MCP_ALLOWED_ORIGINS"),
+        allowed_hosts: vars.list("MCP_ALLOWED_HOSTS"),
+        send_message_timeout: vars.seconds("MCP_SEND_MESSAGE_TIMEOUT_SECS", 300, 1, 3600)?,
+        db_query_readonly: vars.bool("DB_QUERY_READONLY", false)?,
+        tools_filter: vars.tool_filter("MCP_TOOLS_INCLUDE", "MCP_TOOLS_EXCLUDE")?,
+    };
+    Ok(mcp)
+}
+
 fn trace_config(vars: &Vars) -> Result<TraceConfig, ConfigError> {
     let otlp_endpoint = vars.raw("OTEL_EXPORTER_OTLP_ENDPOINT");
     if let Some(url) = &otlp_endpoint
@@ -412,12 +409,7 @@ fn trace_config(vars: &Vars) -> Result<TraceConfig, ConfigError> {
     Ok(TraceConfig {
         enabled: vars.bool("TRACE_ENABLED", true)?,
         max_turns: vars.number("TRACE_MAX_TURNS", 1000usize, 1, 1_000_000)?,
-        max_age: Duration::from_secs(vars.number(
-            "TRACE_MAX_AGE_SECS",
-            7 * 24 * 3600u64,
-            60,
-            365 * 24 * 3600,
-        )?),
+        max_age: vars.seconds("TRACE_MAX_AGE_SECS", 7 * 24 * 3600, 60, 365 * 24 * 3600)?,
         max_payload_bytes: vars.number(
             "TRACE_MAX_PAYLOAD_BYTES",
             32 * 1024usize,

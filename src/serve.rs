@@ -89,6 +89,21 @@ pub fn raise_open_file_limit() {
     }
 }
 
+/// HTTP/1 and HTTP/2 connections, with the header timeout.
+fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    // WebSockets over HTTP/2 need the extended CONNECT protocol.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .enable_connect_protocol();
+    builder
+}
+
 /// Serves `router` on `listener` until `stop` resolves and every connection has closed.
 /// Handlers see the peer address as `ConnectInfo<SocketAddr>`.
 pub async fn serve(
@@ -100,17 +115,7 @@ pub async fn serve(
     let cap = connection_cap(limits.max_connections);
     let permits = Arc::new(Semaphore::new(cap));
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
-    // WebSockets over HTTP/2 need the extended CONNECT protocol.
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .enable_connect_protocol();
-    let builder = Arc::new(builder);
+    let builder = Arc::new(connection_builder(limits.header_timeout));
     let mut stop = std::pin::pin!(stop);
     let mut warned_at_cap = false;
     loop {

@@ -45,6 +45,30 @@ fn log(message: &str) {
 }
 
 /// `Mcp-Name` values that are not plain ASCII travel Base64-encoded.
+/// 2026-era clients put their version in `_meta`; it is mirrored (with the method and
+/// name) in the headers the server checks. Other messages go without them, so a bare
+/// request (no initialize, no `_meta`) is served statelessly.
+fn with_routing_headers(
+    mut request: reqwest::RequestBuilder,
+    method: &str,
+    params: &Value,
+) -> reqwest::RequestBuilder {
+    let modern_version = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
+    if let Some(version) = modern_version {
+        request = request.header("mcp-protocol-version", version);
+    }
+    if modern_version.is_some() && !method.is_empty() {
+        request = request.header("mcp-method", method);
+    }
+    if let Some(name) = params["name"].as_str().or(params["uri"].as_str())
+        && modern_version.is_some()
+        && matches!(method, "tools/call" | "prompts/get" | "resources/read")
+    {
+        request = request.header("mcp-name", header_safe(name));
+    }
+    request
+}
+
 fn header_safe(value: &str) -> String {
     let plain = value.bytes().all(|b| (0x21..0x7f).contains(&b)) && !value.starts_with("=?base64?");
     if plain {
@@ -80,7 +104,7 @@ impl Relay {
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
-        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let session = self.session();
         if let Some(id) = &session.id {
             request = request.header("mcp-session-id", id);
         }
@@ -104,29 +128,10 @@ impl Relay {
             .filter(|_| message.get("method").is_some())
             .cloned();
         let method = message["method"].as_str().unwrap_or_default().to_string();
-        let mut request = self
+        let request = self
             .request(reqwest::Method::POST, "application/json, text/event-stream")
             .header("content-type", "application/json");
-        // 2026-era clients put their version in _meta; mirror it (and the method and
-        // name) in the headers the server checks. Other messages go without them, so a
-        // bare request (no initialize, no _meta) is served statelessly.
-        let params = &message["params"];
-        let modern_version = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
-        if let Some(version) = modern_version {
-            request = request.header("mcp-protocol-version", version);
-        }
-        if modern_version.is_some() && !method.is_empty() {
-            request = request.header("mcp-method", &method);
-        }
-        if let Some(name) = params["name"].as_str().or(params["uri"].as_str())
-            && modern_version.is_some()
-            && matches!(
-                method.as_str(),
-                "tools/call" | "prompts/get" | "resources/read"
-            )
-        {
-            request = request.header("mcp-name", header_safe(name));
-        }
+        let request = with_routing_headers(request, &method, &message["params"]);
         let response = match request.body(line).send().await {
             Ok(r) => r,
             Err(e) => {
@@ -137,32 +142,15 @@ impl Relay {
             }
         };
         let status = response.status();
-        match status.as_u16() {
-            401 => {
-                return self.fail(id.as_ref(), "the bot rejected the token (HTTP 401): set PORTHOLE_TOKEN to the bot's MCP_SERVER_SECRET".into());
-            }
-            404 if self
-                .session
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .id
-                .is_some() =>
-            {
-                *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Session::default();
-                return self.fail(
-                    id.as_ref(),
-                    "the bot no longer knows this session (HTTP 404); reconnect to start a new one"
-                        .into(),
-                );
-            }
-            _ => {}
+        if let Some(reason) = self.refusal(status) {
+            return self.fail(id.as_ref(), reason);
         }
         if let Some(session) = response
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            self.session.lock().unwrap_or_else(|p| p.into_inner()).id = Some(session.to_string());
+            self.session().id = Some(session.to_string());
         }
         if status == reqwest::StatusCode::ACCEPTED {
             if method == "notifications/initialized" {
@@ -180,20 +168,46 @@ impl Relay {
             return;
         }
         let body = response.text().await.unwrap_or_default();
-        match serde_json::from_str::<Value>(&body) {
+        self.relay_json(&method, id.as_ref(), status, &body);
+    }
+
+    /// The session of this relay (a panic elsewhere leaves it usable).
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What a refused request tells the client: a token the bot rejects, or a session
+    /// the bot no longer knows (forgotten here, so the next `initialize` starts anew).
+    fn refusal(&self, status: reqwest::StatusCode) -> Option<String> {
+        match status.as_u16() {
+            401 => Some("the bot rejected the token (HTTP 401): set PORTHOLE_TOKEN to the bot's MCP_SERVER_SECRET".into()),
+            404 if self.session().id.is_some() => {
+                *self.session() = Session::default();
+                Some("the bot no longer knows this session (HTTP 404); reconnect to start a new one".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes a JSON reply to stdout, noting the version `initialize` agreed on.
+    fn relay_json(
+        &self,
+        method: &str,
+        id: Option<&Value>,
+        status: reqwest::StatusCode,
+        body: &str,
+    ) {
+        match serde_json::from_str::<Value>(body) {
             Ok(reply) => {
                 if method == "initialize"
                     && let Some(version) = reply["result"]["protocolVersion"].as_str()
                 {
-                    self.session
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .protocol_version = Some(version.to_string());
+                    self.session().protocol_version = Some(version.to_string());
                 }
                 self.emit(&reply);
             }
             Err(_) => self.fail(
-                id.as_ref(),
+                id,
                 format!(
                     "the bot answered HTTP {status} with a body that is not JSON-RPC: {}",
                     body.chars().take(200).collect::<String>()
@@ -220,7 +234,7 @@ impl Relay {
     /// Relays the session's GET notification stream, reconnecting while the session lives.
     fn open_notifications(self: Arc<Self>) {
         {
-            let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            let mut session = self.session();
             if session.notifications_open || session.id.is_none() {
                 return;
             }

@@ -18,6 +18,7 @@ macro_rules! args_or_error {
 }
 
 mod agents;
+mod bridges;
 mod config;
 mod data;
 mod interaction;
@@ -32,6 +33,7 @@ mod trace_prompts;
 mod trace_view;
 mod traces;
 
+pub use bridges::{BufferedWebLogSink, forward_tool_changes, spawn_journal_writer};
 pub use session_ledger::StoredSessionLedger;
 pub use task_store::StoredTasks;
 

@@ -223,6 +223,50 @@ struct Entry {
     read_only: bool,
 }
 
+impl Entry {
+    /// Checks a tool's spec and compiles what each call needs (the validator, the
+    /// header and alias annotations); also returns its `tools/list` entry.
+    fn new(spec: &ToolSpec, tool: Arc<dyn Tool>) -> Result<(Entry, Value), String> {
+        if !valid_tool_name(&spec.name) {
+            return Err(format!(
+                "tool name `{}` is not 1–64 of [A-Za-z0-9_.-]",
+                spec.name
+            ));
+        }
+        if spec.description.trim().is_empty() {
+            return Err(format!("tool `{}` needs a description", spec.name));
+        }
+        let validator = jsonschema::validator_for(&spec.input_schema)
+            .map_err(|e| format!("tool `{}` has an invalid input schema: {e}", spec.name))?;
+        let param_headers = spec.input_schema["properties"]
+            .as_object()
+            .map(|props| {
+                props
+                    .iter()
+                    .filter_map(|(prop, schema)| {
+                        schema["x-mcp-header"]
+                            .as_str()
+                            .map(|h| (prop.clone(), h.to_string()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut listed = spec.to_json();
+        let support = tool.task_support();
+        if support != TaskSupport::Forbidden {
+            listed["execution"] = json!({"taskSupport": support.as_str()});
+        }
+        let entry = Entry {
+            tool,
+            validator,
+            param_headers,
+            aliases: property_aliases(&spec.input_schema),
+            read_only: spec.annotations.read_only,
+        };
+        Ok((entry, listed))
+    }
+}
+
 /// The tools of a server, sorted by name, with their listings precomputed: all of them,
 /// and the read-only ones a read-only token sees.
 pub struct ToolSet {
@@ -250,54 +294,12 @@ impl ToolSet {
         let mut listing = Vec::new();
         let mut read_only_listing = Vec::new();
         for (spec, tool) in specs {
-            if !valid_tool_name(&spec.name) {
-                return Err(format!(
-                    "tool name `{}` is not 1–64 of [A-Za-z0-9_.-]",
-                    spec.name
-                ));
-            }
-            if spec.description.trim().is_empty() {
-                return Err(format!("tool `{}` needs a description", spec.name));
-            }
-            let validator = jsonschema::validator_for(&spec.input_schema)
-                .map_err(|e| format!("tool `{}` has an invalid input schema: {e}", spec.name))?;
-            let param_headers = spec.input_schema["properties"]
-                .as_object()
-                .map(|props| {
-                    props
-                        .iter()
-                        .filter_map(|(prop, schema)| {
-                            schema["x-mcp-header"]
-                                .as_str()
-                                .map(|h| (prop.clone(), h.to_string()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let aliases = property_aliases(&spec.input_schema);
-            let mut listed = spec.to_json();
-            let support = tool.task_support();
-            if support != TaskSupport::Forbidden {
-                listed["execution"] = json!({"taskSupport": support.as_str()});
-            }
-            let read_only = spec.annotations.read_only;
-            if read_only {
+            let (entry, listed) = Entry::new(&spec, tool)?;
+            if entry.read_only {
                 read_only_listing.push(listed.clone());
             }
             listing.push(listed);
-            if entries
-                .insert(
-                    spec.name.clone(),
-                    Entry {
-                        tool,
-                        validator,
-                        param_headers,
-                        aliases,
-                        read_only,
-                    },
-                )
-                .is_some()
-            {
+            if entries.insert(spec.name.clone(), entry).is_some() {
                 return Err(format!("two tools are named `{}`", spec.name));
             }
         }

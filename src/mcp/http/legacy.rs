@@ -29,54 +29,7 @@ pub(super) async fn legacy_post(
     } = &message
         && method == "initialize"
     {
-        if session_id.is_some() {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                Some(id),
-                &RpcError::new(
-                    jsonrpc::INVALID_REQUEST,
-                    "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
-                ),
-            );
-        }
-        let version =
-            protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
-        let caps = params
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let session = inner.sessions.create(version, caps);
-        let client = params
-            .get("clientInfo")
-            .and_then(|c| c.get("name"))
-            .and_then(|n| n.as_str())
-            .unwrap_or("unknown");
-        tracing::info!(
-            target: "porthole::mcp::session",
-            session = %crate::mcp::session::short(&session.id),
-            version,
-            client,
-            "MCP session started"
-        );
-        let ctx = inner.context(
-            access,
-            Era::Legacy(version),
-            Some(session.clone()),
-            id.clone(),
-            None,
-            None,
-        );
-        let result = inner.dispatch(Method::Initialize, params, &ctx).await;
-        let mut response = match result {
-            Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r)),
-            Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
-        };
-        if let Ok(value) = HeaderValue::from_str(&session.id) {
-            response
-                .headers_mut()
-                .insert(protocol::HEADER_SESSION_ID, value);
-        }
-        return response;
+        return initialize(&inner, access, session_id, id, params).await;
     }
     let Some(session_id) = session_id else {
         return refuse(
@@ -115,22 +68,92 @@ pub(super) async fn legacy_post(
                     &RpcError::method_not_found(&method),
                 );
             };
-            let log_threshold = Some(session.log_threshold());
-            let mut ctx = inner.context(
-                access,
-                Era::Legacy(session.version),
-                Some(session.clone()),
-                id.clone(),
-                Some(&params),
-                log_threshold,
-            );
-            ctx.caller = caller(&inner, headers);
+            let ctx = session_context(&inner, headers, access, &session, &id, Some(&params));
             if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
                 return raw_reply(&id, listing, accept);
             }
             run_legacy(inner, session, parsed, params, ctx, accept).await
         }
     }
+}
+
+/// `initialize` mints a session and answers with its id in `Mcp-Session-Id`.
+async fn initialize(
+    inner: &Arc<ServerInner>,
+    access: Access,
+    session_id: Option<&str>,
+    id: &Value,
+    params: &Map<String, Value>,
+) -> Response {
+    if session_id.is_some() {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            &RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+            ),
+        );
+    }
+    let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+    let caps = params
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let session = inner.sessions.create(version, caps);
+    let client = params
+        .get("clientInfo")
+        .and_then(|c| c.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("unknown");
+    tracing::info!(
+        target: "porthole::mcp::session",
+        session = %crate::mcp::session::short(&session.id),
+        version,
+        client,
+        "MCP session started"
+    );
+    let ctx = inner.context(
+        access,
+        Era::Legacy(version),
+        Some(session.clone()),
+        id.clone(),
+        None,
+        None,
+    );
+    let result = inner.dispatch(Method::Initialize, params, &ctx).await;
+    let mut response = match result {
+        Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r)),
+        Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
+    };
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response
+            .headers_mut()
+            .insert(protocol::HEADER_SESSION_ID, value);
+    }
+    response
+}
+
+/// The context of a request inside a session: its version, log level and caller, and
+/// the `_meta` of its `params` (progress token, trace parent) when given.
+fn session_context(
+    inner: &Arc<ServerInner>,
+    headers: &HeaderMap,
+    access: Access,
+    session: &Arc<Session>,
+    id: &Value,
+    params: Option<&Map<String, Value>>,
+) -> RequestContext {
+    let mut ctx = inner.context(
+        access,
+        Era::Legacy(session.version),
+        Some(session.clone()),
+        id.clone(),
+        params,
+        Some(session.log_threshold()),
+    );
+    ctx.caller = caller(inner, headers);
+    ctx
 }
 
 pub(super) async fn run_legacy(
@@ -210,56 +233,59 @@ pub(super) async fn legacy_batch(
     }
     let mut responses = Vec::new();
     for item in items {
-        match jsonrpc::parse_message(item) {
-            Err(rejected) => responses.push(jsonrpc::error_response(
-                rejected.id.as_ref(),
-                &rejected.error,
-            )),
-            Ok(Incoming::Notification { method, params }) => {
-                if method == "notifications/cancelled"
-                    && let Some(request_id) = params.get("requestId")
-                {
-                    session.cancel(request_id);
-                }
-            }
-            Ok(Incoming::Response { id, outcome }) => {
-                session.resolve_client_request(&id, outcome);
-            }
-            Ok(Incoming::Request {
-                id, method, params, ..
-            }) => {
-                let Some(parsed) =
-                    Method::parse(&method, false).filter(|m| *m != Method::Initialize)
-                else {
-                    responses.push(jsonrpc::error_response(
-                        Some(&id),
-                        &RpcError::method_not_found(&method),
-                    ));
-                    continue;
-                };
-                let mut ctx = inner.context(
-                    access,
-                    Era::Legacy(session.version),
-                    Some(session.clone()),
-                    id.clone(),
-                    None,
-                    Some(session.log_threshold()),
-                );
-                ctx.caller = caller(inner, headers);
-                let lifetime = Lifetime::in_session(&session, &id);
-                let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
-                let Progress::Done(result) = call.run().await else {
-                    unreachable!("a call that cannot stream answers with its result")
-                };
-                if let Some(message) = final_message(&id, result) {
-                    responses.push(message);
-                }
-            }
+        if let Some(response) = batch_item(inner, headers, access, &session, item).await {
+            responses.push(response);
         }
     }
     if responses.is_empty() {
         accepted()
     } else {
         json_body(StatusCode::OK, &Value::Array(responses))
+    }
+}
+
+/// One message of a batch, handled like a lone one; the response to add, if any.
+async fn batch_item(
+    inner: &Arc<ServerInner>,
+    headers: &HeaderMap,
+    access: Access,
+    session: &Arc<Session>,
+    item: Value,
+) -> Option<Value> {
+    match jsonrpc::parse_message(item) {
+        Err(rejected) => Some(jsonrpc::error_response(
+            rejected.id.as_ref(),
+            &rejected.error,
+        )),
+        Ok(Incoming::Notification { method, params }) => {
+            if method == "notifications/cancelled"
+                && let Some(request_id) = params.get("requestId")
+            {
+                session.cancel(request_id);
+            }
+            None
+        }
+        Ok(Incoming::Response { id, outcome }) => {
+            session.resolve_client_request(&id, outcome);
+            None
+        }
+        Ok(Incoming::Request {
+            id, method, params, ..
+        }) => {
+            let Some(parsed) = Method::parse(&method, false).filter(|m| *m != Method::Initialize)
+            else {
+                return Some(jsonrpc::error_response(
+                    Some(&id),
+                    &RpcError::method_not_found(&method),
+                ));
+            };
+            let ctx = session_context(inner, headers, access, session, &id, None);
+            let lifetime = Lifetime::in_session(session, &id);
+            let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
+            let Progress::Done(result) = call.run().await else {
+                unreachable!("a call that cannot stream answers with its result")
+            };
+            final_message(&id, result)
+        }
     }
 }

@@ -67,74 +67,13 @@ pub(crate) async fn handle_post(
     // The request taken whole: a `HeaderMap` extractor would copy every header.
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let content_type = header(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
-    if !content_type
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-    {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            jsonrpc::INVALID_REQUEST,
-            format!(
-                "Unsupported Media Type `{content_type}`: send the JSON-RPC message with `Content-Type: application/json`"
-            ),
-        );
-    }
-    let accept = accepts(headers);
-    if !accept.json && !accept.sse {
-        return refuse(
-            StatusCode::NOT_ACCEPTABLE,
-            jsonrpc::INVALID_REQUEST,
-            "Not Acceptable: send `Accept: application/json, text/event-stream`",
-        );
-    }
-    let too_large = || {
-        refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            jsonrpc::INVALID_REQUEST,
-            format!(
-                "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
-                inner.max_body_bytes
-            ),
-        )
+    let accept = match check_media_types(headers) {
+        Ok(accept) => accept,
+        Err(refusal) => return refusal,
     };
-    // A declared length over the limit is refused at once, not after waiting for it.
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > inner.max_body_bytes as u64) {
-        return too_large();
-    }
-    // A client that sends its body slowly (or never finishes it) must not hold a task
-    // forever: the whole body has to arrive within the body timeout.
-    let read = tokio::time::timeout(
-        inner.body_timeout,
-        axum::body::to_bytes(body, inner.max_body_bytes),
-    );
-    let bytes = match read.await {
-        Ok(Ok(b)) => b,
-        Err(_) => {
-            return refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                jsonrpc::INVALID_REQUEST,
-                format!(
-                    "Request Timeout: the body did not arrive within {} s (MCP_BODY_TIMEOUT_SECS)",
-                    inner.body_timeout.as_secs()
-                ),
-            );
-        }
-        Ok(Err(_)) => return too_large(),
-    };
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::new(jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
-            );
-        }
+    let value = match read_json_body(&inner, headers, body).await {
+        Ok(value) => value,
+        Err(refusal) => return refusal,
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
     // The guard says what the token allows; without the guard, the least.
@@ -171,6 +110,85 @@ pub(crate) async fn handle_post(
     } else {
         modern_post(inner, headers, access, message, accept).await
     }
+}
+
+/// The body must be JSON, and the client must take JSON or SSE back.
+fn check_media_types(headers: &HeaderMap) -> Result<Accepts, Response> {
+    let content_type = header(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Unsupported Media Type `{content_type}`: send the JSON-RPC message with `Content-Type: application/json`"
+            ),
+        ));
+    }
+    let accept = accepts(headers);
+    if !accept.json && !accept.sse {
+        return Err(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: send `Accept: application/json, text/event-stream`",
+        ));
+    }
+    Ok(accept)
+}
+
+/// Reads the whole body within the size and time limits and parses it as JSON.
+async fn read_json_body(
+    inner: &ServerInner,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, Response> {
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
+                inner.max_body_bytes
+            ),
+        )
+    };
+    // A declared length over the limit is refused at once, not after waiting for it.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > inner.max_body_bytes as u64) {
+        return Err(too_large());
+    }
+    // A client that sends its body slowly (or never finishes it) must not hold a task
+    // forever: the whole body has to arrive within the body timeout.
+    let read = tokio::time::timeout(
+        inner.body_timeout,
+        axum::body::to_bytes(body, inner.max_body_bytes),
+    );
+    let bytes = match read.await {
+        Ok(Ok(b)) => b,
+        Err(_) => {
+            return Err(refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s (MCP_BODY_TIMEOUT_SECS)",
+                    inner.body_timeout.as_secs()
+                ),
+            ));
+        }
+        Ok(Err(_)) => return Err(too_large()),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &RpcError::new(jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+        )
+    })
 }
 
 fn meta_version(message: &Incoming) -> Option<&Value> {

@@ -4,6 +4,21 @@
 
 use super::*;
 
+/// Why a request was refused before it ran: the HTTP status and the JSON-RPC error.
+type Refusal = (StatusCode, RpcError);
+
+fn bad_request(error: RpcError) -> Refusal {
+    (StatusCode::BAD_REQUEST, error)
+}
+
+/// What the checks learned about a request that passed them.
+struct Checked<'a> {
+    version: &'static str,
+    method: Method,
+    capabilities: &'a Value,
+    log_threshold: Option<u8>,
+}
+
 pub(super) async fn modern_post(
     inner: Arc<ServerInner>,
     headers: &HeaderMap,
@@ -31,131 +46,174 @@ pub(super) async fn modern_post(
             has_params,
         } => (id, method, params, has_params),
     };
-    let fail = |status: StatusCode, error: RpcError| rpc_error(status, Some(&id), &error);
+    let fail = |(status, error): Refusal| rpc_error(status, Some(&id), &error);
+    let checked = match check_request(&inner, headers, &method, &params, has_params) {
+        Ok(checked) => checked,
+        Err(refusal) => return fail(refusal),
+    };
+    if checked.method == Method::SubscriptionsListen {
+        let owner = caller(&inner, headers);
+        return match listen_filter(&inner, &params, checked.capabilities, owner).await {
+            Ok(filter) => listen(&inner, &id, filter),
+            Err(error) => fail((modern_status(&error), error)),
+        };
+    }
+    let ctx = match request_context(&inner, headers, access, &id, &params, &checked) {
+        Ok(ctx) => ctx,
+        Err(refusal) => return fail(refusal),
+    };
+    if let Some(listing) = inner.cached_tools_list(checked.method, &params, &ctx) {
+        return raw_reply(&id, listing, accept);
+    }
+    run_stateless(inner, checked.method, params, ctx, accept).await
+}
 
-    // 1. _meta must carry the protocol version and client capabilities.
+/// The spec's checks, in the order its tests expect: `_meta`, the version header and
+/// the version, the routing headers, the method, the mirrored parameters, the log level.
+fn check_request<'a>(
+    inner: &ServerInner,
+    headers: &HeaderMap,
+    method: &str,
+    params: &'a Map<String, Value>,
+    has_params: bool,
+) -> Result<Checked<'a>, Refusal> {
     let meta = params.get("_meta").and_then(Value::as_object);
+    let (meta_version, capabilities) = required_meta(meta, has_params).map_err(bad_request)?;
+    let version = checked_version(headers, meta_version).map_err(bad_request)?;
+    check_routing_headers(headers, method, params).map_err(bad_request)?;
+    let parsed = Method::parse(method, true)
+        .filter(|m| *m != Method::PromptsList || !inner.prompts.is_empty())
+        .ok_or_else(|| (StatusCode::NOT_FOUND, RpcError::method_not_found(method)))?;
+    if parsed == Method::ToolsCall {
+        check_param_headers(inner, headers, params)
+            .map_err(|reason| bad_request(RpcError::header_mismatch(reason)))?;
+    }
+    let log_threshold = log_threshold(meta).map_err(bad_request)?;
+    Ok(Checked {
+        version,
+        method: parsed,
+        capabilities,
+        log_threshold,
+    })
+}
+
+/// `_meta` must carry the protocol version and the client's capabilities (an object).
+fn required_meta<'a>(
+    meta: Option<&'a Map<String, Value>>,
+    has_params: bool,
+) -> Result<(&'a str, &'a Value), RpcError> {
     let meta_version = meta
         .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
     let capabilities = meta.and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES));
     let (Some(meta_version), Some(capabilities), true) = (meta_version, capabilities, has_params)
     else {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            RpcError::invalid_params(format!(
-                "Invalid params: every request needs params._meta with \"{}\" and \"{}\" (or call initialize for the 2025 protocol)",
-                protocol::META_PROTOCOL_VERSION,
-                protocol::META_CLIENT_CAPABILITIES
-            )),
-        );
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: every request needs params._meta with \"{}\" and \"{}\" (or call initialize for the 2025 protocol)",
+            protocol::META_PROTOCOL_VERSION,
+            protocol::META_CLIENT_CAPABILITIES
+        )));
     };
     if !capabilities.is_object() {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            RpcError::invalid_params(format!(
-                "`{}` must be an object",
-                protocol::META_CLIENT_CAPABILITIES
-            )),
-        );
+        return Err(RpcError::invalid_params(format!(
+            "`{}` must be an object",
+            protocol::META_CLIENT_CAPABILITIES
+        )));
     }
-    // 2. The version header must match _meta.
-    if let Err(error) = header_equals(
+    Ok((meta_version, capabilities))
+}
+
+/// The version header must match `_meta`, and the version must be one we serve.
+fn checked_version(headers: &HeaderMap, meta_version: &str) -> Result<&'static str, RpcError> {
+    header_equals(
         headers,
         protocol::HEADER_PROTOCOL_VERSION,
         "MCP-Protocol-Version",
         meta_version,
         false,
-    ) {
-        return fail(StatusCode::BAD_REQUEST, error);
-    }
-    // 3. The version must be one we serve.
-    let Some(version) = protocol::modern_version(meta_version) else {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            RpcError::new(
-                jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(json!({"supported": protocol::MODERN_VERSIONS, "requested": meta_version})),
-        );
-    };
-    // 4. Mcp-Method and, where required, Mcp-Name must match the body.
-    if let Err(error) = header_equals(
+    )?;
+    protocol::modern_version(meta_version).ok_or_else(|| {
+        RpcError::new(
+            jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({"supported": protocol::MODERN_VERSIONS, "requested": meta_version}))
+    })
+}
+
+/// `Mcp-Method` and, where the method names something, `Mcp-Name` must match the body.
+fn check_routing_headers(
+    headers: &HeaderMap,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<(), RpcError> {
+    header_equals(
         headers,
         protocol::HEADER_METHOD,
         "Mcp-Method",
-        &method,
+        method,
         false,
-    ) {
-        return fail(StatusCode::BAD_REQUEST, error);
-    }
-    let name_member = match method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+    )?;
+    let name_member = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
         // The Tasks extension routes by task id.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return Ok(()),
     };
-    if let Some(member) = name_member {
-        let body_value = params
-            .get(member)
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if let Err(error) =
-            header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
-        {
-            return fail(StatusCode::BAD_REQUEST, error);
-        }
-    }
-    // 5. The method must exist in this era.
-    let Some(parsed) = Method::parse(&method, true) else {
-        return fail(StatusCode::NOT_FOUND, RpcError::method_not_found(&method));
-    };
-    if parsed == Method::PromptsList && inner.prompts.is_empty() {
-        return fail(StatusCode::NOT_FOUND, RpcError::method_not_found(&method));
-    }
-    // 6. Tool parameters mirrored in Mcp-Param-* headers.
-    if parsed == Method::ToolsCall
-        && let Err(reason) = check_param_headers(&inner, headers, &params)
-    {
-        return fail(StatusCode::BAD_REQUEST, RpcError::header_mismatch(reason));
-    }
-    // 7. An optional log level.
-    let log_threshold = match meta.and_then(|m| m.get(protocol::META_LOG_LEVEL)) {
-        None => None,
-        Some(level) => match level.as_str().and_then(protocol::log_level_rank) {
-            Some(rank) => Some(rank),
-            None => {
-                return fail(
-                    StatusCode::BAD_REQUEST,
-                    RpcError::invalid_params(format!(
-                        "`{}` must be one of {}",
-                        protocol::META_LOG_LEVEL,
-                        protocol::LOG_LEVELS.join(", ")
-                    )),
-                );
-            }
-        },
-    };
+    let body_value = params
+        .get(name_member)
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
+}
 
-    if parsed == Method::SubscriptionsListen {
-        let owner = caller(&inner, headers);
-        return match listen_filter(&inner, &params, capabilities, owner).await {
-            Ok(filter) => listen(&inner, &id, filter),
-            Err(error) => fail(modern_status(&error), error),
-        };
+/// The optional log level in `_meta`, as a rank.
+fn log_threshold(meta: Option<&Map<String, Value>>) -> Result<Option<u8>, RpcError> {
+    let Some(level) = meta.and_then(|m| m.get(protocol::META_LOG_LEVEL)) else {
+        return Ok(None);
+    };
+    match level.as_str().and_then(protocol::log_level_rank) {
+        Some(rank) => Ok(Some(rank)),
+        None => Err(RpcError::invalid_params(format!(
+            "`{}` must be one of {}",
+            protocol::META_LOG_LEVEL,
+            protocol::LOG_LEVELS.join(", ")
+        ))),
+    }
+}
+
+/// The context a checked request runs in: its era, the caller, and the answers to
+/// earlier input requests (multi-round-trip requests) it carries.
+fn request_context(
+    inner: &Arc<ServerInner>,
+    headers: &HeaderMap,
+    access: Access,
+    id: &Value,
+    params: &Map<String, Value>,
+    checked: &Checked<'_>,
+) -> Result<RequestContext, Refusal> {
+    if params
+        .get("inputResponses")
+        .is_some_and(|v| !v.is_object() && !v.is_null())
+    {
+        return Err((
+            StatusCode::OK,
+            RpcError::invalid_params(
+                "`inputResponses` must be an object keyed by the server's input request keys",
+            ),
+        ));
     }
     let mut ctx = inner.context(
         access,
-        Era::Modern(version),
+        Era::Modern(checked.version),
         None,
         id.clone(),
-        Some(&params),
-        log_threshold,
+        Some(params),
+        checked.log_threshold,
     );
-    ctx.client_capabilities = capabilities.clone();
-    ctx.caller = caller(&inner, headers);
+    ctx.client_capabilities = checked.capabilities.clone();
+    ctx.caller = caller(inner, headers);
     ctx.input_responses = params
         .get("inputResponses")
         .and_then(Value::as_object)
@@ -164,21 +222,7 @@ pub(super) async fn modern_post(
         .get("requestState")
         .and_then(Value::as_str)
         .map(str::to_string);
-    if params
-        .get("inputResponses")
-        .is_some_and(|v| !v.is_object() && !v.is_null())
-    {
-        return fail(
-            StatusCode::OK,
-            RpcError::invalid_params(
-                "`inputResponses` must be an object keyed by the server's input request keys",
-            ),
-        );
-    }
-    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
-        return raw_reply(&id, listing, accept);
-    }
-    run_stateless(inner, parsed, params, ctx, accept).await
+    Ok(ctx)
 }
 
 /// Runs a request that belongs to no session (the modern era, or a bare request): the
