@@ -72,13 +72,38 @@ pub(crate) struct Call {
 pub(crate) enum Progress {
     /// The handler returned without sending anything first.
     Done(Finished),
-    /// The handler sent `first` before its result: the rest of its messages arrive
-    /// through `events`, and `rest` (its own task now) resolves to the result.
-    Streaming {
-        first: StreamEvent,
-        events: mpsc::UnboundedReceiver<StreamEvent>,
-        rest: JoinHandle<Finished>,
-    },
+    /// The handler sent a message before its result.
+    Streaming(Streaming),
+}
+
+/// A handler that sent `first` before its result: the rest of its messages arrive
+/// through `events`, and `rest` (its own task now) resolves to the result.
+pub(crate) struct Streaming {
+    first: StreamEvent,
+    events: mpsc::UnboundedReceiver<StreamEvent>,
+    rest: JoinHandle<Finished>,
+}
+
+impl Streaming {
+    /// Stops the handler's task (the client went away).
+    pub(crate) fn abort_handle(&self) -> tokio::task::AbortHandle {
+        self.rest.abort_handle()
+    }
+
+    /// Hands every message the handler sends to `each`, in order, then waits for its
+    /// result; a task aborted from outside counts as cancelled.
+    pub(crate) async fn pump(self, mut each: impl FnMut(StreamEvent)) -> Finished {
+        let Streaming {
+            first,
+            mut events,
+            rest,
+        } = self;
+        each(first);
+        while let Some(event) = events.recv().await {
+            each(event);
+        }
+        rest.await.unwrap_or(Err(Unfinished::Cancelled))
+    }
 }
 
 impl Call {
@@ -137,30 +162,24 @@ impl Call {
                 self.handler.handler = None;
                 match self.events.try_recv() {
                     // Messages sent in the very poll that returned still go first.
-                    Ok(first) => Progress::Streaming {
+                    Ok(first) => Progress::Streaming(Streaming {
                         first,
                         events: self.events,
                         rest: tokio::spawn(std::future::ready(result)),
-                    },
+                    }),
                     Err(_) => Progress::Done(result),
                 }
             }
             Next::Sent(first) => {
                 let handler = self.handler.handler.take().expect("not yet taken");
-                Progress::Streaming {
+                Progress::Streaming(Streaming {
                     first,
                     events: self.events,
                     rest: tokio::spawn(handler),
-                }
+                })
             }
         }
     }
-}
-
-/// The result of a handler that moved to its own task; a task aborted from outside
-/// counts as cancelled.
-pub(crate) async fn rest_of(rest: JoinHandle<Finished>) -> Finished {
-    rest.await.unwrap_or(Err(Unfinished::Cancelled))
 }
 
 /// The handler while it runs inline; on drop, it finishes in a task if its lifetime

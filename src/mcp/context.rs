@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::guard::Access;
 use super::jsonrpc::{self, RpcError};
-use super::mrtr::StateSealer;
+use super::seal::SealingKey;
 use super::protocol::{Era, log_level_rank};
 use super::session::Session;
 use crate::redact::Redactor;
@@ -50,7 +50,7 @@ pub struct RequestContext {
     /// MRTR (modern): the client's answers to earlier input requests.
     pub input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
-    pub(crate) sealer: Arc<StateSealer>,
+    pub(crate) sealer: Arc<SealingKey>,
     /// Notifications carry text from the bot too (progress messages, log data).
     pub(crate) redactor: Arc<Redactor>,
     /// A keyed hash of the caller's credentials: the owner of the tasks it creates.

@@ -1,5 +1,7 @@
-//! Method dispatch: one enum of the methods we serve, and one function per method
-//! family. The transport (`http`) has already decided the era and validated headers;
+//! Method dispatch: one enum of the methods we serve ([`Method`], the method table), and
+//! one function per method family. Methods with a home of their own: `tasks/*` in
+//! `tasks/methods.rs`, `skills/*` in `skills`, `subscriptions/listen` (a stream) in
+//! `http/listen.rs`, `initialize` and session streams in `http/legacy.rs`. The transport (`http`) has already decided the era and validated headers;
 //! here a method runs and its result is shaped for the era (`resultType` and caching
 //! hints in 2026, bare results before).
 
@@ -194,9 +196,10 @@ impl ServerInner {
                 "capabilities": self.capabilities(&ctx.era),
                 "instructions": self.info.instructions,
             })),
+            // A long-lived stream, not a reply: `http/listen.rs` serves it before dispatch.
             Method::SubscriptionsListen => {
                 return Err(RpcError::internal(
-                    "subscriptions/listen is served as a stream",
+                    "subscriptions/listen is served as a stream (http/listen.rs)",
                 ));
             }
             Method::ToolsList => {

@@ -16,8 +16,8 @@
 //! Layout: `http` (transport, both eras) → `dispatch` (one function per method family)
 //! → the [`Tool`], [`ResourceProvider`] and [`Prompt`] seams. `guard` holds the
 //! middleware, `session` the legacy sessions and resumable streams, `subscriptions` the
-//! change notifications, `mrtr` sealed state, `tasks` and `skills` the two
-//! extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
+//! change notifications, `seal` the server's keyed tags and sealed state, `tasks` and
+//! `skills` the two extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
 //! this module holds no logging code of its own.
 
 mod call;
@@ -26,7 +26,7 @@ pub mod dispatch;
 mod guard;
 mod http;
 pub mod jsonrpc;
-mod mrtr;
+mod seal;
 pub mod protocol;
 
 mod prompt;
@@ -50,7 +50,7 @@ pub use crate::redact::Redactor;
 pub use context::RequestContext;
 pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
-pub use mrtr::StateSealer;
+pub use seal::SealingKey;
 pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
 pub use resource::ResourceProvider;
@@ -80,7 +80,7 @@ pub(crate) struct ServerInner {
     prompts: PromptSet,
     sessions: session::Sessions,
     notifier: Notifier,
-    sealer: Arc<StateSealer>,
+    sealer: Arc<SealingKey>,
     redactor: Arc<Redactor>,
     guard: GuardConfig,
     max_body_bytes: usize,
@@ -272,7 +272,7 @@ impl McpServerBuilder {
                 prompts,
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
-                sealer: Arc::new(StateSealer::new(secret, "mrtr-state")),
+                sealer: Arc::new(SealingKey::new(secret, "mrtr-state")),
                 redactor: self.redactor,
                 guard: GuardConfig {
                     auth: self.auth,

@@ -167,27 +167,21 @@ pub(super) async fn run_legacy(
     let id = ctx.request_id.clone();
     let lifetime = Lifetime::in_session(&session, &id);
     let call = Call::new(inner.clone(), method, params, ctx, accept.sse, lifetime);
-    let (first, mut events, rest) = match call.run().await {
+    let streaming = match call.run().await {
         Progress::Done(result) => return final_reply(&id, result, false, accept),
-        Progress::Streaming {
-            first,
-            events,
-            rest,
-        } => (first, events, rest),
+        Progress::Streaming(streaming) => streaming,
     };
     // The handler is talking to the client: answer as an SSE stream of this session.
     let (stream, rx) = session.open_stream(false);
     let pump_session = session.clone();
     tokio::spawn(async move {
-        let mut next = Some(first);
-        while let Some(event) = next {
-            match event {
+        let result = streaming
+            .pump(|event| match event {
                 StreamEvent::Message(message) => pump_session.push(stream, &message),
                 StreamEvent::Disconnect => pump_session.detach(stream),
-            }
-            next = events.recv().await;
-        }
-        if let Some(message) = final_message(&id, rest_of(rest).await) {
+            })
+            .await;
+        if let Some(message) = final_message(&id, result) {
             pump_session.push(stream, &message);
         }
         pump_session.finish(stream);

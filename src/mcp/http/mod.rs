@@ -35,7 +35,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::ServerInner;
-use super::call::{Call, Finished, Lifetime, Progress, Unfinished, rest_of};
+use super::call::{Call, Finished, Lifetime, Progress, Unfinished};
 use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
 use super::guard::{Access, refuse};

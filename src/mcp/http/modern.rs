@@ -244,28 +244,24 @@ pub(super) async fn run_stateless(
         accept.sse,
         Lifetime::EndsWithRequest,
     );
-    let (first, mut events, rest) = match call.run().await {
+    let streaming = match call.run().await {
         Progress::Done(result) => return final_reply(&id, result, modern, accept),
-        Progress::Streaming {
-            first,
-            events,
-            rest,
-        } => (first, events, rest),
+        Progress::Streaming(streaming) => streaming,
     };
     // If the client goes away before the reply, the work stops.
-    let cancel_on_drop = AbortOnDrop(rest.abort_handle());
+    let cancel_on_drop = AbortOnDrop(streaming.abort_handle());
     let (tx, rx) = mpsc::unbounded_channel();
     let pump = tokio::spawn(async move {
         let _cancel_on_drop = cancel_on_drop;
-        let mut next = Some(first);
-        while let Some(event) = next {
-            // Modern streams cannot be resumed, so there is nothing to disconnect.
-            if let StreamEvent::Message(message) = event {
-                let _ = tx.send(sse_event(&message));
-            }
-            next = events.recv().await;
-        }
-        if let Some(message) = final_message(&id, rest_of(rest).await) {
+        let result = streaming
+            .pump(|event| {
+                // Modern streams cannot be resumed, so there is nothing to disconnect.
+                if let StreamEvent::Message(message) = event {
+                    let _ = tx.send(sse_event(&message));
+                }
+            })
+            .await;
+        if let Some(message) = final_message(&id, result) {
             let _ = tx.send(sse_event(&message));
         }
     });

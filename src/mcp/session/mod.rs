@@ -35,7 +35,7 @@ use futures::future::{AbortHandle, AbortRegistration};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::mrtr::StateSealer;
+use super::seal::SealingKey;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
 
 mod id;
@@ -235,7 +235,7 @@ pub enum Lookup {
 }
 
 pub struct Sessions {
-    sealer: StateSealer,
+    sealer: SealingKey,
     config: SessionConfig,
     live: Mutex<HashMap<String, Arc<Session>>>,
     /// Ended ids of restored sessions, and the order they ended in (oldest forgotten
@@ -249,7 +249,7 @@ pub struct Sessions {
 impl Sessions {
     pub fn new(secret: Option<&str>, config: SessionConfig) -> Self {
         let sessions = Sessions {
-            sealer: StateSealer::new(secret, "session-id"),
+            sealer: SealingKey::new(secret, "session-id"),
             config,
             live: Mutex::default(),
             ended: Mutex::default(),

@@ -28,7 +28,7 @@ pub use record::{TaskRecord, TaskStatus};
 pub use store::{MemoryTaskStore, StoreFailure, TaskStore};
 
 use super::jsonrpc::{self, RpcError};
-use super::mrtr::StateSealer;
+use super::seal::SealingKey;
 use super::subscriptions::{Change, Notifier};
 
 /// The extension's identifier, in capabilities and `-32021` errors.
@@ -83,7 +83,7 @@ pub(crate) struct TaskEngine {
     running: Mutex<HashMap<String, Running>>,
     notifier: Notifier,
     /// Keys the hash that binds a task to its caller's credentials.
-    owner_key: StateSealer,
+    owner_key: SealingKey,
 }
 
 /// The `-32021` error for a client that did not declare the extension.
@@ -107,7 +107,7 @@ impl TaskEngine {
             config,
             running: Mutex::new(HashMap::new()),
             notifier,
-            owner_key: StateSealer::new(secret, "task-owner"),
+            owner_key: SealingKey::new(secret, "task-owner"),
         }
     }
 

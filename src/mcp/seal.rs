@@ -1,6 +1,7 @@
-//! Integrity-protected state for the modern era's multi-round-trip requests (MRTR) and
-//! the self-validating legacy session ids: an HMAC-SHA256 over the payload with a key
-//! only this server knows. A client can echo a sealed value back but not alter it.
+//! The server's sealing key: an HMAC-SHA256 key only this server knows, one per purpose.
+//! It mints and verifies the self-validating legacy session ids (`session/id.rs`), binds
+//! tasks to their owner (`tasks`), and seals the modern era's multi-round-trip request
+//! state (MRTR). A client can echo a sealed value back but not alter it.
 //!
 //! The key is derived from the bearer secret when there is one, so values sealed before
 //! a restart still open after it; without a secret a random key is made per process.
@@ -17,11 +18,12 @@ type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 /// How long sealed MRTR state stays valid.
 const STATE_LIFETIME_SECS: i64 = 3600;
 
-pub struct StateSealer {
+/// A key for one purpose (session ids, task owners, MRTR state).
+pub struct SealingKey {
     key: [u8; 32],
 }
 
-impl StateSealer {
+impl SealingKey {
     /// `secret` is the bearer token (or `None` for a random per-process key); `purpose`
     /// separates keys used for different things.
     pub fn new(secret: Option<&str>, purpose: &str) -> Self {
@@ -35,7 +37,7 @@ impl StateSealer {
             }
             None => rand::random(),
         };
-        StateSealer { key }
+        SealingKey { key }
     }
 
     /// A MAC of `data`, truncated to 16 bytes (128 bits is plenty against forgery).
@@ -96,14 +98,14 @@ mod tests {
 
     #[test]
     fn sealed_state_round_trips_and_tampering_is_rejected() {
-        let sealer = StateSealer::new(Some("0123456789abcdef0123"), "mrtr");
+        let sealer = SealingKey::new(Some("0123456789abcdef0123"), "mrtr");
         let token = sealer.seal(&json!({"step": 2}));
         assert_eq!(sealer.open(&token).unwrap(), json!({"step": 2}));
         assert!(sealer.open(&format!("{token}-TAMPERED")).is_err());
-        let other = StateSealer::new(Some("another-secret-value-here"), "mrtr");
+        let other = SealingKey::new(Some("another-secret-value-here"), "mrtr");
         assert!(other.open(&token).is_err());
         // The same secret gives the same key: state survives a restart.
-        let again = StateSealer::new(Some("0123456789abcdef0123"), "mrtr");
+        let again = SealingKey::new(Some("0123456789abcdef0123"), "mrtr");
         assert!(again.open(&token).is_ok());
     }
 }
