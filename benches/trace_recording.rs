@@ -11,13 +11,17 @@
 //! - `trace/export`: 512 spans (a full writer batch, with request payloads) handed to
 //!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
 //!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
-//! - `trace/turn`: a whole turn (`Supervisor::send`, new conversation, one streamed
-//!   answer) against the fake OpenAI-compatible server of the tests (real HTTP on
-//!   127.0.0.1), with `TRACE_ENABLED` false and true.
 //!
-//! After criterion, it prints the store's growth per traced turn: the database file
-//! (checkpointed) after 200 turns with tracing on, minus the same with tracing off,
-//! divided by 200.
+//! Then, outside criterion's timing (two bots must take turns, which criterion's
+//! groups cannot do):
+//! - `trace/turn_overhead`: whole turns (`Supervisor::send`, new conversation, one
+//!   streamed answer) against the fake OpenAI-compatible server of the tests (real HTTP
+//!   on 127.0.0.1), one bot with `TRACE_ENABLED=false` and one with `true`, in
+//!   interleaved rounds; the median ratio is the recording cost of a turn, the
+//!   writer's work included (`TRACE_TURN_ROUNDS`, `TRACE_TURN_TURNS` to change the
+//!   sample).
+//! - `trace/store_growth`: the database file (checkpointed) after 200 turns with tracing
+//!   on, minus the same with tracing off, divided by 200.
 //!
 //! Run: `cargo bench --bench trace_recording` (optimised), or on a shared machine
 //! `cargo bench --profile dev --bench trace_recording` (unoptimised; ratios only).
@@ -162,8 +166,16 @@ fn llm_call(c: &mut Criterion) {
 }
 
 /// A collector on 127.0.0.1:0 that accepts every OTLP request; returns its base URL.
+/// It reads each body whole: a server that answers before reading a large body closes
+/// the connection under the client, and every export would count as failed.
 async fn accepting_collector() -> String {
-    let app = axum::Router::new().route("/v1/traces", axum::routing::post(|| async { "" }));
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(|body: bytes::Bytes| async move {
+            black_box(body.len());
+            ""
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -276,17 +288,67 @@ async fn one_turn(bot: &Bot) {
     black_box(reply);
 }
 
-fn turn(c: &mut Criterion) {
+/// The recording cost on a whole turn, as a ratio: turns with tracing off and on,
+/// interleaved in rounds (the order alternates, so drift hits both sides alike), each
+/// traced round ending with a timed flush so the writer's work is counted too. Each bot
+/// has its own database file, as a real bot does.
+fn turn_overhead(_: &mut Criterion) {
+    let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
+    let turns: usize = env_number("TRACE_TURN_TURNS", 200);
     let rt = runtime();
     let llm = rt.block_on(fake_llm::start(Vec::new()));
-    let mut group = c.benchmark_group("trace/turn");
-    for traced in [false, true] {
-        let bot = rt.block_on(bot(&llm.url(), traced, ":memory:"));
-        let name = if traced { "traced" } else { "untraced" };
-        group.bench_function(name, |b| b.iter(|| rt.block_on(one_turn(&bot))));
-        rt.block_on(bot.tracer.flush());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = |name: &str| dir.path().join(name).display().to_string();
+    let untraced = rt.block_on(bot(&llm.url(), false, &database("untraced.db")));
+    let traced = rt.block_on(bot(&llm.url(), true, &database("traced.db")));
+    let timed = |bot: &Bot, flush: bool| {
+        rt.block_on(async {
+            let started = Instant::now();
+            for _ in 0..turns {
+                one_turn(bot).await;
+            }
+            if flush {
+                bot.tracer.flush().await;
+            }
+            started.elapsed()
+        })
+    };
+    // Warm-up: connections, the page cache, the allocator.
+    timed(&untraced, false);
+    timed(&traced, true);
+    let mut ratios = Vec::with_capacity(rounds);
+    let (mut off_total, mut on_total) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..rounds {
+        let (off, on) = if round % 2 == 0 {
+            let off = timed(&untraced, false);
+            (off, timed(&traced, true))
+        } else {
+            let on = timed(&traced, true);
+            (timed(&untraced, false), on)
+        };
+        off_total += off;
+        on_total += on;
+        ratios.push(on.as_secs_f64() / off.as_secs_f64());
     }
-    group.finish();
+    ratios.sort_by(f64::total_cmp);
+    let per_turn = |total: Duration| total.as_secs_f64() * 1e6 / (rounds * turns) as f64;
+    let percent = |ratio: f64| (ratio - 1.0) * 100.0;
+    println!(
+        "trace/turn_overhead: {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
+         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} µs untraced, {:.0} µs traced",
+        percent(ratios[rounds / 2]),
+        percent(ratios[rounds / 4]),
+        percent(ratios[rounds * 3 / 4]),
+        per_turn(off_total),
+        per_turn(on_total),
+    );
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// The database file after `turns` turns, checkpointed, in bytes.
@@ -322,5 +384,12 @@ fn store_growth(_: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, span_hot_path, llm_call, export, turn, store_growth);
+criterion_group!(
+    benches,
+    span_hot_path,
+    llm_call,
+    export,
+    turn_overhead,
+    store_growth
+);
 criterion_main!(benches);

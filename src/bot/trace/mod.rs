@@ -7,9 +7,9 @@
 //!
 //! Recording is cheap on the turn's path: a [`Span`] collects its fields in memory and,
 //! when it ends (or is dropped because the turn was cancelled), is handed to a bounded
-//! channel with `try_send`. The background [`writer`] redacts secrets, cuts large
-//! payloads, stores the spans and exports them; a full channel drops the span and counts
-//! it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
+//! channel with `try_send`. The background [`writer`] gathers spans for a moment, then
+//! redacts secrets, cuts large payloads, stores them and exports them, many turns at a
+//! time; a full channel drops the span and counts it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
 mod llm_call;
 mod otel;
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::bot::store::Store;
 use crate::redact::Redactor;
@@ -147,6 +147,8 @@ struct Counters {
 /// Starts spans and hands finished ones to the background writer.
 pub struct Tracer {
     sender: Option<mpsc::Sender<WriterMessage>>,
+    /// Ends the writer's wait for more spans early (a flush, a channel filling up).
+    wake: Arc<Notify>,
     counters: Arc<Counters>,
     exporter: Option<Arc<dyn SpanExporter>>,
 }
@@ -156,6 +158,7 @@ impl Tracer {
     pub fn disabled() -> Arc<Tracer> {
         Arc::new(Tracer {
             sender: None,
+            wake: Arc::default(),
             counters: Arc::default(),
             exporter: None,
         })
@@ -171,7 +174,9 @@ impl Tracer {
     ) -> Arc<Tracer> {
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let counters = Arc::new(Counters::default());
+        let wake = Arc::new(Notify::new());
         let writer = writer::Writer {
+            wake: wake.clone(),
             store,
             redactor,
             settings,
@@ -181,6 +186,7 @@ impl Tracer {
         tokio::spawn(writer.run(receiver));
         Arc::new(Tracer {
             sender: Some(sender),
+            wake,
             counters,
             exporter,
         })
@@ -220,6 +226,7 @@ impl Tracer {
             .await
             .is_ok()
         {
+            self.wake.notify_one();
             let _ = wait.await;
         }
     }
@@ -243,6 +250,10 @@ impl Tracer {
             Ok(()) => self.counters.recorded.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.counters.dropped.fetch_add(1, Ordering::Relaxed),
         };
+        // A writer gathering spans must not let the channel fill up and drop some.
+        if sender.capacity() < CHANNEL_CAPACITY / 4 {
+            self.wake.notify_one();
+        }
     }
 }
 

@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TryRecvError};
+use tokio::sync::Notify;
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
 use crate::bot::store::Store;
@@ -18,6 +19,11 @@ use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
 const BATCH: usize = 512;
+/// How long the writer lets spans gather after the first one arrives, unless a flush or
+/// a filling channel wakes it: one wake-up and one store transaction for the spans of
+/// many turns, instead of one per turn competing with the turns for the CPU and the
+/// store's connection.
+const GATHER: Duration = Duration::from_millis(50);
 /// How long a flush that asks for export waits for the collector.
 const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -35,6 +41,7 @@ pub trait SpanExporter: Send + Sync {
 
 pub(super) struct Writer {
     pub(super) store: Store,
+    pub(super) wake: Arc<Notify>,
     pub(super) redactor: Arc<Redactor>,
     pub(super) settings: TraceSettings,
     pub(super) exporter: Option<Arc<dyn SpanExporter>>,
@@ -46,7 +53,23 @@ impl Writer {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
         let mut pruning = Pruning::default();
-        while let Some(first) = receiver.recv().await {
+        loop {
+            let first = match receiver.try_recv() {
+                Ok(message) => message,
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {
+                    let Some(message) = receiver.recv().await else {
+                        break;
+                    };
+                    if matches!(message, WriterMessage::Span(_)) {
+                        tokio::select! {
+                            () = tokio::time::sleep(GATHER) => {}
+                            () = self.wake.notified() => {}
+                        }
+                    }
+                    message
+                }
+            };
             let mut next = Some(first);
             while let Some(message) = next {
                 match message {
@@ -78,9 +101,20 @@ impl Writer {
         if spans.is_empty() && !prune {
             return;
         }
-        for span in &mut spans {
-            prepare(span, &self.redactor, self.settings.max_payload_bytes);
-        }
+        // Redaction and cutting are CPU work: off the async workers the turns run on.
+        let redactor = self.redactor.clone();
+        let max_payload_bytes = self.settings.max_payload_bytes;
+        let prepared = tokio::task::spawn_blocking(move || {
+            for span in &mut spans {
+                prepare(span, &redactor, max_payload_bytes);
+            }
+            spans
+        })
+        .await;
+        let Ok(spans) = prepared else {
+            self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
         if let Some(exporter) = &self.exporter {
             exporter.export(&spans);
         }
