@@ -12,6 +12,25 @@ use crate::bot::trace::{SpanRecord, cut_payload};
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 pub const MAX_MAX_BYTES: usize = 1024 * 1024;
 
+/// The byte budget a call asked for, within bounds.
+pub fn answer_budget(max_bytes: Option<usize>) -> usize {
+    max_bytes
+        .unwrap_or(DEFAULT_MAX_BYTES)
+        .clamp(1024, MAX_MAX_BYTES)
+}
+
+/// The `max_bytes` property every trace tool shares.
+pub fn max_bytes_property() -> Value {
+    json!({"type": "integer", "minimum": 1024, "maximum": MAX_MAX_BYTES, "default": DEFAULT_MAX_BYTES,
+           "description": "Approximate size budget of the answer; larger payloads are cut and marked"})
+}
+
+/// The `since` property every trace tool shares.
+pub fn since_property() -> Value {
+    json!({"type": "string", "minLength": 1,
+           "description": "Only what started at or after this: an RFC 3339 time, or an age such as 30s, 15m, 2h, 7d"})
+}
+
 /// `since`: an RFC 3339 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
 /// the epoch.
 pub fn parse_since(text: &str) -> Result<i64, String> {
