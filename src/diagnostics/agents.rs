@@ -1,7 +1,6 @@
 //! The agent system: `list_agents` (the registry) and `get_agent_state` (the
 //! supervisor's snapshot).
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
@@ -10,7 +9,6 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 pub(super) struct ListAgents;
 
-#[async_trait]
 impl DiagnosticTool for ListAgents {
     type Args = NoArgs;
 
@@ -36,7 +34,6 @@ impl DiagnosticTool for ListAgents {
 
 pub(super) struct GetAgentState;
 
-#[async_trait]
 impl DiagnosticTool for GetAgentState {
     type Args = NoArgs;
 

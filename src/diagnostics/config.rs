@@ -1,7 +1,6 @@
 //! The bot's runtime configuration: `get_config`, and the redacted snapshot it and the
 //! `porthole://config` resource show.
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
@@ -12,7 +11,6 @@ use crate::redact::REDACTED;
 
 pub(super) struct GetConfig;
 
-#[async_trait]
 impl DiagnosticTool for GetConfig {
     type Args = NoArgs;
 

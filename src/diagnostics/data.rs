@@ -1,7 +1,6 @@
 //! Data: `db_query` (any SQL on the bot's database), `list_conversations`,
 //! `list_messages`.
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,7 +21,6 @@ pub(super) struct DbQueryArgs {
     limit: Option<usize>,
 }
 
-#[async_trait]
 impl DiagnosticTool for DbQuery {
     type Args = DbQueryArgs;
 
@@ -258,7 +256,6 @@ pub(super) struct LimitArgs {
     limit: Option<usize>,
 }
 
-#[async_trait]
 impl DiagnosticTool for ListConversations {
     type Args = LimitArgs;
 
@@ -302,7 +299,6 @@ pub(super) struct ListMessagesArgs {
     after: Option<i64>,
 }
 
-#[async_trait]
 impl DiagnosticTool for ListMessages {
     type Args = ListMessagesArgs;
 

@@ -1,6 +1,5 @@
 //! `health`: the bot's vital signs in one call.
 
-use async_trait::async_trait;
 use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
@@ -9,7 +8,6 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 pub(super) struct Health;
 
-#[async_trait]
 impl DiagnosticTool for Health {
     type Args = NoArgs;
 

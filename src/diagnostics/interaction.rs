@@ -6,7 +6,6 @@
 //! agent's work. Either way the conversation stays consistent: the next turn ignores a
 //! half-finished tool call.
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -27,7 +26,6 @@ pub(super) struct SendArgs {
 /// Streamed text is sent as progress in pieces of about this many characters.
 const TEXT_CHUNK: usize = 80;
 
-#[async_trait]
 impl DiagnosticTool for SendMessage {
     type Args = SendArgs;
 

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,7 +31,6 @@ pub(super) struct GetLlmCallsArgs {
     cursor: Option<String>,
 }
 
-#[async_trait]
 impl DiagnosticTool for GetLlmCalls {
     type Args = GetLlmCallsArgs;
 
@@ -94,7 +92,6 @@ pub(super) struct GetLlmCallArgs {
     max_bytes: Option<usize>,
 }
 
-#[async_trait]
 impl DiagnosticTool for GetLlmCall {
     type Args = GetLlmCallArgs;
 
@@ -153,7 +150,6 @@ pub(super) struct SinceArgs {
     since: Option<String>,
 }
 
-#[async_trait]
 impl DiagnosticTool for GetTraceStats {
     type Args = SinceArgs;
 

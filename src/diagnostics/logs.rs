@@ -12,7 +12,6 @@
 //! Lines caused by the MCP endpoint itself are left out unless `include_mcp` is set, so
 //! a client reading logs does not mostly read about its own reads.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -88,7 +87,6 @@ fn parse_since(value: &Value) -> Result<Since, String> {
     }
 }
 
-#[async_trait]
 impl DiagnosticTool for ReadLog {
     type Args = LogArgs;
 
@@ -223,7 +221,6 @@ pub(super) struct SetLogLevelArgs {
     duration_secs: Option<u64>,
 }
 
-#[async_trait]
 impl DiagnosticTool for SetLogLevel {
     type Args = SetLogLevelArgs;
 

@@ -1,7 +1,6 @@
 //! The MCP servers the bot itself connects to (from `MCP_SERVERS_CONFIG`):
 //! `list_mcp_servers` and `toggle_mcp_server`.
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -11,7 +10,6 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 pub(super) struct ListMcpServers;
 
-#[async_trait]
 impl DiagnosticTool for ListMcpServers {
     type Args = NoArgs;
 
@@ -46,7 +44,6 @@ pub(super) struct ToggleArgs {
 
 pub(super) struct ToggleMcpServer;
 
-#[async_trait]
 impl DiagnosticTool for ToggleMcpServer {
     type Args = ToggleArgs;
 

@@ -1,6 +1,5 @@
 //! The skills the bot loaded from `SKILLS_DIR`: `list_skills`.
 
-use async_trait::async_trait;
 use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
@@ -9,7 +8,6 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 pub(super) struct ListSkills;
 
-#[async_trait]
 impl DiagnosticTool for ListSkills {
     type Args = NoArgs;
 

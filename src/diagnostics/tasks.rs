@@ -1,7 +1,6 @@
 //! The bot's scheduled tasks: `list_tasks` and `run_task`. (The MCP endpoint's own
 //! tasks, which long tool calls become, are kept by `mcp_task_store`.)
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -12,7 +11,6 @@ use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 
 pub(super) struct ListTasks;
 
-#[async_trait]
 impl DiagnosticTool for ListTasks {
     type Args = NoArgs;
 
@@ -45,7 +43,6 @@ pub(super) struct RunTaskArgs {
     id: i64,
 }
 
-#[async_trait]
 impl DiagnosticTool for RunTask {
     type Args = RunTaskArgs;
 

@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,7 +21,6 @@ pub(super) struct ListToolsArgs {
     include_schemas: bool,
 }
 
-#[async_trait]
 impl DiagnosticTool for ListTools {
     type Args = ListToolsArgs;
 
@@ -98,7 +96,6 @@ pub(super) struct NameArgs {
     name: String,
 }
 
-#[async_trait]
 impl DiagnosticTool for GetToolSchema {
     type Args = NameArgs;
 
@@ -144,7 +141,6 @@ pub(super) struct RunToolArgs {
     parameters: Value,
 }
 
-#[async_trait]
 impl DiagnosticTool for RunTool {
     type Args = RunToolArgs;
 
@@ -205,7 +201,6 @@ impl DiagnosticTool for RunTool {
 
 pub(super) struct ToggleTool;
 
-#[async_trait]
 impl DiagnosticTool for ToggleTool {
     type Args = ToggleArgs;
 

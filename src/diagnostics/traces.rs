@@ -6,7 +6,6 @@
 //! complete as soon as its turn has answered. Payloads were redacted before storage;
 //! the `mcp` layer redacts results once more on the way out.
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -38,7 +37,6 @@ pub(super) struct ListTracesArgs {
     cursor: Option<String>,
 }
 
-#[async_trait]
 impl DiagnosticTool for ListTraces {
     type Args = ListTracesArgs;
 
@@ -99,7 +97,6 @@ pub(super) struct GetTraceArgs {
     max_bytes: Option<usize>,
 }
 
-#[async_trait]
 impl DiagnosticTool for GetTrace {
     type Args = GetTraceArgs;
 
@@ -186,7 +183,6 @@ pub(super) struct BudgetArgs {
     max_bytes: Option<usize>,
 }
 
-#[async_trait]
 impl DiagnosticTool for LastError {
     type Args = BudgetArgs;
 

@@ -21,7 +21,6 @@ use crate::mcp::{CallToolResult, Outcome, RequestContext, RpcError, TaskSupport,
 /// more input, or a protocol error.
 pub(super) type Answer = Result<Outcome<CallToolResult>, RpcError>;
 
-#[async_trait]
 pub(super) trait DiagnosticTool: Send + Sync + 'static {
     /// The arguments, as the input schema describes them.
     type Args: DeserializeOwned + Send;
@@ -35,7 +34,14 @@ pub(super) trait DiagnosticTool: Send + Sync + 'static {
         TaskSupport::Forbidden
     }
 
-    async fn run(&self, d: &Diagnostics, args: Self::Args, ctx: &RequestContext) -> Answer;
+    /// The work, written `async fn run(…) -> Answer` (the future must be `Send`, as
+    /// every tool call may run on another thread).
+    fn run(
+        &self,
+        d: &Diagnostics,
+        args: Self::Args,
+        ctx: &RequestContext,
+    ) -> impl Future<Output = Answer> + Send;
 }
 
 /// The arguments of a tool that takes none.
