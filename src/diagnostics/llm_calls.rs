@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    answer_budget, encode_cursor, full_span, max_bytes_property, paged_query, parse_since,
-    percentile, since_property, span_summary,
+    Paging, answer_budget, encode_cursor, full_span, max_bytes_property, parse_since, percentile,
+    since_property, span_summary, with_paging,
 };
 use super::traces::store_failed;
 use super::typed_tool::{Answer, DiagnosticTool};
@@ -26,9 +26,8 @@ pub(super) struct GetLlmCalls;
 pub(super) struct GetLlmCallsArgs {
     model: Option<String>,
     status: Option<String>,
-    since: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
 }
 
 impl DiagnosticTool for GetLlmCalls {
@@ -43,13 +42,10 @@ impl DiagnosticTool for GetLlmCalls {
              Filter by model, status or since; page with `cursor`. Open one with get_llm_call.",
         )
         .input(
-            json!({
+            with_paging(json!({
                 "model": {"type": "string", "minLength": 1, "description": "Only calls to this model"},
-                "status": {"type": "string", "enum": ["ok", "error"]},
-                "since": since_property(),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-                "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
-            }),
+                "status": {"type": "string", "enum": ["ok", "error"]}
+            })),
             &[],
         )
         .output(
@@ -60,8 +56,7 @@ impl DiagnosticTool for GetLlmCalls {
     }
 
     async fn run(&self, d: &Diagnostics, args: GetLlmCallsArgs, _: &RequestContext) -> Answer {
-        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
-        let query = match paged {
+        let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
                 status: args.status,
                 model: args.model,

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    answer_budget, full_span, max_bytes_property, paged_query, since_property, span_summary,
-    span_tree, trace_page,
+    Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree, trace_page,
+    with_paging,
 };
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
@@ -30,11 +30,10 @@ pub(super) struct ListTraces;
 pub(super) struct ListTracesArgs {
     conversation_id: Option<String>,
     status: Option<String>,
-    since: Option<String>,
     min_duration_ms: Option<f64>,
     source: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
 }
 
 impl DiagnosticTool for ListTraces {
@@ -50,15 +49,12 @@ impl DiagnosticTool for ListTraces {
              Open one with get_trace.",
         )
         .input(
-            json!({
+            with_paging(json!({
                 "conversation_id": conversation_id_property("Only this conversation's traces"),
                 "status": {"type": "string", "enum": ["ok", "error"]},
-                "since": since_property(),
                 "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
-                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-                "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
-            }),
+                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]}
+            })),
             &[],
         )
         .output(
@@ -69,8 +65,7 @@ impl DiagnosticTool for ListTraces {
     }
 
     async fn run(&self, d: &Diagnostics, args: ListTracesArgs, _: &RequestContext) -> Answer {
-        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
-        let query = match paged {
+        let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
                 conversation_id: args.conversation_id,
                 status: args.status,
