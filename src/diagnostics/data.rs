@@ -1,31 +1,19 @@
 //! Data: `db_query` (any SQL on the bot's database), `list_conversations`,
 //! `list_messages`.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
-use crate::mcp::{
-    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
-};
+use crate::mcp::{Annotations, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec};
 use crate::redact::{REDACTED, is_secret_key};
 
-pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(DbQuery(d.clone())),
-        Arc::new(ListConversations(d.clone())),
-        Arc::new(ListMessages(d.clone())),
-    ]
-}
-
-struct DbQuery(Arc<Diagnostics>);
+pub(super) struct DbQuery;
 
 #[derive(Deserialize)]
-struct DbQueryArgs {
+pub(super) struct DbQueryArgs {
     /// The design's name; `sql`, the older spelling, is renamed to it by the tool set.
     query: String,
     #[serde(default)]
@@ -33,24 +21,20 @@ struct DbQueryArgs {
     limit: Option<usize>,
 }
 
-#[async_trait]
-impl Tool for DbQuery {
-    /// Long work: a client that supports tasks gets a handle to poll.
-    fn task_support(&self) -> TaskSupport {
-        TaskSupport::Optional
-    }
+impl DiagnosticTool for DbQuery {
+    type Args = DbQueryArgs;
 
-    fn spec(&self) -> ToolSpec {
-        let mode = if self.0.settings.db_query_readonly {
+    fn spec(&self, d: &Diagnostics) -> ToolSpec {
+        let mode = if d.settings.db_query_readonly {
             "This bot runs it read-only (DB_QUERY_READONLY=true): only statements that read run, on a read-only \
              connection of their own."
         } else {
             "Full access: writes change the live bot's data."
         };
-        ToolSpec {
-            name: "db_query".into(),
-            title: Some("Run SQL".into()),
-            description: format!(
+        ToolSpec::new(
+            "db_query",
+            "Run SQL",
+            format!(
                 "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database, given \
                  as `query` (tables: conversations, messages, tasks, embeddings, memories, and the bot's own bookkeeping). Use ?1, ?2… with \
                  `params`. Columns also answer to the design's camelCase names (createdAt, updatedAt, conversationId, \
@@ -58,45 +42,45 @@ impl Tool for DbQuery {
                  named like secrets (password, api_key…) are redacted. {mode} Clients that support elicitation are \
                  asked to confirm a write before it runs, shown what it writes."
             ),
-            input_schema: object_schema(
-                json!({
-                    "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement",
-                              "x-aliases": ["sql"]},
-                    "params": {"type": "array", "maxItems": 100, "description": "Positional parameters for ?1, ?2…",
-                               "items": {"type": ["string", "number", "integer", "boolean", "null"]}},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
-                              "description": "Most rows to return"}
-                }),
-                &["query"],
-            ),
-            output_schema: Some(output_schema(
-                json!({
-                    "columns": {"type": "array", "items": {"type": "string"}},
-                    "rows": {"type": "array", "items": {"type": "array"}},
-                    "row_count": {"type": "integer"},
-                    "truncated": {"type": "boolean"},
-                    "rows_affected": {"type": ["integer", "null"]},
-                    "last_insert_rowid": {"type": ["integer", "null"]}
-                }),
-                &["columns", "rows", "row_count", "truncated"],
-            )),
-            annotations: Annotations::DESTRUCTIVE,
-        }
+        )
+        .input(
+            json!({
+                "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement",
+                          "x-aliases": ["sql"]},
+                "params": {"type": "array", "maxItems": 100, "description": "Positional parameters for ?1, ?2…",
+                           "items": {"type": ["string", "number", "integer", "boolean", "null"]}},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
+                          "description": "Most rows to return"}
+            }),
+            &["query"],
+        )
+        .output(
+            json!({
+                "columns": {"type": "array", "items": {"type": "string"}},
+                "rows": {"type": "array", "items": {"type": "array"}},
+                "row_count": {"type": "integer"},
+                "truncated": {"type": "boolean"},
+                "rows_affected": {"type": ["integer", "null"]},
+                "last_insert_rowid": {"type": ["integer", "null"]}
+            }),
+            &["columns", "rows", "row_count", "truncated"],
+        )
+        .annotations(Annotations::DESTRUCTIVE)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: DbQueryArgs = args_or_error!("db_query", args);
+    /// Long work: a client that supports tasks gets a handle to poll.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
+    async fn run(&self, d: &Diagnostics, args: DbQueryArgs, ctx: &RequestContext) -> Answer {
         let sql = args.query;
         let limit = args.limit.unwrap_or(100).clamp(1, 1000);
-        let settings = &self.0.settings;
+        let settings = &d.settings;
         // A write on a client that can ask its user: ask first, showing what it writes.
         // Clients that cannot ask get the full-access behaviour unchanged.
         if !settings.db_query_readonly && ctx.has_capability("elicitation") {
-            let summary = match self.0.bot.store.describe_statement(&sql).await {
+            let summary = match d.bot.store.describe_statement(&sql).await {
                 Ok(summary) => summary,
                 Err(e) => return Ok(failed(sql_error_text(&e, settings))),
             };
@@ -112,8 +96,7 @@ impl Tool for DbQuery {
                 }
             }
         }
-        let outcome = self
-            .0
+        let outcome = d
             .bot
             .store
             .run_sql(
@@ -266,41 +249,35 @@ async fn confirm_write(
     }
 }
 
-struct ListConversations(Arc<Diagnostics>);
+pub(super) struct ListConversations;
 
 #[derive(Deserialize)]
-struct LimitArgs {
+pub(super) struct LimitArgs {
     limit: Option<usize>,
 }
 
-#[async_trait]
-impl Tool for ListConversations {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_conversations".into(),
-            title: Some("List conversations".into()),
-            description: "Lists the bot's conversations, most recently active first: id, title, created/updated times, message count."
-                .into(),
-            input_schema: object_schema(
-                json!({"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20}}),
-                &[],
-            ),
-            output_schema: Some(output_schema(
-                json!({"conversations": {"type": "array", "items": {"type": "object"}}}),
-                &["conversations"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for ListConversations {
+    type Args = LimitArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "list_conversations",
+            "List conversations",
+            "Lists the bot's conversations, most recently active first: id, title, created/updated times, message count.",
+        )
+        .input(
+            json!({"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20}}),
+            &[],
+        )
+        .output(
+            json!({"conversations": {"type": "array", "items": {"type": "object"}}}),
+            &["conversations"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: LimitArgs = args_or_error!("list_conversations", args);
-        match self
-            .0
+    async fn run(&self, d: &Diagnostics, args: LimitArgs, _: &RequestContext) -> Answer {
+        match d
             .bot
             .store
             .list_conversations(args.limit.unwrap_or(20))
@@ -312,53 +289,48 @@ impl Tool for ListConversations {
     }
 }
 
-struct ListMessages(Arc<Diagnostics>);
+pub(super) struct ListMessages;
 
 #[derive(Deserialize)]
-struct ListMessagesArgs {
+pub(super) struct ListMessagesArgs {
     conversation_id: String,
     limit: Option<usize>,
     before: Option<i64>,
     after: Option<i64>,
 }
 
-#[async_trait]
-impl Tool for ListMessages {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_messages".into(),
-            title: Some("List messages".into()),
-            description: "A page of one conversation's messages (user, assistant, tool), oldest first. Without cursors: the newest page. \
-                          Page back with `before` = the first id you have, forward with `after` = the last id you have."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "conversation_id": conversation_id_property("From list_conversations"),
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
-                    "before": {"type": "integer", "minimum": 1, "description": "Only messages with a smaller id"},
-                    "after": {"type": "integer", "minimum": 0, "description": "Only messages with a larger id"}
-                }),
-                &["conversation_id"],
-            ),
-            output_schema: Some(output_schema(
-                json!({
-                    "conversation": {"type": "object"},
-                    "messages": {"type": "array", "items": {"type": "object"}},
-                    "has_more": {"type": "boolean"}
-                }),
-                &["messages", "has_more"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for ListMessages {
+    type Args = ListMessagesArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "list_messages",
+            "List messages",
+            "A page of one conversation's messages (user, assistant, tool), oldest first. Without cursors: the newest page. \
+             Page back with `before` = the first id you have, forward with `after` = the last id you have.",
+        )
+        .input(
+            json!({
+                "conversation_id": conversation_id_property("From list_conversations"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+                "before": {"type": "integer", "minimum": 1, "description": "Only messages with a smaller id"},
+                "after": {"type": "integer", "minimum": 0, "description": "Only messages with a larger id"}
+            }),
+            &["conversation_id"],
+        )
+        .output(
+            json!({
+                "conversation": {"type": "object"},
+                "messages": {"type": "array", "items": {"type": "object"}},
+                "has_more": {"type": "boolean"}
+            }),
+            &["messages", "has_more"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: ListMessagesArgs = args_or_error!("list_messages", args);
-        let store = &self.0.bot.store;
+    async fn run(&self, d: &Diagnostics, args: ListMessagesArgs, _: &RequestContext) -> Answer {
+        let store = &d.bot.store;
         let conversation = match store.get_conversation(&args.conversation_id).await {
             Ok(Some(c)) => c,
             Ok(None) => {

@@ -6,28 +6,19 @@
 //! agent's work. Either way the conversation stays consistent: the next turn ignores a
 //! half-finished tool call.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, conversation_id_property, done, failed, mcp_exec};
 use crate::bot::agents::{AgentError, AgentEvent};
-use crate::bot::tools::{ADMIN_ROLE, ExecContext};
-use crate::mcp::{
-    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
-};
+use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 
-pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(SendMessage(d.clone()))]
-}
-
-struct SendMessage(Arc<Diagnostics>);
+pub(super) struct SendMessage;
 
 #[derive(Deserialize)]
-struct SendArgs {
+pub(super) struct SendArgs {
     content: String,
     conversation_id: Option<String>,
 }
@@ -35,62 +26,55 @@ struct SendArgs {
 /// Streamed text is sent as progress in pieces of about this many characters.
 const TEXT_CHUNK: usize = 80;
 
-#[async_trait]
-impl Tool for SendMessage {
+impl DiagnosticTool for SendMessage {
+    type Args = SendArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "send_message",
+            "Send a message to the bot",
+            "Sends a user message to the running bot and waits for the agent's full reply (the agent may call \
+             tools). Omit conversation_id to start a new conversation; pass one from list_conversations to continue it. \
+             Returns {response, conversation_id}. Send a progressToken to watch the turn as it happens.",
+        )
+        .input(
+            json!({
+                "content": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "The user message"},
+                "conversation_id": conversation_id_property("Continue this conversation")
+            }),
+            &["content"],
+        )
+        .output(
+            json!({
+                "response": {"type": "string"},
+                "conversation_id": {"type": "string"},
+                "error": {"type": ["string", "null"]},
+                "trace_id": {"type": ["string", "null"], "description": "The turn's trace, for get_trace"}
+            }),
+            &["response", "conversation_id"],
+        )
+        .annotations(Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        })
+    }
+
     /// Long work: a client that supports tasks gets a handle to poll.
     fn task_support(&self) -> TaskSupport {
         TaskSupport::Optional
     }
 
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "send_message".into(),
-            title: Some("Send a message to the bot".into()),
-            description: "Sends a user message to the running bot and waits for the agent's full reply (the agent may call \
-                          tools). Omit conversation_id to start a new conversation; pass one from list_conversations to continue it. \
-                          Returns {response, conversation_id}. Send a progressToken to watch the turn as it happens."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "content": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "The user message"},
-                    "conversation_id": conversation_id_property("Continue this conversation")
-                }),
-                &["content"],
-            ),
-            output_schema: Some(output_schema(
-                json!({
-                    "response": {"type": "string"},
-                    "conversation_id": {"type": "string"},
-                    "error": {"type": ["string", "null"]},
-                    "trace_id": {"type": ["string", "null"], "description": "The turn's trace, for get_trace"}
-                }),
-                &["response", "conversation_id"],
-            )),
-            annotations: Annotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-            },
-        }
-    }
-
-    async fn call(
-        &self,
-        args: Value,
-        ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: SendArgs = args_or_error!("send_message", args);
+    async fn run(&self, d: &Diagnostics, args: SendArgs, ctx: &RequestContext) -> Answer {
         if args.content.trim().is_empty() {
             return Ok(failed("`content` must contain some text"));
         }
-        let bot = &self.0.bot;
-        let timeout = self.0.settings.send_message_timeout;
-        let mut exec = ExecContext::new(&[ADMIN_ROLE]);
-        exec.correlation_id = format!("mcp-{}", exec.correlation_id);
-        exec.trace = super::mcp_trace(&self.0, "send_message", ctx);
+        let bot = &d.bot;
+        let timeout = d.settings.send_message_timeout;
+        let exec = mcp_exec(d, "send_message", ctx);
 
-        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let send = tokio::time::timeout(
             timeout,
             bot.supervisor.send(
@@ -100,39 +84,7 @@ impl Tool for SendMessage {
                 Some(events_tx),
             ),
         );
-        let progress = async {
-            let mut conversation = None;
-            let mut step = 0.0;
-            let mut text = String::new();
-            while let Some(event) = events_rx.recv().await {
-                step += 1.0;
-                let message = match event {
-                    AgentEvent::Conversation(id) => {
-                        conversation = Some(id.clone());
-                        format!("conversation {id}")
-                    }
-                    AgentEvent::Step(n) => format!("agent step {n}"),
-                    AgentEvent::ToolCall { name, arguments } => {
-                        format!("calling {name} {arguments}")
-                    }
-                    AgentEvent::ToolResult { name, is_error, .. } => {
-                        format!("{name} {}", if is_error { "failed" } else { "returned" })
-                    }
-                    AgentEvent::Token(t) => {
-                        text.push_str(&t);
-                        if text.len() < TEXT_CHUNK {
-                            continue;
-                        }
-                        std::mem::take(&mut text)
-                    }
-                };
-                ctx.progress(step, None, Some(&message));
-            }
-            if !text.is_empty() {
-                ctx.progress(step + 1.0, None, Some(&text));
-            }
-            conversation
-        };
+        let progress = report_progress(events_rx, ctx);
         let (reply, conversation) = tokio::join!(send, progress);
         match reply {
             Ok(Ok(reply)) => Ok(done(json!({
@@ -153,4 +105,43 @@ impl Tool for SendMessage {
             ))),
         }
     }
+}
+
+/// Forwards the turn's events as progress notifications until the turn ends, and
+/// returns the conversation it ran in (for the timeout's message).
+async fn report_progress(
+    mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    ctx: &RequestContext,
+) -> Option<String> {
+    let mut conversation = None;
+    let mut step = 0.0;
+    let mut text = String::new();
+    while let Some(event) = events.recv().await {
+        step += 1.0;
+        let message = match event {
+            AgentEvent::Conversation(id) => {
+                conversation = Some(id.clone());
+                format!("conversation {id}")
+            }
+            AgentEvent::Step(n) => format!("agent step {n}"),
+            AgentEvent::ToolCall { name, arguments } => {
+                format!("calling {name} {arguments}")
+            }
+            AgentEvent::ToolResult { name, is_error, .. } => {
+                format!("{name} {}", if is_error { "failed" } else { "returned" })
+            }
+            AgentEvent::Token(t) => {
+                text.push_str(&t);
+                if text.len() < TEXT_CHUNK {
+                    continue;
+                }
+                std::mem::take(&mut text)
+            }
+        };
+        ctx.progress(step, None, Some(&message));
+    }
+    if !text.is_empty() {
+        ctx.progress(step + 1.0, None, Some(&text));
+    }
+    conversation
 }

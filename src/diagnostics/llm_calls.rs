@@ -4,78 +4,59 @@
 //! per tool: count, error rate, p50/p95 latency, tokens in and out).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, encode_cursor, full_span, paged_query, parse_since,
-    percentile, span_summary,
+    Paging, answer_budget, encode_cursor, full_span, max_bytes_property, parse_since, percentile,
+    since_property, span_summary, with_paging,
 };
-use super::traces::{max_bytes_property, since_property, store_failed};
-use super::{Diagnostics, done, failed, object_schema, output_schema};
+use super::traces::store_failed;
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, done, failed};
 use crate::bot::store::SpanQuery;
 use crate::bot::trace::{SpanKind, SpanRecord};
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{Annotations, RequestContext, ToolSpec};
 use crate::trace_context::is_span_id;
 
-pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(GetLlmCalls(d.clone())),
-        Arc::new(GetLlmCall(d.clone())),
-        Arc::new(GetTraceStats(d.clone())),
-    ]
-}
-
-struct GetLlmCalls(Arc<Diagnostics>);
+pub(super) struct GetLlmCalls;
 
 #[derive(Deserialize)]
-struct GetLlmCallsArgs {
+pub(super) struct GetLlmCallsArgs {
     model: Option<String>,
     status: Option<String>,
-    since: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
 }
 
-#[async_trait]
-impl Tool for GetLlmCalls {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_llm_calls".into(),
-            title: Some("List LLM calls".into()),
-            description: "The bot's requests to its language model across all traces, newest first: model, status, error, duration, \
-                          time to first token, tokens in/out, finish reason, the tools it asked for, and the trace it belongs to. \
-                          Filter by model, status or since; page with `cursor`. Open one with get_llm_call."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "model": {"type": "string", "minLength": 1, "description": "Only calls to this model"},
-                    "status": {"type": "string", "enum": ["ok", "error"]},
-                    "since": since_property(),
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-                    "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
-                }),
-                &[],
-            ),
-            output_schema: Some(output_schema(
-                json!({"calls": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
-                &["calls", "next_cursor"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for GetLlmCalls {
+    type Args = GetLlmCallsArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "get_llm_calls",
+            "List LLM calls",
+            "The bot's requests to its language model across all traces, newest first: model, status, error, duration, \
+             time to first token, tokens in/out, finish reason, the tools it asked for, and the trace it belongs to. \
+             Filter by model, status or since; page with `cursor`. Open one with get_llm_call.",
+        )
+        .input(
+            with_paging(json!({
+                "model": {"type": "string", "minLength": 1, "description": "Only calls to this model"},
+                "status": {"type": "string", "enum": ["ok", "error"]}
+            })),
+            &[],
+        )
+        .output(
+            json!({"calls": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+            &["calls", "next_cursor"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: GetLlmCallsArgs = args_or_error!("get_llm_calls", args);
-        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
-        let query = match paged {
+    async fn run(&self, d: &Diagnostics, args: GetLlmCallsArgs, _: &RequestContext) -> Answer {
+        let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
                 status: args.status,
                 model: args.model,
@@ -83,8 +64,8 @@ impl Tool for GetLlmCalls {
             },
             Err(e) => return Ok(failed(e)),
         };
-        self.0.bot.tracer.flush().await;
-        match self.0.bot.store.list_spans(SpanKind::Llm, query).await {
+        d.bot.tracer.flush().await;
+        match d.bot.store.list_spans(SpanKind::Llm, query).await {
             Ok(page) => Ok(done(json!({
                 "calls": page.items.iter().map(|s| {
                     let mut call = span_summary(s);
@@ -98,57 +79,49 @@ impl Tool for GetLlmCalls {
     }
 }
 
-struct GetLlmCall(Arc<Diagnostics>);
+pub(super) struct GetLlmCall;
 
 #[derive(Deserialize)]
-struct GetLlmCallArgs {
+pub(super) struct GetLlmCallArgs {
     span_id: String,
     max_bytes: Option<usize>,
 }
 
-#[async_trait]
-impl Tool for GetLlmCall {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_llm_call".into(),
-            title: Some("Get one LLM call".into()),
-            description: "One request to the language model in full: the messages it was sent (system prompt included), the tools \
-                          offered, the parameters, the response text and tool calls, finish reason, tokens and timings, or the error \
-                          and its cause. Secrets are redacted; payloads are cut to max_bytes and marked where cut."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "From get_llm_calls or get_trace"},
-                    "max_bytes": max_bytes_property()
-                }),
-                &["span_id"],
-            ),
-            output_schema: Some(output_schema(
-                json!({"span_id": {"type": "string"}, "trace_id": {"type": "string"}, "attributes": {"type": "object"}}),
-                &["span_id", "trace_id", "attributes"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for GetLlmCall {
+    type Args = GetLlmCallArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "get_llm_call",
+            "Get one LLM call",
+            "One request to the language model in full: the messages it was sent (system prompt included), the tools \
+             offered, the parameters, the response text and tool calls, finish reason, tokens and timings, or the error \
+             and its cause. Secrets are redacted; payloads are cut to max_bytes and marked where cut.",
+        )
+        .input(
+            json!({
+                "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "From get_llm_calls or get_trace"},
+                "max_bytes": max_bytes_property()
+            }),
+            &["span_id"],
+        )
+        .output(
+            json!({"span_id": {"type": "string"}, "trace_id": {"type": "string"}, "attributes": {"type": "object"}}),
+            &["span_id", "trace_id", "attributes"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: GetLlmCallArgs = args_or_error!("get_llm_call", args);
+    async fn run(&self, d: &Diagnostics, args: GetLlmCallArgs, _: &RequestContext) -> Answer {
         if !is_span_id(&args.span_id) {
             return Ok(failed(format!(
                 "`{}` is not a span id (16 lowercase hex digits); take one from get_llm_calls",
                 args.span_id
             )));
         }
-        let max_bytes = args
-            .max_bytes
-            .unwrap_or(DEFAULT_MAX_BYTES)
-            .clamp(1024, MAX_MAX_BYTES);
-        self.0.bot.tracer.flush().await;
-        match self.0.bot.store.span(&args.span_id).await {
+        let max_bytes = answer_budget(args.max_bytes);
+        d.bot.tracer.flush().await;
+        match d.bot.store.span(&args.span_id).await {
             Ok(Some(span)) if span.kind == SpanKind::Llm => Ok(done(full_span(&span, max_bytes))),
             Ok(Some(span)) => Ok(failed(format!(
                 "span `{}` is a {} span, not an LLM call; use get_trace with trace_id {} and span_id to expand it",
@@ -165,43 +138,38 @@ impl Tool for GetLlmCall {
     }
 }
 
-struct GetTraceStats(Arc<Diagnostics>);
+pub(super) struct GetTraceStats;
 
-#[async_trait]
-impl Tool for GetTraceStats {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_trace_stats".into(),
-            title: Some("LLM and tool statistics from traces".into()),
-            description: "Per model and per tool, over the stored traces (or those since `since`): call count, errors, error rate, \
-                          p50 and p95 latency in ms, and tokens in/out (models)."
-                .into(),
-            input_schema: object_schema(json!({"since": since_property()}), &[]),
-            output_schema: Some(output_schema(
-                json!({"models": {"type": "array"}, "tools": {"type": "array"}, "since": {"type": ["string", "null"]}}),
-                &["models", "tools"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+#[derive(Deserialize)]
+pub(super) struct SinceArgs {
+    since: Option<String>,
+}
+
+impl DiagnosticTool for GetTraceStats {
+    type Args = SinceArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "get_trace_stats",
+            "LLM and tool statistics from traces",
+            "Per model and per tool, over the stored traces (or those since `since`): call count, errors, error rate, \
+             p50 and p95 latency in ms, and tokens in/out (models).",
+        )
+        .input(json!({"since": since_property()}), &[])
+        .output(
+            json!({"models": {"type": "array"}, "tools": {"type": "array"}, "since": {"type": ["string", "null"]}}),
+            &["models", "tools"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        #[derive(Deserialize)]
-        struct Args {
-            since: Option<String>,
-        }
-        let args: Args = args_or_error!("get_trace_stats", args);
+    async fn run(&self, d: &Diagnostics, args: SinceArgs, _: &RequestContext) -> Answer {
         let since_us = match args.since.as_deref().map(parse_since).transpose() {
             Ok(s) => s,
             Err(e) => return Ok(failed(e)),
         };
-        self.0.bot.tracer.flush().await;
-        let spans = match self
-            .0
+        d.bot.tracer.flush().await;
+        let spans = match d
             .bot
             .store
             .step_spans_since(since_us.unwrap_or(i64::MIN))

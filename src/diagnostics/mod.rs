@@ -1,56 +1,69 @@
 //! The diagnostics MCP tools: thin adapters from the `mcp` seams onto the bot's
-//! services, one file per category — `logs`, `data`, `tools`, `agents`, `config`,
-//! `interaction`, and the turn traces (`traces`, `llm_calls`) — plus `resources` and
-//! `prompts`.
+//! services, one file per area as users name it:
 //!
-//! Each tool parses its (already schema-validated) arguments, calls a bot service
-//! directly (never `/api`), and shapes a structured result with a text rendering.
-//! Results are redacted by the `mcp` layer before they leave.
-
-/// Parses a tool's arguments or returns the tool error from the enclosing `call`.
-macro_rules! args_or_error {
-    ($name:expr, $args:expr) => {
-        match $crate::diagnostics::parse_args($name, $args) {
-            Ok(a) => a,
-            Err(e) => return Ok($crate::mcp::Outcome::Complete(e)),
-        }
-    };
-}
+//! - `logs`: `server_log`, `web_log`, `set_log_level`; `log_readers`: the log file and
+//!   database readers `server_log` merges with the ring buffer;
+//! - `health`: `health`;
+//! - `data`: `db_query`, `list_conversations`, `list_messages`;
+//! - `tools`: `list_tools`, `get_tool_schema`, `run_tool`, `toggle_tool`;
+//! - `agents`: `list_agents`, `get_agent_state`;
+//! - `mcp_servers`: `list_mcp_servers`, `toggle_mcp_server`;
+//! - `tasks`: `list_tasks`, `run_task`;
+//! - `skills`: `list_skills`;
+//! - `config`: `get_config`;
+//! - `interaction`: `send_message`;
+//! - `traces`: `list_traces`, `get_trace`, `last_error`; `llm_calls`: `get_llm_calls`,
+//!   `get_llm_call`, `get_trace_stats`; `trace_view`: the shapes both show traces in;
+//! - `resources` and `prompts` (with `trace_prompts`): the MCP resources and prompts;
+//! - `session_ledger` and `mcp_task_store`: the endpoint's sessions and tasks kept in
+//!   the bot's store; `bridges`: the bot's events carried to `/mcp` (browser console
+//!   lines, the log journal, tool-list changes).
+//!
+//! Every tool is a [`typed_tool::DiagnosticTool`]: its arguments struct, its spec and
+//! its work. It calls a bot service directly (never `/api`) and shapes a structured
+//! result; the `mcp` layer validates arguments before and redacts results after.
 
 mod agents;
 mod bridges;
 mod config;
 mod data;
+mod health;
 mod interaction;
 mod llm_calls;
+mod log_readers;
 mod logs;
+mod mcp_servers;
+mod mcp_task_store;
 mod prompts;
 mod resources;
 mod session_ledger;
-mod task_store;
+mod skills;
+mod tasks;
 mod tools;
 mod trace_prompts;
 mod trace_view;
 mod traces;
+mod typed_tool;
 
 pub use bridges::{BufferedWebLogSink, forward_tool_changes, spawn_journal_writer};
+pub use mcp_task_store::StoredTasks;
 pub use session_ledger::StoredSessionLedger;
-pub use task_store::StoredTasks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::bot::Bot;
-use crate::bot::trace::TraceScope;
+use crate::bot::tools::{ADMIN_ROLE, ExecContext};
 use crate::logs::buffer::LogBuffer;
+use crate::logs::buffer::LogSource;
 use crate::logs::file::LogFile;
 use crate::logs::journal::LogJournal;
 use crate::mcp::{
     CallToolResult, McpServer, Outcome, Prompt, RequestContext, ResourceProvider, Tool,
 };
+use typed_tool::adapt;
 
 /// Settings the diagnostics read besides the bot's own.
 #[derive(Debug, Clone)]
@@ -109,18 +122,36 @@ impl Diagnostics {
     }
 }
 
-/// Every diagnostics tool.
+/// Every diagnostics tool, by the file that holds it.
 pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    let mut all: Vec<Arc<dyn Tool>> = Vec::new();
-    all.extend(logs::tools(d));
-    all.extend(data::tools(d));
-    all.extend(tools::tools(d));
-    all.extend(agents::tools(d));
-    all.extend(config::tools(d));
-    all.extend(interaction::tools(d));
-    all.extend(traces::tools(d));
-    all.extend(llm_calls::tools(d));
-    all
+    vec![
+        adapt(d, logs::ReadLog(LogSource::Server)),
+        adapt(d, logs::ReadLog(LogSource::Web)),
+        adapt(d, logs::SetLogLevel),
+        adapt(d, health::Health),
+        adapt(d, data::DbQuery),
+        adapt(d, data::ListConversations),
+        adapt(d, data::ListMessages),
+        adapt(d, tools::ListTools),
+        adapt(d, tools::GetToolSchema),
+        adapt(d, tools::RunTool),
+        adapt(d, tools::ToggleTool),
+        adapt(d, agents::ListAgents),
+        adapt(d, agents::GetAgentState),
+        adapt(d, mcp_servers::ListMcpServers),
+        adapt(d, mcp_servers::ToggleMcpServer),
+        adapt(d, tasks::ListTasks),
+        adapt(d, tasks::RunTask),
+        adapt(d, skills::ListSkills),
+        adapt(d, config::GetConfig),
+        adapt(d, interaction::SendMessage),
+        adapt(d, traces::ListTraces),
+        adapt(d, traces::GetTrace),
+        adapt(d, traces::LastError),
+        adapt(d, llm_calls::GetLlmCalls),
+        adapt(d, llm_calls::GetLlmCall),
+        adapt(d, llm_calls::GetTraceStats),
+    ]
 }
 
 pub fn resources(d: &Arc<Diagnostics>) -> Arc<dyn ResourceProvider> {
@@ -131,13 +162,6 @@ pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
     prompts::prompts(d)
 }
 
-/// Deserialises validated arguments; a mismatch (which the schema should have caught)
-/// becomes a tool error.
-fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, CallToolResult> {
-    serde_json::from_value(args)
-        .map_err(|e| CallToolResult::error(format!("Invalid arguments for {tool}: {e}")))
-}
-
 /// A finished structured result.
 fn done(value: Value) -> Outcome<CallToolResult> {
     Outcome::Complete(CallToolResult::structured(value))
@@ -146,16 +170,6 @@ fn done(value: Value) -> Outcome<CallToolResult> {
 /// A finished tool error.
 fn failed(message: impl Into<String>) -> Outcome<CallToolResult> {
     Outcome::Complete(CallToolResult::error(message))
-}
-
-/// `{"type":"object","additionalProperties":false,"properties":…}` with `required`.
-fn object_schema(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
 }
 
 /// The conversation id property of every tool that takes one (`send_message`,
@@ -171,19 +185,19 @@ fn conversation_id_property(description: &str) -> Value {
     })
 }
 
-/// An output schema: an object with these properties (others allowed).
-fn output_schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
-}
-
-/// The trace scope of work an MCP request starts: a new trace (the child of the
-/// caller's, when it sent a `traceparent`), its root marked with the MCP semantic
-/// conventions of the request. The session id is left out: it is a credential.
-fn mcp_trace(d: &Diagnostics, tool: &str, ctx: &RequestContext) -> TraceScope {
-    d.bot
+/// How a tool runs bot work for an MCP request: as an admin, under a correlation id
+/// marked `mcp-`, in a new trace (the child of the caller's, when it sent a
+/// `traceparent`) whose root carries the MCP semantic conventions of the request. The
+/// session id is left out of the trace: it is a credential.
+fn mcp_exec(d: &Diagnostics, tool: &str, ctx: &RequestContext) -> ExecContext {
+    let mut exec = ExecContext::new(&[ADMIN_ROLE]);
+    exec.correlation_id = format!("mcp-{}", exec.correlation_id);
+    exec.trace = d
+        .bot
         .tracer
         .root(tool, ctx.trace_parent())
         .with_root_attribute("mcp.method.name", "tools/call")
         .with_root_attribute("mcp.protocol.version", ctx.era.version())
-        .with_root_attribute("jsonrpc.request.id", ctx.request_id.to_string())
+        .with_root_attribute("jsonrpc.request.id", ctx.request_id.to_string());
+    exec
 }

@@ -15,9 +15,9 @@ use serde_json::{Map, Value, json};
 use tracing::Level;
 
 use super::Diagnostics;
-use super::resources::complete_conversation_ids;
+use super::resources::{complete_conversation_ids, conversation_with_messages};
 use super::trace_prompts::{ExplainFailedTurn, trace_digest};
-use crate::bot::store::{MessageQuery, SpanQuery};
+use crate::bot::store::SpanQuery;
 use crate::logs::buffer::LogQuery;
 use crate::mcp::{
     Outcome, Prompt, PromptArgument, PromptMessages, PromptSpec, RequestContext, RpcError,
@@ -31,8 +31,10 @@ pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
     ]
 }
 
-fn text(body: String) -> Value {
-    json!({"type": "text", "text": body})
+/// A prompt's messages: the investigation `body` as one user message of text.
+pub(super) fn user_text(body: String) -> Result<Outcome<PromptMessages>, RpcError> {
+    let text = json!({"type": "text", "text": body});
+    Ok(Outcome::Complete(PromptMessages::user(vec![text])))
 }
 
 struct DiagnoseRecentErrors(Arc<Diagnostics>);
@@ -119,7 +121,7 @@ impl Prompt for DiagnoseRecentErrors {
                 recent.join("\n")
             },
         );
-        Ok(Outcome::Complete(PromptMessages::user(vec![text(body)])))
+        user_text(body)
     }
 }
 
@@ -151,26 +153,14 @@ impl Prompt for ExplainConversation {
             .get("conversation_id")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let store = &self.0.bot.store;
-        let conversation = store
-            .get_conversation(id)
-            .await
-            .map_err(|e| RpcError::internal(e.to_string()))?
-            .ok_or_else(|| {
-                RpcError::invalid_params(format!(
-                    "no conversation with id `{id}`; use completion or list_conversations"
-                ))
-            })?;
-        let page = store
-            .list_messages(
-                id,
-                MessageQuery {
-                    limit: 100,
-                    ..MessageQuery::default()
-                },
-            )
-            .await
-            .map_err(|e| RpcError::internal(e.to_string()))?;
+        let (conversation, page) =
+            conversation_with_messages(&self.0, id)
+                .await?
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "no conversation with id `{id}`; use completion or list_conversations"
+                    ))
+                })?;
         let transcript: Vec<String> = page
             .messages
             .iter()
@@ -222,7 +212,7 @@ impl Prompt for ExplainConversation {
             },
             transcript.join("\n")
         );
-        Ok(Outcome::Complete(PromptMessages::user(vec![text(body)])))
+        user_text(body)
     }
 
     async fn complete(&self, argument: &str, value: &str) -> Vec<String> {

@@ -11,7 +11,7 @@ use super::Diagnostics;
 use super::config::config_snapshot;
 use super::trace_view::MAX_MAX_BYTES;
 use super::traces::trace_answer;
-use crate::bot::store::MessageQuery;
+use crate::bot::store::{Conversation, MessagePage, MessageQuery};
 use crate::logs::buffer::{LogQuery, LogSource};
 use crate::mcp::{Outcome, RequestContext, ResourceProvider, RpcError};
 
@@ -110,25 +110,10 @@ impl ResourceProvider for BotResources {
                 let Some(id) = uri.strip_prefix(CONVERSATION_PREFIX) else {
                     return Ok(None);
                 };
-                let conversation = bot
-                    .store
-                    .get_conversation(id)
-                    .await
-                    .map_err(|e| RpcError::internal(e.to_string()))?;
-                let Some(conversation) = conversation else {
+                let Some((conversation, page)) = conversation_with_messages(&self.0, id).await?
+                else {
                     return Ok(None);
                 };
-                let page = bot
-                    .store
-                    .list_messages(
-                        id,
-                        MessageQuery {
-                            limit: 100,
-                            ..MessageQuery::default()
-                        },
-                    )
-                    .await
-                    .map_err(|e| RpcError::internal(e.to_string()))?;
                 json!({"conversation": conversation, "messages": page.messages, "has_more": page.has_more})
             }
         };
@@ -141,6 +126,25 @@ impl ResourceProvider for BotResources {
         }
         complete_conversation_ids(&self.0, value).await
     }
+}
+
+/// Conversation `id` with its latest 100 messages, or `None` when there is no such
+/// conversation: what its resource holds and what `explain_conversation` lays out.
+pub(super) async fn conversation_with_messages(
+    d: &Diagnostics,
+    id: &str,
+) -> Result<Option<(Conversation, MessagePage)>, RpcError> {
+    let store = &d.bot.store;
+    let internal = |e: crate::bot::store::StoreError| RpcError::internal(e.to_string());
+    let Some(conversation) = store.get_conversation(id).await.map_err(internal)? else {
+        return Ok(None);
+    };
+    let latest = MessageQuery {
+        limit: 100,
+        ..MessageQuery::default()
+    };
+    let page = store.list_messages(id, latest).await.map_err(internal)?;
+    Ok(Some((conversation, page)))
 }
 
 /// Conversation ids starting with `prefix`, most recent first.

@@ -1,72 +1,58 @@
-//! The bot's tool system: `list_tools`, `get_tool_schema`, `run_tool`.
+//! The bot's tool system: `list_tools`, `get_tool_schema`, `run_tool` and
+//! `toggle_tool`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Diagnostics, done, failed, object_schema, output_schema};
-use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolSource};
-use crate::mcp::{
-    Annotations, CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
-};
+use super::mcp_servers::ToggleArgs;
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, done, failed, mcp_exec};
+use crate::bot::tools::ToolSource;
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, TaskSupport, ToolSpec};
 
-pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(ListTools(d.clone())),
-        Arc::new(GetToolSchema(d.clone())),
-        Arc::new(RunTool(d.clone())),
-    ]
-}
-
-struct ListTools(Arc<Diagnostics>);
+pub(super) struct ListTools;
 
 #[derive(Deserialize)]
-struct ListToolsArgs {
+pub(super) struct ListToolsArgs {
     source: Option<String>,
     #[serde(default)]
     include_schemas: bool,
 }
 
-#[async_trait]
-impl Tool for ListTools {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_tools".into(),
-            title: Some("List the bot's tools".into()),
-            description: "Lists every tool the bot's agents can use, grouped by source (native, user, mcp), with description, \
-                          required roles, internal/enabled flags and usage stats (invocations, errors, mean and p95 latency). \
-                          Set include_schemas for input schemas, or use get_tool_schema for one tool."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "source": {"type": "string", "enum": ["native", "user", "mcp"], "description": "Only tools from this source"},
-                    "include_schemas": {"type": "boolean", "default": false}
-                }),
-                &[],
-            ),
-            output_schema: Some(output_schema(
-                json!({
-                    "total": {"type": "integer"},
-                    "native": {"type": "array"}, "user": {"type": "array"}, "mcp": {"type": "array"}
-                }),
-                &["total", "native", "user", "mcp"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for ListTools {
+    type Args = ListToolsArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "list_tools",
+            "List the bot's tools",
+            "Lists every tool the bot's agents can use, grouped by source (native, user, mcp), with description, \
+             required roles, internal/enabled flags and usage stats (invocations, errors, mean and p95 latency). \
+             Set include_schemas for input schemas, or use get_tool_schema for one tool.",
+        )
+        .input(
+            json!({
+                "source": {"type": "string", "enum": ["native", "user", "mcp"], "description": "Only tools from this source"},
+                "include_schemas": {"type": "boolean", "default": false}
+            }),
+            &[],
+        )
+        .output(
+            json!({
+                "total": {"type": "integer"},
+                "native": {"type": "array"}, "user": {"type": "array"}, "mcp": {"type": "array"}
+            }),
+            &["total", "native", "user", "mcp"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: ListToolsArgs = args_or_error!("list_tools", args);
+    async fn run(&self, d: &Diagnostics, args: ListToolsArgs, _: &RequestContext) -> Answer {
         let mut groups = json!({"native": [], "user": [], "mcp": []});
         let mut total = 0;
-        for tool in self.0.bot.tools.all() {
+        for tool in d.bot.tools.all() {
             let source = tool.def.source.as_str();
             if args.source.as_deref().is_some_and(|s| s != source) {
                 continue;
@@ -103,40 +89,35 @@ fn unknown_tool(d: &Diagnostics, name: &str) -> Outcome<CallToolResult> {
     failed(format!("the bot has no tool named `{name}`; {hint}"))
 }
 
-struct GetToolSchema(Arc<Diagnostics>);
+pub(super) struct GetToolSchema;
 
 #[derive(Deserialize)]
-struct NameArgs {
+pub(super) struct NameArgs {
     name: String,
 }
 
-#[async_trait]
-impl Tool for GetToolSchema {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_tool_schema".into(),
-            title: Some("Get a tool's input schema".into()),
-            description: "The JSON Schema of one bot tool's input, plus its source, flags and description. Use before run_tool."
-                .into(),
-            input_schema: object_schema(
-                json!({"name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"}}),
-                &["name"],
-            ),
-            output_schema: Some(output_schema(
-                json!({"name": {"type": "string"}, "source": {"type": "string"}, "input_schema": {"type": "object"}}),
-                &["name", "source", "input_schema"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for GetToolSchema {
+    type Args = NameArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "get_tool_schema",
+            "Get a tool's input schema",
+            "The JSON Schema of one bot tool's input, plus its source, flags and description. Use before run_tool.",
+        )
+        .input(
+            json!({"name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"}}),
+            &["name"],
+        )
+        .output(
+            json!({"name": {"type": "string"}, "source": {"type": "string"}, "input_schema": {"type": "object"}}),
+            &["name", "source", "input_schema"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: NameArgs = args_or_error!("get_tool_schema", args);
-        match self.0.bot.tools.get(&args.name) {
+    async fn run(&self, d: &Diagnostics, args: NameArgs, _: &RequestContext) -> Answer {
+        match d.bot.tools.get(&args.name) {
             Some(tool) => Ok(done(json!({
                 "name": tool.def.name,
                 "source": tool.def.source,
@@ -146,67 +127,60 @@ impl Tool for GetToolSchema {
                 "internal": tool.def.internal,
                 "enabled": tool.enabled,
             }))),
-            None => Ok(unknown_tool(&self.0, &args.name)),
+            None => Ok(unknown_tool(d, &args.name)),
         }
     }
 }
 
-struct RunTool(Arc<Diagnostics>);
+pub(super) struct RunTool;
 
 #[derive(Deserialize)]
-struct RunToolArgs {
+pub(super) struct RunToolArgs {
     tool_name: String,
     #[serde(default)]
     parameters: Value,
 }
 
-#[async_trait]
-impl Tool for RunTool {
+impl DiagnosticTool for RunTool {
+    type Args = RunToolArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "run_tool",
+            "Run a bot tool",
+            "Executes any bot tool (native, user or mcp, internal ones included) directly with \
+             specific parameters, bypassing the agent loop, as an admin. Use list_tools to discover the tools and \
+             get_tool_schema for parameter details; the parameters are validated against that schema. Returns the \
+             tool's raw result. `name` and `arguments` are accepted for `tool_name` and `parameters`.",
+        )
+        .input(
+            json!({
+                "tool_name": {"type": "string", "minLength": 1, "x-aliases": ["name"],
+                              "description": "Full tool name (e.g. 'calculator', 'user.my_tool', 'mcp.github__list_repos')"},
+                "parameters": {"type": "object", "x-aliases": ["arguments"], "default": {},
+                               "description": "Tool input parameters as a JSON object"}
+            }),
+            &["tool_name"],
+        )
+        .output(
+            json!({"tool": {"type": "string"}, "result": {}, "duration_ms": {"type": "number"}}),
+            &["tool", "result"],
+        )
+        .annotations(Annotations::DESTRUCTIVE)
+    }
+
     /// Long work: a client that supports tasks gets a handle to poll.
     fn task_support(&self) -> TaskSupport {
         TaskSupport::Optional
     }
 
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "run_tool".into(),
-            title: Some("Run a bot tool".into()),
-            description: "Executes any bot tool (native, user or mcp, internal ones included) directly with \
-                          specific parameters, bypassing the agent loop, as an admin. Use list_tools to discover the tools and \
-                          get_tool_schema for parameter details; the parameters are validated against that schema. Returns the \
-                          tool's raw result. `name` and `arguments` are accepted for `tool_name` and `parameters`."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "tool_name": {"type": "string", "minLength": 1, "x-aliases": ["name"],
-                                  "description": "Full tool name (e.g. 'calculator', 'user.my_tool', 'mcp.github__list_repos')"},
-                    "parameters": {"type": "object", "x-aliases": ["arguments"], "default": {},
-                                   "description": "Tool input parameters as a JSON object"}
-                }),
-                &["tool_name"],
-            ),
-            output_schema: Some(output_schema(
-                json!({"tool": {"type": "string"}, "result": {}, "duration_ms": {"type": "number"}}),
-                &["tool", "result"],
-            )),
-            annotations: Annotations::DESTRUCTIVE,
-        }
-    }
-
-    async fn call(
-        &self,
-        args: Value,
-        ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: RunToolArgs = args_or_error!("run_tool", args);
-        let runner = &self.0.bot.tools;
+    async fn run(&self, d: &Diagnostics, args: RunToolArgs, ctx: &RequestContext) -> Answer {
+        let runner = &d.bot.tools;
         let name = args.tool_name;
         if runner.get(&name).is_none() {
-            return Ok(unknown_tool(&self.0, &name));
+            return Ok(unknown_tool(d, &name));
         }
-        let mut exec = ExecContext::new(&[ADMIN_ROLE]);
-        exec.correlation_id = format!("mcp-{}", exec.correlation_id);
-        exec.trace = super::mcp_trace(&self.0, "run_tool", ctx);
+        let exec = mcp_exec(d, "run_tool", ctx);
         let started = Instant::now();
         let parameters = if args.parameters.is_null() {
             json!({})
@@ -221,6 +195,47 @@ impl Tool for RunTool {
                 "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
             }))),
             Err(e) => Ok(failed(e.to_string())),
+        }
+    }
+}
+
+pub(super) struct ToggleTool;
+
+impl DiagnosticTool for ToggleTool {
+    type Args = ToggleArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "toggle_tool",
+            "Enable or disable a bot tool",
+            "Enables or disables one of the bot's tools (native, user or mcp, by its full name as list_tools \
+             shows it) at runtime. A disabled tool is neither offered to the model nor callable. The choice is \
+             saved in the bot's database and survives a restart; MCP clients are told the tool list changed.",
+        )
+        .input(
+            json!({
+                "name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"},
+                "enabled": {"type": "boolean", "description": "true to enable, false to disable"}
+            }),
+            &["name", "enabled"],
+        )
+        .output(
+            json!({"tool": {"type": "object"}, "saved": {"type": "boolean"}}),
+            &["tool", "saved"],
+        )
+        .annotations(Annotations {
+            idempotent: true,
+            ..Annotations::DESTRUCTIVE
+        })
+    }
+
+    async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
+        match d.bot.set_tool_enabled(&args.name, args.enabled).await {
+            Ok(tool) => Ok(done(json!({
+                "tool": {"name": tool.def.name, "source": tool.def.source, "enabled": tool.enabled},
+                "saved": true,
+            }))),
+            Err(e) => Ok(failed(e)),
         }
     }
 }

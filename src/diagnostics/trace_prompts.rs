@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Diagnostics;
+use super::prompts::user_text;
 use crate::bot::store::SpanQuery;
 use crate::bot::trace::SpanRecord;
 use crate::mcp::{
@@ -78,9 +79,7 @@ impl Prompt for ExplainFailedTurn {
              get_llm_call for more detail.\n\nTrace {trace_id}:\n{}",
             render_trace(&spans, true)
         );
-        Ok(Outcome::Complete(PromptMessages::user(vec![
-            json!({"type": "text", "text": body}),
-        ])))
+        user_text(body)
     }
 
     async fn complete(&self, argument: &str, value: &str) -> Vec<String> {

@@ -1,8 +1,9 @@
 //! How traces are shown to MCP clients: compact span summaries, the span tree, byte
-//! budgets, cursors and `since` values. Shared by `traces` and `llm_calls`, so every
-//! trace tool speaks the same shapes.
+//! budgets, paging (cursors and `since` values) and the properties that ask for them.
+//! Shared by `traces` and `llm_calls`, so every trace tool speaks the same shapes.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::bot::store::{Page, SpanQuery, TraceSummary};
@@ -11,6 +12,25 @@ use crate::bot::trace::{SpanRecord, cut_payload};
 /// The default and largest byte budgets of the trace tools.
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 pub const MAX_MAX_BYTES: usize = 1024 * 1024;
+
+/// The byte budget a call asked for, within bounds.
+pub fn answer_budget(max_bytes: Option<usize>) -> usize {
+    max_bytes
+        .unwrap_or(DEFAULT_MAX_BYTES)
+        .clamp(1024, MAX_MAX_BYTES)
+}
+
+/// The `max_bytes` property every trace tool shares.
+pub fn max_bytes_property() -> Value {
+    json!({"type": "integer", "minimum": 1024, "maximum": MAX_MAX_BYTES, "default": DEFAULT_MAX_BYTES,
+           "description": "Approximate size budget of the answer; larger payloads are cut and marked"})
+}
+
+/// The `since` property every trace tool shares.
+pub fn since_property() -> Value {
+    json!({"type": "string", "minLength": 1,
+           "description": "Only what started at or after this: an RFC 3339 time, or an age such as 30s, 15m, 2h, 7d"})
+}
 
 /// `since`: an RFC 3339 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
 /// the epoch.
@@ -57,19 +77,34 @@ pub fn decode_cursor(text: &str) -> Result<(i64, String), String> {
         })
 }
 
-/// The filter every listing tool shares: `since`, `cursor` and `limit` (default 20,
-/// at most 200), checked; each tool adds its own fields.
-pub fn paged_query(
-    since: Option<&str>,
-    cursor: Option<&str>,
+/// `since`, `limit` (default 20, at most 200) and `cursor`: how every listing of stored
+/// spans pages, as arguments (flattened into each listing tool's own) and as schema
+/// properties ([`with_paging`]).
+#[derive(Deserialize)]
+pub struct Paging {
+    since: Option<String>,
     limit: Option<usize>,
-) -> Result<SpanQuery, String> {
-    Ok(SpanQuery {
-        since_us: since.map(parse_since).transpose()?,
-        after: cursor.map(decode_cursor).transpose()?,
-        limit: limit.unwrap_or(20).clamp(1, 200),
-        ..SpanQuery::default()
-    })
+    cursor: Option<String>,
+}
+
+impl Paging {
+    /// The query for this page, checked; each tool adds its own filters.
+    pub fn query(&self) -> Result<SpanQuery, String> {
+        Ok(SpanQuery {
+            since_us: self.since.as_deref().map(parse_since).transpose()?,
+            after: self.cursor.as_deref().map(decode_cursor).transpose()?,
+            limit: self.limit.unwrap_or(20).clamp(1, 200),
+            ..SpanQuery::default()
+        })
+    }
+}
+
+/// A listing tool's own input `properties` with the [`Paging`] ones added.
+pub fn with_paging(mut properties: Value) -> Value {
+    properties["since"] = since_property();
+    properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 20});
+    properties["cursor"] = json!({"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"});
+    properties
 }
 
 fn time_text(us: i64) -> String {

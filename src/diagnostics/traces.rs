@@ -6,97 +6,66 @@
 //! complete as soon as its turn has answered. Payloads were redacted before storage;
 //! the `mcp` layer redacts results once more on the way out.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    DEFAULT_MAX_BYTES, MAX_MAX_BYTES, full_span, paged_query, span_summary, span_tree, trace_page,
+    Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree, trace_page,
+    with_paging,
 };
-use super::{Diagnostics, conversation_id_property, done, failed, object_schema, output_schema};
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::store::SpanQuery;
 use crate::bot::trace::SpanRecord;
-use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, RpcError, Tool, ToolSpec};
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, ToolSpec};
 use crate::trace_context::{is_span_id, is_trace_id};
-
-pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(ListTraces(d.clone())),
-        Arc::new(GetTrace(d.clone())),
-        Arc::new(LastError(d.clone())),
-    ]
-}
-
-/// The `max_bytes` property every trace tool shares.
-pub(super) fn max_bytes_property() -> Value {
-    json!({"type": "integer", "minimum": 1024, "maximum": MAX_MAX_BYTES, "default": DEFAULT_MAX_BYTES,
-           "description": "Approximate size budget of the answer; larger payloads are cut and marked"})
-}
-
-/// The `since` property every trace tool shares.
-pub(super) fn since_property() -> Value {
-    json!({"type": "string", "minLength": 1,
-           "description": "Only what started at or after this: an RFC 3339 time, or an age such as 30s, 15m, 2h, 7d"})
-}
 
 pub(super) fn store_failed(e: impl std::fmt::Display) -> Outcome<CallToolResult> {
     failed(format!("cannot read the traces from the database: {e}"))
 }
 
-struct ListTraces(Arc<Diagnostics>);
+pub(super) struct ListTraces;
 
 #[derive(Deserialize)]
-struct ListTracesArgs {
+pub(super) struct ListTracesArgs {
     conversation_id: Option<String>,
     status: Option<String>,
-    since: Option<String>,
     min_duration_ms: Option<f64>,
     source: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
 }
 
-#[async_trait]
-impl Tool for ListTraces {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_traces".into(),
-            title: Some("List turn traces".into()),
-            description: "Lists the bot's turn traces (one per web message, send_message, scheduled task or run_tool), newest first: \
-                          trace_id, source, conversation, status (error when any step failed), duration, LLM and tool call counts, tokens. \
-                          Filter by conversation, status, since, min_duration_ms or source; page with `cursor` = the previous `next_cursor`. \
-                          Open one with get_trace."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "conversation_id": conversation_id_property("Only this conversation's traces"),
-                    "status": {"type": "string", "enum": ["ok", "error"]},
-                    "since": since_property(),
-                    "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
-                    "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-                    "cursor": {"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"}
-                }),
-                &[],
-            ),
-            output_schema: Some(output_schema(
-                json!({"traces": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
-                &["traces", "next_cursor"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for ListTraces {
+    type Args = ListTracesArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "list_traces",
+            "List turn traces",
+            "Lists the bot's turn traces (one per web message, send_message, scheduled task or run_tool), newest first: \
+             trace_id, source, conversation, status (error when any step failed), duration, LLM and tool call counts, tokens. \
+             Filter by conversation, status, since, min_duration_ms or source; page with `cursor` = the previous `next_cursor`. \
+             Open one with get_trace.",
+        )
+        .input(
+            with_paging(json!({
+                "conversation_id": conversation_id_property("Only this conversation's traces"),
+                "status": {"type": "string", "enum": ["ok", "error"]},
+                "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
+                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]}
+            })),
+            &[],
+        )
+        .output(
+            json!({"traces": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+            &["traces", "next_cursor"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: ListTracesArgs = args_or_error!("list_traces", args);
-        let paged = paged_query(args.since.as_deref(), args.cursor.as_deref(), args.limit);
-        let query = match paged {
+    async fn run(&self, d: &Diagnostics, args: ListTracesArgs, _: &RequestContext) -> Answer {
+        let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
                 conversation_id: args.conversation_id,
                 status: args.status,
@@ -106,60 +75,52 @@ impl Tool for ListTraces {
             },
             Err(e) => return Ok(failed(e)),
         };
-        self.0.bot.tracer.flush().await;
-        match self.0.bot.store.list_traces(query).await {
+        d.bot.tracer.flush().await;
+        match d.bot.store.list_traces(query).await {
             Ok(page) => Ok(done(trace_page(&page))),
             Err(e) => Ok(store_failed(e)),
         }
     }
 }
 
-struct GetTrace(Arc<Diagnostics>);
+pub(super) struct GetTrace;
 
 #[derive(Deserialize)]
-struct GetTraceArgs {
+pub(super) struct GetTraceArgs {
     trace_id: String,
     span_id: Option<String>,
     max_bytes: Option<usize>,
 }
 
-#[async_trait]
-impl Tool for GetTrace {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_trace".into(),
-            title: Some("Get a turn trace".into()),
-            description: "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
-                          tool calls and worker agents, each with start, duration, status and error. Pass span_id to expand one span \
-                          with its full payloads (the request messages, response, arguments, result), redacted and cut to max_bytes."
-                .into(),
-            input_schema: object_schema(
-                json!({
-                    "trace_id": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "From list_traces, last_error or send_message"},
-                    "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "Expand this span of the trace"},
-                    "max_bytes": max_bytes_property()
-                }),
-                &["trace_id"],
-            ),
-            output_schema: Some(output_schema(
-                json!({"trace_id": {"type": "string"}, "spans": {"type": "array"}, "span": {"type": "object"}}),
-                &["trace_id"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+impl DiagnosticTool for GetTrace {
+    type Args = GetTraceArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "get_trace",
+            "Get a turn trace",
+            "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
+             tool calls and worker agents, each with start, duration, status and error. Pass span_id to expand one span \
+             with its full payloads (the request messages, response, arguments, result), redacted and cut to max_bytes.",
+        )
+        .input(
+            json!({
+                "trace_id": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "From list_traces, last_error or send_message"},
+                "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "Expand this span of the trace"},
+                "max_bytes": max_bytes_property()
+            }),
+            &["trace_id"],
+        )
+        .output(
+            json!({"trace_id": {"type": "string"}, "spans": {"type": "array"}, "span": {"type": "object"}}),
+            &["trace_id"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let args: GetTraceArgs = args_or_error!("get_trace", args);
-        let max_bytes = args
-            .max_bytes
-            .unwrap_or(DEFAULT_MAX_BYTES)
-            .clamp(1024, MAX_MAX_BYTES);
-        Ok(trace_answer(&self.0, &args.trace_id, args.span_id.as_deref(), max_bytes).await)
+    async fn run(&self, d: &Diagnostics, args: GetTraceArgs, _: &RequestContext) -> Answer {
+        let max_bytes = answer_budget(args.max_bytes);
+        Ok(trace_answer(d, &args.trace_id, args.span_id.as_deref(), max_bytes).await)
     }
 }
 
@@ -209,42 +170,36 @@ pub(super) async fn trace_answer(
     done(answer)
 }
 
-struct LastError(Arc<Diagnostics>);
+pub(super) struct LastError;
 
-#[async_trait]
-impl Tool for LastError {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "last_error".into(),
-            title: Some("What just broke?".into()),
-            description: "The most recent failure anywhere in the bot: a failed step of a turn (LLM call, tool call, worker agent), \
-                          a scheduled task, or an MCP server the bot uses, with the failed span and its trace's span tree. \
-                          Returns found=false when nothing has failed."
-                .into(),
-            input_schema: object_schema(json!({"max_bytes": max_bytes_property()}), &[]),
-            output_schema: Some(output_schema(
-                json!({"found": {"type": "boolean"}, "kind": {"type": "string"}, "error": {"type": "string"}}),
-                &["found"],
-            )),
-            annotations: Annotations::READ_ONLY,
-        }
+/// `last_error`'s arguments.
+#[derive(Deserialize)]
+pub(super) struct BudgetArgs {
+    max_bytes: Option<usize>,
+}
+
+impl DiagnosticTool for LastError {
+    type Args = BudgetArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "last_error",
+            "What just broke?",
+            "The most recent failure anywhere in the bot: a failed step of a turn (LLM call, tool call, worker agent), \
+             a scheduled task, or an MCP server the bot uses, with the failed span and its trace's span tree. \
+             Returns found=false when nothing has failed.",
+        )
+        .input(json!({"max_bytes": max_bytes_property()}), &[])
+        .output(
+            json!({"found": {"type": "boolean"}, "kind": {"type": "string"}, "error": {"type": "string"}}),
+            &["found"],
+        )
+        .annotations(Annotations::READ_ONLY)
     }
 
-    async fn call(
-        &self,
-        args: Value,
-        _ctx: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        #[derive(Deserialize)]
-        struct Args {
-            max_bytes: Option<usize>,
-        }
-        let args: Args = args_or_error!("last_error", args);
-        let max_bytes = args
-            .max_bytes
-            .unwrap_or(DEFAULT_MAX_BYTES)
-            .clamp(1024, MAX_MAX_BYTES);
-        let bot = &self.0.bot;
+    async fn run(&self, d: &Diagnostics, args: BudgetArgs, _: &RequestContext) -> Answer {
+        let max_bytes = answer_budget(args.max_bytes);
+        let bot = &d.bot;
         bot.tracer.flush().await;
         let span = match bot.store.last_failed_span().await {
             Ok(span) => span,
@@ -268,9 +223,7 @@ impl Tool for LastError {
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.timestamp_micros());
         let mut answer = match (span, task) {
-            (Some(latest), _) if span_time >= task_time => {
-                failed_turn(&self.0, latest, max_bytes).await
-            }
+            (Some(latest), _) if span_time >= task_time => failed_turn(d, latest, max_bytes).await,
             (_, Some(task)) => json!({
                 "found": true,
                 "kind": "task",

@@ -55,6 +55,40 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// A listed tool that takes no arguments, declares no output schema and hints
+    /// nothing; [`input`](Self::input), [`output`](Self::output) and
+    /// [`annotations`](Self::annotations) add what it has, so a spec reads as its parts.
+    pub fn new(name: &str, title: &str, description: impl Into<String>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            title: Some(title.into()),
+            description: description.into(),
+            input_schema: closed_object(json!({}), &[]),
+            output_schema: None,
+            annotations: Annotations::default(),
+        }
+    }
+
+    /// Arguments: an object of these `properties`, the `required` ones present and no
+    /// others (an unknown argument is a mistake worth naming, not something to ignore).
+    pub fn input(mut self, properties: Value, required: &[&str]) -> Self {
+        self.input_schema = closed_object(properties, required);
+        self
+    }
+
+    /// Structured output: an object with these `properties`, the `required` ones always
+    /// present. Others are allowed, so a result can grow without breaking clients.
+    pub fn output(mut self, properties: Value, required: &[&str]) -> Self {
+        self.output_schema =
+            Some(json!({"type": "object", "properties": properties, "required": required}));
+        self
+    }
+
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         let a = self.annotations;
         let mut tool = json!({
@@ -77,6 +111,16 @@ impl ToolSpec {
         }
         tool
     }
+}
+
+/// `{"type":"object","properties":…,"required":…,"additionalProperties":false}`.
+fn closed_object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
 }
 
 /// The result of `tools/call` (MCP `CallToolResult`).

@@ -1,0 +1,77 @@
+//! The MCP servers the bot itself connects to (from `MCP_SERVERS_CONFIG`):
+//! `list_mcp_servers` and `toggle_mcp_server`.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
+use super::{Diagnostics, done, failed};
+use crate::mcp::{Annotations, RequestContext, ToolSpec};
+
+pub(super) struct ListMcpServers;
+
+impl DiagnosticTool for ListMcpServers {
+    type Args = NoArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "list_mcp_servers",
+            "List the bot's MCP servers",
+            "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http/sse), \
+             enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool.",
+        )
+        .output(
+            json!({"servers": {"type": "array", "items": {"type": "object"}}, "config_file": {"type": "string"}}),
+            &["servers"],
+        )
+        .annotations(Annotations::READ_ONLY)
+    }
+
+    async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
+        Ok(done(json!({
+            "servers": d.bot.mcp_host.servers(),
+            "config_file": d.bot.config.mcp_servers_config.display().to_string(),
+        })))
+    }
+}
+
+/// `toggle_mcp_server`'s and `toggle_tool`'s arguments: what to switch, and which way.
+#[derive(Deserialize)]
+pub(super) struct ToggleArgs {
+    pub name: String,
+    pub enabled: bool,
+}
+
+pub(super) struct ToggleMcpServer;
+
+impl DiagnosticTool for ToggleMcpServer {
+    type Args = ToggleArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        ToolSpec::new(
+            "toggle_mcp_server",
+            "Enable or disable an MCP server",
+            "Enables (connects) or disables (disconnects) one of the bot's MCP servers at runtime. Its tools \
+             appear in or vanish from the bot's tool list, and MCP clients are told the tool list changed.",
+        )
+        .input(
+            json!({
+                "name": {"type": "string", "minLength": 1, "description": "Server name from list_mcp_servers"},
+                "enabled": {"type": "boolean"}
+            }),
+            &["name", "enabled"],
+        )
+        .output(json!({"server": {"type": "object"}}), &["server"])
+        .annotations(Annotations {
+            idempotent: true,
+            ..Annotations::DESTRUCTIVE
+        })
+    }
+
+    async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
+        match d.bot.mcp_host.set_enabled(&args.name, args.enabled).await {
+            Ok(status) => Ok(done(json!({"server": status}))),
+            Err(e) => Ok(failed(e)),
+        }
+    }
+}
