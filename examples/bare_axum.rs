@@ -6,6 +6,13 @@
 //! no MCP headers, no tools. Whatever Porthole spends beyond this is the cost of being
 //! an MCP server; this is the cost of being an axum JSON handler on this machine.
 //!
+//! Built like the bot, so that a ratio compares servers, not builds: the same release
+//! profile (LTO, one codegen unit; see `Cargo.toml`), the same allocator (mimalloc),
+//! `TCP_NODELAY` on every connection, tokio's multi-threaded runtime with one worker
+//! per CPU it may use. With `BENCH_RESULT_FILE`, the `result` it answers is the one in
+//! that file: `scripts/bench.sh` saves there what the bot answered, so both send the
+//! same bytes back.
+//!
 //! ```sh
 //! PORT=0 BENCH_TOKEN=secret cargo run --release --example bare_axum
 //! # prints: bare_axum listening on 127.0.0.1:<port>
@@ -26,6 +33,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A JSON-RPC request as the ceiling reads it: every member typed, params kept raw.
 #[derive(Deserialize)]
@@ -81,7 +91,24 @@ fn json_reply(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-async fn mcp(body: Bytes) -> Response {
+/// The `tools/call` result: the bot's own (from `BENCH_RESULT_FILE`), or a fixed one of
+/// about the size of Porthole's `list_agents` result.
+fn tool_result() -> Value {
+    if let Ok(path) = std::env::var("BENCH_RESULT_FILE") {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read BENCH_RESULT_FILE {path}: {e}"));
+        let reply: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("BENCH_RESULT_FILE {path} is not JSON: {e}"));
+        return reply.get("result").cloned().unwrap_or(reply);
+    }
+    json!({
+        "content": [{"type": "text", "text": "{\"count\":1,\"agents\":[{\"id\":\"supervisor\",\"name\":\"Supervisor\",\"status\":\"idle\"}]}"}],
+        "structuredContent": {"count": 1, "agents": [{"id": "supervisor", "name": "Supervisor", "status": "idle"}]},
+        "isError": false,
+    })
+}
+
+async fn mcp(State(tool_result): State<Arc<Value>>, body: Bytes) -> Response {
     let request: RpcRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -95,19 +122,7 @@ async fn mcp(body: Bytes) -> Response {
         return StatusCode::ACCEPTED.into_response();
     };
     let result = match request.method.as_str() {
-        "tools/call" => {
-            let name = request
-                .params
-                .and_then(|p| p.name)
-                .unwrap_or_else(|| "unknown".into());
-            // A fixed answer of about the size of Porthole's `list_agents` result.
-            json!({
-                "content": [{"type": "text", "text": "{\"count\":1,\"agents\":[{\"id\":\"supervisor\",\"name\":\"Supervisor\",\"status\":\"idle\"}]}"}],
-                "structuredContent": {"count": 1, "agents": [{"id": "supervisor", "name": "Supervisor", "status": "idle"}]},
-                "isError": false,
-                "_meta": {"tool": name},
-            })
-        }
+        "tools/call" if request.params.and_then(|p| p.name).is_some() => (*tool_result).clone(),
         "initialize" => json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {"tools": {}},
@@ -131,6 +146,7 @@ async fn main() {
     let digest: Arc<[u8; 32]> = Arc::new(Sha256::digest(token.as_bytes()).into());
     let app = Router::new()
         .route("/mcp", post(mcp))
+        .with_state(Arc::new(tool_result()))
         .layer(from_fn_with_state(digest, bearer));
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
         .await

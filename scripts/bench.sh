@@ -9,19 +9,25 @@
 #                                    on first use), driven with the modern request
 #
 # What it does (docs/performance.md has the figures and how to read them):
-#   1. cargo build --release --bin porthole --example bare_axum
+#   1. cargo build --release --bin porthole --example bare_axum (the release profile in
+#      Cargo.toml: fat LTO, one codegen unit; both use mimalloc);
 #   2. starts Porthole (MCP on, bearer auth on, PORT=0, DATABASE_PATH=:memory:,
 #      SCHEDULER_ENABLED=false, RUST_LOG=warn) and the ceiling (examples/bare_axum.rs:
-#      parses the same JSON-RPC body, returns a fixed result), both on 127.0.0.1,
-#      both pinned to SERVER_CPU; wrk runs pinned to CLIENT_CPU;
-#   3. for each concurrency in CONNS, runs (after a warm-up) the ceiling, the modern
-#      stateless `tools/call` and the legacy in-session `tools/call`;
-#   4. prints rps, p50, p99 and errors per point, the Porthole/ceiling ratios, and
-#      whether the targets at c=16 were met. Exit status 0 either way (it is a
+#      parses the same JSON-RPC body and answers the very result Porthole answered,
+#      saved from one real call), both on 127.0.0.1, both pinned to SERVER_CPU; wrk
+#      runs pinned to CLIENT_CPU;
+#   3. for each concurrency in CONNS, runs ROUNDS rounds; each round runs every kind
+#      once (the ceiling, the modern stateless `tools/call`, the legacy in-session
+#      `tools/call`, peers), in an order that alternates between rounds, so the two sides
+#      of a ratio are measured seconds apart and drift hits both;
+#   4. prints every point (rps, p50, p99, errors, the server's CPU time per request, and
+#      wrk's own CPU use: near 100 % means the load generator, not the server, is the
+#      limit), then per concurrency the median of the per-round ratios with their
+#      range, and whether the targets were met. Exit status 0 either way (it is a
 #      measurement, not a test); 1 only if the harness itself failed.
 #
 # Environment (all optional):
-#   CONNS="1 16 64"  DURATION=10s  WARMUP=2s  ROUNDS=1 (medians over rounds)
+#   CONNS="1 16 64"  DURATION=5s  WARMUP=1s  ROUNDS=5
 #   SERVER_CPU=0  CLIENT_CPU=1  TOOL=list_agents  RUST_LOG=warn
 #   CARGO="cargo"  (e.g. CARGO="nice -n 10 cargo")  CARGO_TARGET_DIR  SKIP_BUILD=1
 #   OUT=file.jsonl  (every point appended as JSON)
@@ -29,9 +35,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONNS=${CONNS:-"1 16 64"}
-DURATION=${DURATION:-10s}
-WARMUP=${WARMUP:-2s}
-ROUNDS=${ROUNDS:-1}
+DURATION=${DURATION:-5s}
+WARMUP=${WARMUP:-1s}
+ROUNDS=${ROUNDS:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 TOOL=${TOOL:-list_agents}
@@ -46,7 +52,7 @@ for arg in "$@"; do
     --peers) PEERS=1 ;;
     --api-info) API_INFO=1 ;;
     --api-info-only) API_INFO=1; CONNS="" ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -67,6 +73,7 @@ fi
 PORTHOLE="$TARGET_DIR/release/porthole"
 CEILING="$TARGET_DIR/release/examples/bare_axum"
 RMCP="$TARGET_DIR/peers/release/rmcp-peer"
+RMCP_VERSION=$(grep -o 'rmcp = { version = "=[0-9.]*' "$ROOT/scripts/peers/rmcp/Cargo.toml" | grep -o '[0-9.]*$')
 if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
   (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --release)
 fi
@@ -89,58 +96,102 @@ wait_for() {
 
 start_porthole main true
 PORT=$PORT_main
-( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" taskset -c "$SERVER_CPU" "$CEILING" \
-    >"$WORK/ceiling.log" 2>&1 ) &
+MCP_URL="http://127.0.0.1:$PORT/mcp"
+# The ceiling answers exactly what the bot answers: one real modern call, saved.
+curl -sS -m 10 -o "$WORK/result.json" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H "Authorization: Bearer $TOKEN" \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H "Mcp-Name: $TOOL" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$TOOL"'","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+  "$MCP_URL"
+grep -q '"result"' "$WORK/result.json" || { echo "the bot gave no result for $TOOL:" >&2; cat "$WORK/result.json" >&2; exit 1; }
+( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$WORK/result.json" \
+    taskset -c "$SERVER_CPU" "$CEILING" >"$WORK/ceiling.log" 2>&1 ) &
 PIDS+=("$!")
 CEILING_PID=$!
 CEILING_PORT=$(wait_for "$WORK/ceiling.log" 'listening on 127\.0\.0\.1:([0-9]+)')
-MCP_URL="http://127.0.0.1:$PORT/mcp"
 CEILING_URL="http://127.0.0.1:$CEILING_PORT/mcp"
 KINDS="ceiling modern legacy"
 if [[ $PEERS == 1 ]]; then
-  ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" taskset -c "$SERVER_CPU" "$RMCP" \
-      >"$WORK/rmcp.log" 2>&1 ) &
-  PIDS+=("$!")
-  RMCP_PID=$!
-  RMCP_URL="http://127.0.0.1:$(wait_for "$WORK/rmcp.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
-  KINDS+=" rmcp"
+  # rmcp twice: stateless (the modern request) and with sessions (the legacy request).
+  for mode in 0 1; do
+    ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$WORK/result.json" RMCP_SESSIONS=$mode taskset -c "$SERVER_CPU" "$RMCP" \
+        >"$WORK/rmcp$mode.log" 2>&1 ) &
+    PIDS+=("$!")
+    printf -v "RMCP${mode}_PID" '%s' "$!"
+    printf -v "RMCP${mode}_URL" '%s' "http://127.0.0.1:$(wait_for "$WORK/rmcp$mode.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
+  done
+  KINDS+=" rmcp rmcp_legacy"
 fi
-# url_of KIND: where that kind of request goes (rmcp gets the modern request).
+# url_of KIND: where that kind of request goes.
 url_of() {
   case $1 in
     ceiling) echo "$CEILING_URL" ;;
-    rmcp) echo "$RMCP_URL" ;;
+    rmcp) echo "$RMCP0_URL" ;;
+    rmcp_legacy) echo "$RMCP1_URL" ;;
     *) echo "$MCP_URL" ;;
   esac
 }
+# pid_of KIND: the server process that answers that kind.
+pid_of() {
+  case $1 in
+    ceiling) echo "$CEILING_PID" ;;
+    rmcp) echo "$RMCP0_PID" ;;
+    rmcp_legacy) echo "$RMCP1_PID" ;;
+    *) echo "$PID_main" ;;
+  esac
+}
+# request_of KIND: which request the Lua script sends (the ceiling gets the modern one).
+request_of() { case $1 in legacy|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
+# cpu_ticks PID: user + system CPU time of a process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICKS_PER_SEC=$(getconf CLK_TCK)
 
-# ---- legacy session -----------------------------------------------------------------
+# ---- legacy sessions ----------------------------------------------------------------
 H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
    -H "Authorization: Bearer $TOKEN")
-curl -sS -m 10 -D "$WORK/init.hdr" -o "$WORK/init.body" "${H[@]}" \
-  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-  "$MCP_URL"
-SESSION=$(grep -i '^mcp-session-id:' "$WORK/init.hdr" | cut -d: -f2 | tr -d ' \r')
-[[ -n "$SESSION" ]] || { echo "initialize gave no Mcp-Session-Id:" >&2; cat "$WORK/init.hdr" "$WORK/init.body" >&2; exit 1; }
-code=$(curl -sS -m 10 -o /dev/null -w '%{http_code}' "${H[@]}" -H "Mcp-Session-Id: $SESSION" \
-  -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$MCP_URL")
-[[ "$code" == 202 ]] || { echo "notifications/initialized answered $code" >&2; exit 1; }
+# open_session URL: initializes a 2025-11-25 session there and prints its id.
+open_session() {
+  local url=$1 id code
+  curl -sS -m 10 -D "$WORK/init.hdr" -o "$WORK/init.body" "${H[@]}" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+    "$url"
+  id=$(grep -i '^mcp-session-id:' "$WORK/init.hdr" | cut -d: -f2 | tr -d ' \r')
+  [[ -n "$id" ]] || { echo "initialize at $url gave no Mcp-Session-Id:" >&2; cat "$WORK/init.hdr" "$WORK/init.body" >&2; exit 1; }
+  code=$(curl -sS -m 10 -o /dev/null -w '%{http_code}' "${H[@]}" -H "Mcp-Session-Id: $id" \
+    -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url")
+  [[ "$code" == 202 ]] || { echo "notifications/initialized at $url answered $code" >&2; exit 1; }
+  echo "$id"
+}
+SESSION=$(open_session "$MCP_URL")
+if [[ $PEERS == 1 ]]; then RMCP_SESSION=$(open_session "$RMCP1_URL"); fi
+session_of() { case $1 in rmcp_legacy) echo "$RMCP_SESSION" ;; *) echo "$SESSION" ;; esac; }
 
 # ---- one point ----------------------------------------------------------------------
-# run_point KIND URL CONNS -> prints the JSON line from the Lua script.
+# run_point KIND URL CONNS -> prints the Lua script's JSON line, plus the server's CPU
+# time per request (server_cpu_us) and wrk's own CPU use over the point (wrk_cpu_pct).
 run_point() {
-  local kind=$1 url=$2 c=$3 threads=1
-  local env=(BENCH_KIND="$kind" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN" BENCH_SESSION="$SESSION")
+  local kind=$1 url=$2 c=$3 threads=1 pid before after
+  local env=(BENCH_KIND="$(request_of "$kind")" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN"
+             BENCH_SESSION="$(session_of "$kind")")
   if [[ "$WARMUP" != 0 && "$WARMUP" != 0s ]]; then
     env "${env[@]}" taskset -c "$CLIENT_CPU" wrk -t"$threads" -c"$c" -d"$WARMUP" -s "$LUA" "$url" >/dev/null 2>&1 || true
   fi
   rm -f "$WORK/point.json"
-  env "${env[@]}" BENCH_OUT="$WORK/point.json" taskset -c "$CLIENT_CPU" \
-    wrk -t"$threads" -c"$c" -d"$DURATION" --timeout 5s -s "$LUA" "$url" >"$WORK/wrk.txt" 2>&1 || true
+  pid=$(pid_of "$kind")
+  before=$(cpu_ticks "$pid")
+  TIMEFORMAT='%R %U %S'
+  { time env "${env[@]}" BENCH_OUT="$WORK/point.json" taskset -c "$CLIENT_CPU" \
+      wrk -t"$threads" -c"$c" -d"$DURATION" --timeout 5s -s "$LUA" "$url" >"$WORK/wrk.txt" 2>&1 || true; } 2>"$WORK/time.txt"
+  after=$(cpu_ticks "$pid")
   if [[ ! -s "$WORK/point.json" ]]; then
     echo "wrk failed for $kind c=$c:" >&2; cat "$WORK/wrk.txt" >&2; exit 1
   fi
-  cat "$WORK/point.json"
+  local requests wrk_cpu server_cpu
+  requests=$(grep -o '"requests":[0-9]*' "$WORK/point.json" | cut -d: -f2)
+  wrk_cpu=$(awk '{ if ($1 > 0) printf "%.0f", 100 * ($2 + $3) / $1; else print 0 }' "$WORK/time.txt")
+  server_cpu=$(awk -v t=$((after - before)) -v hz="$TICKS_PER_SEC" -v n="$requests" \
+    'BEGIN{ if (n > 0) printf "%.1f", 1e6 * t / hz / n; else print 0 }')
+  sed -E "s/}\s*$/,\"server_cpu_us\":$server_cpu,\"wrk_cpu_pct\":$wrk_cpu}/" "$WORK/point.json"
 }
 field() { grep -o "\"$1\":[0-9.]*" <<<"$2" | cut -d: -f2; }
 
@@ -161,76 +212,81 @@ porthole $MCP_URL (tool $TOOL, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL
 load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on this machine skews every figure)
 
 EOF
-printf '%-8s %5s %6s %10s %9s %9s %7s\n' kind conns round rps p50_ms p99_ms errors
-declare -A RPS P50 P99 ERR
+printf '%-8s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
+declare -A RPS P99 CPU ERR RATIO P99X
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
+highest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
-for round in $(seq 1 "$ROUNDS"); do
-  for c in $CONNS; do
-    for kind in $KINDS; do
+SUBJECTS=${KINDS#ceiling }
+for c in $CONNS; do
+  for round in $(seq 1 "$ROUNDS"); do
+    # Odd rounds run the ceiling first, even rounds last.
+    if (( round % 2 )); then order="ceiling $SUBJECTS"; else order="$SUBJECTS ceiling"; fi
+    declare -A THIS_RPS=() THIS_P99=()
+    for kind in $order; do
       r=$(run_point "$kind" "$(url_of "$kind")" "$c")
       key="$kind/$c"
+      THIS_RPS[$kind]=$(field rps "$r"); THIS_P99[$kind]=$(field p99_ms "$r")
       RPS[$key]+="$(field rps "$r") "
-      P50[$key]+="$(field p50_ms "$r") "
       P99[$key]+="$(field p99_ms "$r") "
+      CPU[$key]+="$(field server_cpu_us "$r") "
       ERR[$key]=$(( ${ERR[$key]:-0} + $(field errors "$r") ))
-      printf '%-8s %5s %6s %10s %9s %9s %7s\n' "$kind" "$c" "$round" "$(field rps "$r")" \
-        "$(field p50_ms "$r")" "$(field p99_ms "$r")" "$(field errors "$r")"
-      [[ $(field errors "$r") == 0 ]] || echo "   first bad reply: $(sed -E 's/.*"sample":"(.*)"}/\1/' <<<"$r")"
+      printf '%-8s %5s %6s %10s %9s %9s %7s %10s %7s%%\n' "$kind" "$c" "$round" "$(field rps "$r")" \
+        "$(field p50_ms "$r")" "$(field p99_ms "$r")" "$(field errors "$r")" \
+        "$(field server_cpu_us "$r")" "$(field wrk_cpu_pct "$r")"
+      [[ $(field errors "$r") == 0 ]] || echo "   first bad reply: $(sed -E 's/.*"sample":"([^"]*)".*/\1/' <<<"$r")"
       if [[ -n "$OUT" ]]; then
         echo "{\"kind\":\"$kind\",\"conns\":$c,\"round\":$round,\"wrk\":$r}" >>"$OUT"
       fi
+    done
+    for kind in $SUBJECTS; do
+      RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[ceiling]}") "
+      P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[ceiling]}") "
     done
   done
 done
 
 if [[ -n "$CONNS" ]]; then
 echo
-echo "summary (median of $ROUNDS round(s)); ratio = Porthole rps / ceiling rps, p99x = Porthole p99 / ceiling p99"
-printf '%5s | %10s %8s | %10s %6s %8s %6s | %10s %6s %8s %6s | %6s\n' \
-  conns ceil_rps ceil_p99 modern_rps ratio p99 p99x legacy_rps ratio p99 p99x errors
+echo "summary over $ROUNDS interleaved round(s): each ratio is taken within one round (Porthole"
+echo "rps / ceiling rps, Porthole p99 / ceiling p99), then the median [lowest–highest] of them"
+printf '%-8s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
 for c in $CONNS; do
-  cr=$(median "${RPS[ceiling/$c]}"); cp=$(median "${P99[ceiling/$c]}")
-  mr=$(median "${RPS[modern/$c]}");  mp=$(median "${P99[modern/$c]}")
-  lr=$(median "${RPS[legacy/$c]}");  lp=$(median "${P99[legacy/$c]}")
-  errs=$(( ${ERR[ceiling/$c]} + ${ERR[modern/$c]} + ${ERR[legacy/$c]} + ${ERR[rmcp/$c]:-0} ))
-  printf '%5s | %10.0f %8.3f | %10.0f %6s %8.3f %6s | %10.0f %6s %8.3f %6s | %6s\n' "$c" \
-    "$cr" "$cp" "$mr" "$(ratio "$mr" "$cr")" "$mp" "$(ratio "$mp" "$cp")" \
-    "$lr" "$(ratio "$lr" "$cr")" "$lp" "$(ratio "$lp" "$cp")" "$errs"
+  printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' ceiling "$c" "$(median "${RPS[ceiling/$c]}")" \
+    "$(median "${P99[ceiling/$c]}")" "1" "1" "$(median "${CPU[ceiling/$c]}")"
+  for kind in $SUBJECTS; do
+    printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
+      "$(median "${P99[$kind/$c]}")" \
+      "$(median "${RATIO[$kind/$c]}") [$(lowest "${RATIO[$kind/$c]}")–$(highest "${RATIO[$kind/$c]}")]" \
+      "$(median "${P99X[$kind/$c]}") [$(lowest "${P99X[$kind/$c]}")–$(highest "${P99X[$kind/$c]}")]" \
+      "$(median "${CPU[$kind/$c]}")"
+  done
 done
 
-if [[ $PEERS == 1 ]]; then
-  echo
-  echo "peer: rmcp 3.9.0 stateless, JSON replies, the modern request (same fixed result as the ceiling)"
-  printf '%5s | %10s %6s %8s | %s\n' conns rmcp_rps ratio p99 "Porthole modern / rmcp"
-  for c in $CONNS; do
-    cr=$(median "${RPS[ceiling/$c]}"); mr=$(median "${RPS[modern/$c]}")
-    rr=$(median "${RPS[rmcp/$c]}"); rp=$(median "${P99[rmcp/$c]}")
-    printf '%5s | %10.0f %6s %8.3f | %sx\n' "$c" "$rr" "$(ratio "$rr" "$cr")" "$rp" "$(ratio "$mr" "$rr")"
-  done
-fi
-
 echo
-echo "targets at c=16 (auth and guards on):"
+echo "targets (auth and guards on), on the medians of the per-round ratios:"
 verdict() { if [[ $1 == 1 ]]; then echo "MET"; else echo "MISSED"; fi; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN{print (a>=b)?1:0}'; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN{print (a<=b)?1:0}'; }
-if [[ " $CONNS " == *" 16 "* ]]; then
-  cr=$(median "${RPS[ceiling/16]}"); cp=$(median "${P99[ceiling/16]}")
-  mr=$(median "${RPS[modern/16]}");  mp=$(median "${P99[modern/16]}")
-  lr=$(median "${RPS[legacy/16]}");  lp=$(median "${P99[legacy/16]}")
-  echo "  modern stateless tools/call >= 0.80 x ceiling rps: $(ratio "$mr" "$cr")  $(verdict "$(ge "$(ratio "$mr" "$cr")" 0.8)")"
-  echo "  legacy in-session tools/call >= 0.60 x ceiling rps: $(ratio "$lr" "$cr")  $(verdict "$(ge "$(ratio "$lr" "$cr")" 0.6)")"
-  echo "  modern p99 <= 2 x ceiling p99: ${mp} ms vs ${cp} ms  $(verdict "$(le "$mp" "$(awk -v p="$cp" 'BEGIN{print 2*p}')")")"
-  echo "  legacy p99 <= 2 x ceiling p99: ${lp} ms vs ${cp} ms  $(verdict "$(le "$lp" "$(awk -v p="$cp" 'BEGIN{print 2*p}')")")"
-else
-  echo "  (not evaluated: CONNS has no 16)"
-fi
+for c in 16 64; do
+  [[ " $CONNS " == *" $c "* ]] || { echo "  c=$c: not measured (CONNS has no $c)"; continue; }
+  for kind in modern legacy; do
+    rr=$(median "${RATIO[$kind/$c]}"); pr=$(median "${P99X[$kind/$c]}")
+    echo "  c=$c $kind tools/call >= 0.80 x ceiling rps: $rr  $(verdict "$(ge "$rr" 0.8)");  p99 <= 1.5 x ceiling p99: $pr  $(verdict "$(le "$pr" 1.5)")"
+  done
+done
 total=0
 for key in "${!ERR[@]}"; do total=$(( total + ${ERR[$key]} )); done
 echo "  zero errors over every point: $total errors  $(verdict "$([[ $total == 0 ]] && echo 1 || echo 0)")"
 echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHOLE_PID") kB; ceiling VmHWM $(vm VmHWM "$CEILING_PID") kB"
-if [[ $PEERS == 1 ]]; then echo "  rmcp VmHWM $(vm VmHWM "$RMCP_PID") kB"; fi
+if [[ $PEERS == 1 ]]; then
+  echo "  rmcp VmHWM $(vm VmHWM "$RMCP0_PID") kB stateless, $(vm VmHWM "$RMCP1_PID") kB with sessions"
+  for c in $CONNS; do
+    echo "  c=$c Porthole / rmcp $RMCP_VERSION rps: modern $(ratio "$(median "${RPS[modern/$c]}")" "$(median "${RPS[rmcp/$c]}")")x stateless," \
+      "legacy $(ratio "$(median "${RPS[legacy/$c]}")" "$(median "${RPS[rmcp_legacy/$c]}")")x with sessions"
+  done
+fi
 fi
 
 # ---- optional: /api/info with MCP off and on ----------------------------------------

@@ -1,9 +1,12 @@
 //! rmcp, the official Rust MCP SDK, as a peer for `scripts/bench.sh --peers`.
 //!
-//! One tool, `list_agents`, answering the same fixed structured result as the bench's
-//! ceiling (`examples/bare_axum.rs`), stateless with JSON replies, behind the same
-//! constant-time bearer check and with `TCP_NODELAY` like Porthole. Whatever it costs
-//! beyond the ceiling is what the SDK costs.
+//! One tool, `list_agents`, answering a structured result like the bench's ceiling
+//! (`examples/bare_axum.rs`), with JSON replies, behind the same constant-time bearer
+//! check, with `TCP_NODELAY`, mimalloc and the same release profile as Porthole.
+//! Whatever it costs beyond the ceiling is what the SDK costs.
+//!
+//! `RMCP_SESSIONS=1` turns on its session mode (2025 `initialize` mints a session, later
+//! requests carry `Mcp-Session-Id`); otherwise it serves every request statelessly.
 //!
 //! ```sh
 //! PORT=0 BENCH_TOKEN=secret cargo run --release
@@ -19,43 +22,39 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use rmcp::handler::server::wrapper::Json;
+use rmcp::model::CallToolResult;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{tool, tool_router};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-#[derive(Serialize, schemars::JsonSchema)]
-struct Agent {
-    id: String,
-    name: String,
-    status: String,
-}
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[derive(Serialize, schemars::JsonSchema)]
-struct Agents {
-    count: u32,
-    agents: Vec<Agent>,
-}
-
+/// Serves `list_agents` with the result in `BENCH_RESULT_FILE` (what the bot answered,
+/// saved by `scripts/bench.sh`), so the bot, the ceiling and rmcp send the same result.
 #[derive(Clone)]
-struct Peer;
+struct Peer {
+    result: Arc<CallToolResult>,
+}
 
 #[tool_router(server_handler)]
 impl Peer {
     #[tool(description = "The agents that exist right now (a fixed answer for benchmarks)")]
-    fn list_agents(&self) -> Json<Agents> {
-        Json(Agents {
-            count: 1,
-            agents: vec![Agent {
-                id: "supervisor".into(),
-                name: "Supervisor".into(),
-                status: "idle".into(),
-            }],
-        })
+    fn list_agents(&self) -> CallToolResult {
+        (*self.result).clone()
     }
+}
+
+fn saved_result() -> CallToolResult {
+    let path = std::env::var("BENCH_RESULT_FILE").expect("BENCH_RESULT_FILE names the saved reply");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read BENCH_RESULT_FILE {path}: {e}"));
+    let reply: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"));
+    serde_json::from_value(reply["result"].clone())
+        .unwrap_or_else(|e| panic!("{path} holds no tools/call result: {e}"))
 }
 
 async fn bearer(State(digest): State<Arc<[u8; 32]>>, request: Request, next: Next) -> Response {
@@ -81,12 +80,19 @@ async fn main() {
         .unwrap_or(0);
     let token = std::env::var("BENCH_TOKEN").unwrap_or_else(|_| "secret".into());
     let digest: Arc<[u8; 32]> = Arc::new(Sha256::digest(token.as_bytes()).into());
+    let sessions = std::env::var("RMCP_SESSIONS").is_ok_and(|v| v == "1");
     let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
+        .with_legacy_session_mode(sessions)
         .with_json_response(true)
         .with_sse_keep_alive(None);
-    let service =
-        StreamableHttpService::new(|| Ok(Peer), LocalSessionManager::default().into(), config);
+    let peer = Peer {
+        result: Arc::new(saved_result()),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(peer.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
     let app = Router::new()
         .nest_service("/mcp", service)
         .layer(from_fn_with_state(digest, bearer));
