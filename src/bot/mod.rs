@@ -18,7 +18,7 @@ pub mod tools;
 pub mod trace;
 pub mod web;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -32,6 +32,13 @@ use store::Store;
 use tasks::Tasks;
 use tools::ToolRunner;
 use trace::Tracer;
+
+/// Locks `mutex`, also after a panic in another holder: the bot's shared state stays
+/// usable (every writer leaves it consistent between statements), so a poisoned lock
+/// is no reason to fail a request.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// One console line forwarded by the web page.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
