@@ -3,8 +3,6 @@
 //! share what they need through `events` and `handshake`, never through this file,
 //! so no import runs in a circle.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -61,22 +59,19 @@ impl Conn {
 
     pub(crate) fn protocol_version(&self) -> String {
         match self {
-            Conn::Stdio(conn) => conn.protocol_version(),
+            Conn::Stdio(conn) => conn.requests().protocol_version(),
             Conn::Http(conn) => conn.protocol_version(),
-            Conn::Sse(conn) => conn.protocol_version(),
+            Conn::Sse(conn) => conn.requests().protocol_version(),
         }
     }
 
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, CallError> {
+    /// One request with its answer, at most the server's timeout (every transport
+    /// was given it when connecting).
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
         match self {
-            Conn::Stdio(conn) => conn.request(method, params, timeout).await,
-            Conn::Http(conn) => conn.request(method, params, timeout).await,
-            Conn::Sse(conn) => conn.request(method, params, timeout).await,
+            Conn::Stdio(conn) => conn.requests().request(method, params).await,
+            Conn::Http(conn) => conn.request(method, params).await,
+            Conn::Sse(conn) => conn.requests().request(method, params).await,
         }
     }
 
@@ -85,23 +80,19 @@ impl Conn {
         name: &str,
         arguments: Value,
         param_headers: &[ParamHeader],
-        timeout: Duration,
     ) -> Result<Value, CallError> {
         match self {
             // Only Streamable HTTP mirrors the call in headers.
-            Conn::Http(conn) => {
-                conn.call_tool(name, arguments, param_headers, timeout)
-                    .await
-            }
+            Conn::Http(conn) => conn.call_tool(name, arguments, param_headers).await,
             Conn::Stdio(_) | Conn::Sse(_) => {
                 let params = json!({"name": name, "arguments": arguments});
-                self.request("tools/call", params, timeout).await
+                self.request("tools/call", params).await
             }
         }
     }
 
     /// Every tool the server lists, following `nextCursor` through all pages.
-    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, CallError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Value>, CallError> {
         const MAX_PAGES: usize = 100;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -110,7 +101,7 @@ impl Conn {
                 Some(cursor) => json!({"cursor": cursor}),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, timeout).await?;
+            let page = self.request("tools/list", params).await?;
             match page.get("tools") {
                 Some(Value::Array(list)) => tools.extend(list.iter().cloned()),
                 _ => {

@@ -21,9 +21,11 @@
 //! - `registration.rs`: which listed tools are offered, and keeping the runner in step.
 //! - `tool.rs`: the runner's handler for one MCP tool: the call, its result, its stats.
 //! - `connection.rs`: one live connection, whatever its transport.
-//! - `stdio.rs`, `http.rs`, `http_sse.rs`: the transports.
-//! - `pending.rs`: requests answered on a stream of their own (stdio, HTTP+SSE);
-//!   `handshake.rs`: the pieces of `initialize` every legacy transport shares.
+//! - `stdio.rs`, `http.rs`, `http_sse.rs`: the transports; `http_endpoint.rs`: one
+//!   Streamable HTTP POST and its answer; `http_client.rs`: what both HTTP ones share.
+//! - `stream_requests.rs`, `pending.rs`: requests answered on a stream of their own
+//!   (stdio, HTTP+SSE), and the legacy handshake over them; `handshake.rs`: the
+//!   pieces of `initialize` every legacy transport shares.
 //! - `events.rs`: what a connection reports to its supervisor; `jsonrpc.rs`: messages.
 //! - `stats.rs`: usage figures per server and per tool.
 
@@ -32,6 +34,8 @@ mod connection;
 mod events;
 mod handshake;
 mod http;
+mod http_client;
+mod http_endpoint;
 mod http_sse;
 mod jsonrpc;
 mod pending;
@@ -39,6 +43,7 @@ mod registration;
 mod server;
 mod stats;
 mod stdio;
+mod stream_requests;
 mod supervise;
 #[cfg(test)]
 mod tests;

@@ -31,7 +31,7 @@ impl ServerEntry {
     /// stats and enabled state survive). Returns how many are registered.
     pub(super) async fn refresh_tools(self: &Arc<Self>, conn: &Conn) -> Result<usize, String> {
         let listed = conn
-            .list_tools(self.config.timeout)
+            .list_tools()
             .await
             .map_err(|e| format!("`tools/list` failed: {e}"))?;
         let wanted = self.select_tools(listed);

@@ -30,9 +30,7 @@ impl ServerEntry {
             return record.finish(Err(self.unavailable()));
         };
         let server = self.name();
-        let outcome = conn
-            .call_tool(tool, arguments, param_headers, self.config.timeout)
-            .await;
+        let outcome = conn.call_tool(tool, arguments, param_headers).await;
         let result = match outcome {
             Ok(result) => tool_result(server, tool, result),
             Err(CallError::Timeout(limit)) => Err(format!(
