@@ -40,9 +40,8 @@ impl Conn {
                     env,
                     cwd: cwd.as_deref(),
                 };
-                StdioConn::connect(launch, config.timeout, events)
-                    .await
-                    .map(Conn::Stdio)
+                let conn = StdioConn::start(launch, config.timeout, events).await?;
+                Conn::Stdio(conn).legacy_handshake().await
             }
             TransportConfig::Http { url, headers } => {
                 HttpConn::connect(&config.name, url, headers, config.timeout, events)
@@ -50,9 +49,27 @@ impl Conn {
                     .map(|conn| Conn::Http(Box::new(conn)))
             }
             TransportConfig::Sse { url, headers } => {
-                SseConn::connect(&config.name, url, headers, config.timeout, events)
-                    .await
-                    .map(Conn::Sse)
+                let conn =
+                    SseConn::open(&config.name, url, headers, config.timeout, events).await?;
+                Conn::Sse(conn).legacy_handshake().await
+            }
+        }
+    }
+
+    /// Completes the legacy `initialize` handshake of a stream transport (stdio,
+    /// HTTP+SSE), closing the connection if it fails. Streamable HTTP shakes hands
+    /// in its own connect, as it first probes the modern era.
+    async fn legacy_handshake(self) -> Result<Conn, String> {
+        let outcome = match &self {
+            Conn::Stdio(conn) => conn.requests().handshake().await,
+            Conn::Sse(conn) => conn.requests().handshake().await,
+            Conn::Http(_) => Ok(()),
+        };
+        match outcome {
+            Ok(()) => Ok(self),
+            Err(e) => {
+                self.close().await;
+                Err(e)
             }
         }
     }

@@ -74,9 +74,9 @@ pub(crate) struct SseConn {
 }
 
 impl SseConn {
-    /// Opens the stream, waits for the `endpoint` event and completes the handshake,
-    /// each step within `timeout`.
-    pub(crate) async fn connect(
+    /// Opens the stream and waits for the `endpoint` event, each step within `timeout`;
+    /// `Conn::connect` then completes the handshake.
+    pub(crate) async fn open(
         server: &str,
         url: &str,
         headers: &BTreeMap<String, String>,
@@ -113,13 +113,7 @@ impl SseConn {
             requests: StreamRequests::new(server, poster, pending, timeout),
             reader,
         };
-        match conn.requests.handshake().await {
-            Ok(()) => Ok(conn),
-            Err(e) => {
-                conn.close().await;
-                Err(e)
-            }
-        }
+        Ok(conn)
     }
 
     pub(crate) fn requests(&self) -> &StreamRequests<Poster> {

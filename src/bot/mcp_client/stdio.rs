@@ -47,8 +47,9 @@ impl SendMessage for Writer {
 }
 
 impl StdioConn {
-    /// Starts the process and completes the handshake within `timeout` per request.
-    pub(crate) async fn connect(
+    /// Starts the process; `Conn::connect` then completes the handshake, each request
+    /// within `timeout`.
+    pub(crate) async fn start(
         launch: Launch<'_>,
         timeout: Duration,
         events: mpsc::UnboundedSender<ConnEvent>,
@@ -76,13 +77,7 @@ impl StdioConn {
             child,
             tasks: vec![reader, logger],
         };
-        match conn.requests.handshake().await {
-            Ok(()) => Ok(conn),
-            Err(e) => {
-                conn.close().await;
-                Err(e)
-            }
-        }
+        Ok(conn)
     }
 
     pub(crate) fn requests(&self) -> &StreamRequests<Writer> {
