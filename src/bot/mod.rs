@@ -251,13 +251,13 @@ impl Bot {
             llm.clone(),
             agents.clone(),
             config.agent_max_steps,
-            supervisor_id.clone(),
+            supervisor_id,
         ));
         let status = tools::native::StatusSources {
             started,
             llm_provider: llm.provider().to_string(),
             llm_model: llm.model().to_string(),
-            workers,
+            workers: workers.clone(),
             mcp_servers: {
                 let host = mcp_host.clone();
                 Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
@@ -266,14 +266,7 @@ impl Bot {
         };
         register_tools(&config, &tools, &store, status)?;
 
-        let supervisor = Arc::new(Supervisor::new(
-            supervisor_id,
-            store.clone(),
-            llm.clone(),
-            tools.clone(),
-            agents.clone(),
-            config.agent_max_steps,
-        ));
+        let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
         let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         let tracer = start_tracer(&config, &store, &redactor);
         let tasks = Arc::new(Tasks::new(

@@ -42,26 +42,21 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// Creates the supervisor and registers it; `id` is shared with its [`Workers`].
-    pub fn new(
-        id: String,
-        store: Store,
-        llm: Arc<dyn LlmProvider>,
-        runner: Arc<ToolRunner>,
-        registry: Arc<AgentRegistry>,
-        max_steps: usize,
-    ) -> Self {
+    /// Creates the supervisor and registers it. It shares its id, model, registry and
+    /// step budget with the `workers` it delegates to, so they cannot disagree.
+    pub fn new(store: Store, runner: Arc<ToolRunner>, workers: &Workers) -> Self {
+        let id = workers.supervisor_id.clone();
         let mut info = new_agent("Porthole", "🤖", "supervisor", None);
         info.id = id.clone();
         info.status = "idle".into();
-        registry.insert(info);
+        workers.registry.insert(info);
         Supervisor {
             id,
             store,
-            llm,
+            llm: workers.llm.clone(),
             runner,
-            registry,
-            max_steps,
+            registry: workers.registry.clone(),
+            max_steps: workers.max_steps,
             in_progress: Mutex::new(BTreeMap::new()),
             handled: Default::default(),
         }
