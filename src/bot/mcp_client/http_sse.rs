@@ -4,10 +4,10 @@
 //! with a session id in its query); every answer and notification then arrives as a
 //! `message` event on that stream. The handshake is the legacy `initialize`.
 //!
-//! Answers are matched to requests by the shared [`Pending`], as for stdio, and the
-//! stream ending fails what is waiting and reports the connection lost. The endpoint
-//! must be on the same origin as the stream, so configured headers (often credentials)
-//! are never sent to another host.
+//! Answers are matched to requests by the shared `StreamRequests` and [`Pending`], as
+//! for stdio, with a POST as the way to send; the stream ending fails what is waiting
+//! and reports the connection lost. The endpoint must be on the same origin as the
+//! stream, so configured headers (often credentials) are never sent to another host.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

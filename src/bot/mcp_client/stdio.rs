@@ -1,8 +1,9 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC on its
 //! stdin and stdout. Owns the process from spawn to reaping: the reader task that
 //! matches responses to waiting requests, the task that forwards stderr to the log,
-//! the `initialize` handshake, and the polite-then-firm shutdown (close stdin, SIGTERM,
-//! SIGKILL) that leaves no orphan behind.
+//! and the polite-then-firm shutdown (close stdin, SIGTERM, SIGKILL) that leaves no
+//! orphan behind. Requests and the `initialize` handshake go through the shared
+//! `StreamRequests`, with stdin as the way to send.
 
 use std::process::Stdio;
 use std::sync::Arc;
