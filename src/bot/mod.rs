@@ -18,7 +18,7 @@ pub mod tools;
 pub mod trace;
 pub mod web;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -32,6 +32,13 @@ use store::Store;
 use tasks::Tasks;
 use tools::ToolRunner;
 use trace::Tracer;
+
+/// Locks `mutex`, also after a panic in another holder: the bot's shared state stays
+/// usable (every writer leaves it consistent between statements), so a poisoned lock
+/// is no reason to fail a request.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// One console line forwarded by the web page.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -244,45 +251,22 @@ impl Bot {
             llm.clone(),
             agents.clone(),
             config.agent_max_steps,
-            supervisor_id.clone(),
-        ));
-        if let Err(e) = std::fs::create_dir_all(&config.workspace_dir) {
-            tracing::warn!(dir = %config.workspace_dir.display(), error = %e, "cannot create the workspace folder; file tools will report it");
-        }
-        tools::native::register_all(
-            &tools,
-            store.clone(),
-            config.workspace_dir.clone(),
-            tools::native::StatusSources {
-                started,
-                llm_provider: llm.provider().to_string(),
-                llm_model: llm.model().to_string(),
-                workers,
-                mcp_servers: {
-                    let host = mcp_host.clone();
-                    Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
-                },
-                settings: operational_settings(&config),
-            },
-        )
-        .map_err(BotError::Tools)?;
-        let user =
-            tools::user::load_user_tools(&tools, &config.user_tools_dir, config.tool_timeout);
-        tracing::info!(
-            native = tools.len() - user.loaded.len(),
-            user = user.loaded.len(),
-            skipped = user.skipped.len(),
-            "tools loaded"
-        );
-
-        let supervisor = Arc::new(Supervisor::new(
             supervisor_id,
-            store.clone(),
-            llm.clone(),
-            tools.clone(),
-            agents.clone(),
-            config.agent_max_steps,
         ));
+        let status = tools::native::StatusSources {
+            started,
+            llm_provider: llm.provider().to_string(),
+            llm_model: llm.model().to_string(),
+            workers: workers.clone(),
+            mcp_servers: {
+                let host = mcp_host.clone();
+                Arc::new(move || serde_json::to_value(host.servers()).unwrap_or_default())
+            },
+            settings: operational_settings(&config),
+        };
+        register_tools(&config, &tools, &store, status)?;
+
+        let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
         let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         let tracer = start_tracer(&config, &store, &redactor);
         let tasks = Arc::new(Tasks::new(
@@ -291,12 +275,7 @@ impl Bot {
             tools.clone(),
             tracer.clone(),
         ));
-        let skill_report = skills::load_skills(&config.skills_dir);
-        tracing::info!(
-            loaded = skill_report.skills.len(),
-            skipped = skill_report.skipped.len(),
-            "skills loaded"
-        );
+        let skills = load_skills(&config);
 
         Ok(Arc::new(Bot {
             redactor,
@@ -309,9 +288,42 @@ impl Bot {
             agents,
             supervisor,
             tasks,
-            skills: skill_report.skills,
+            skills,
             web: web::WebState::new(web_log_sink, config.web_console_forwarding),
             config,
         }))
     }
+}
+
+/// Registers the native tools, then the user's (broken ones are logged and skipped).
+fn register_tools(
+    config: &Config,
+    tools: &ToolRunner,
+    store: &Store,
+    status: tools::native::StatusSources,
+) -> Result<(), BotError> {
+    if let Err(e) = std::fs::create_dir_all(&config.workspace_dir) {
+        tracing::warn!(dir = %config.workspace_dir.display(), error = %e, "cannot create the workspace folder; file tools will report it");
+    }
+    tools::native::register_all(tools, store.clone(), config.workspace_dir.clone(), status)
+        .map_err(BotError::Tools)?;
+    let user = tools::user::load_user_tools(tools, &config.user_tools_dir, config.tool_timeout);
+    tracing::info!(
+        native = tools.len() - user.loaded.len(),
+        user = user.loaded.len(),
+        skipped = user.skipped.len(),
+        "tools loaded"
+    );
+    Ok(())
+}
+
+/// The skills in the configured folder (broken ones are logged and skipped).
+fn load_skills(config: &Config) -> Vec<Skill> {
+    let report = skills::load_skills(&config.skills_dir);
+    tracing::info!(
+        loaded = report.skills.len(),
+        skipped = report.skipped.len(),
+        "skills loaded"
+    );
+    report.skills
 }

@@ -2,6 +2,7 @@
 //! the loop, and reports its state (idle or processing, since when).
 
 use super::*;
+use crate::bot::lock;
 
 pub(super) const SUPERVISOR_PROMPT: &str = "You are Porthole, a helpful assistant. Use the tools you are given when they help; \
 delegate self-contained sub-tasks with the `delegate` tool. Answer concisely.";
@@ -41,26 +42,21 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// Creates the supervisor and registers it; `id` is shared with its [`Workers`].
-    pub fn new(
-        id: String,
-        store: Store,
-        llm: Arc<dyn LlmProvider>,
-        runner: Arc<ToolRunner>,
-        registry: Arc<AgentRegistry>,
-        max_steps: usize,
-    ) -> Self {
+    /// Creates the supervisor and registers it. It shares its id, model, registry and
+    /// step budget with the `workers` it delegates to, so they cannot disagree.
+    pub fn new(store: Store, runner: Arc<ToolRunner>, workers: &Workers) -> Self {
+        let id = workers.supervisor_id.clone();
         let mut info = new_agent("Porthole", "🤖", "supervisor", None);
         info.id = id.clone();
         info.status = "idle".into();
-        registry.insert(info);
+        workers.registry.insert(info);
         Supervisor {
             id,
             store,
-            llm,
+            llm: workers.llm.clone(),
             runner,
-            registry,
-            max_steps,
+            registry: workers.registry.clone(),
+            max_steps: workers.max_steps,
             in_progress: Mutex::new(BTreeMap::new()),
             handled: Default::default(),
         }
@@ -78,10 +74,7 @@ impl Supervisor {
     }
 
     pub fn state(&self) -> SupervisorState {
-        let processing: Vec<(String, String)> = self
-            .in_progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let processing: Vec<(String, String)> = lock(&self.in_progress)
             .iter()
             .map(|(c, t)| (c.clone(), t.clone()))
             .collect();
@@ -188,11 +181,7 @@ pub(super) struct InProgress<'a> {
 
 impl<'a> InProgress<'a> {
     fn new(supervisor: &'a Supervisor, conversation_id: &str) -> Self {
-        supervisor
-            .in_progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(conversation_id.to_string(), now_rfc3339());
+        lock(&supervisor.in_progress).insert(conversation_id.to_string(), now_rfc3339());
         supervisor.registry.set_status(
             &supervisor.id,
             "working",
@@ -207,11 +196,7 @@ impl<'a> InProgress<'a> {
 
 impl Drop for InProgress<'_> {
     fn drop(&mut self) {
-        let mut map = self
-            .supervisor
-            .in_progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut map = lock(&self.supervisor.in_progress);
         map.remove(&self.conversation_id);
         if map.is_empty() {
             self.supervisor

@@ -3,6 +3,8 @@
 //! stored history becomes the model's context.
 
 use super::*;
+use crate::bot::llm::ChatResponse;
+use crate::bot::store::ToolCall;
 
 /// Where a loop keeps its messages: the store (supervisor) or memory (workers).
 #[async_trait]
@@ -71,23 +73,7 @@ pub(super) async fn run_tool_loop(
                 Ok(r) => r,
                 Err(e) => return model_failed(e, transcript).await,
             };
-        let assistant = ChatMessage {
-            role: Role::Assistant,
-            content: response.content.clone(),
-            tool_calls: response.tool_calls.clone(),
-            tool_call_id: None,
-            name: None,
-        };
-        transcript
-            .push(NewMessage {
-                role: Role::Assistant,
-                content: response.content.clone(),
-                tool_calls: (!response.tool_calls.is_empty()).then(|| response.tool_calls.clone()),
-                tool_call_id: None,
-                name: None,
-            })
-            .await?;
-        context.push(assistant);
+        record_answer(&response, transcript, &mut context).await?;
         if response.tool_calls.is_empty() {
             return Ok(LoopOutcome {
                 text: response.content,
@@ -95,54 +81,8 @@ pub(super) async fn run_tool_loop(
             });
         }
         for call in response.tool_calls {
-            emit(
-                events,
-                AgentEvent::ToolCall {
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                },
-            );
-            // A model may name a tool it was not offered; the LLM tool filter holds
-            // for calls too, not only for the offer.
-            let outcome = if settings.runner.llm_filter().allows(&call.name) {
-                settings
-                    .runner
-                    .call(&call.name, call.arguments.clone(), settings.ctx)
-                    .await
-                    .map_err(|e| e.to_string())
-            } else {
-                Err(format!(
-                    "tool `{}` is not available to the model here (LLM_TOOLS_INCLUDE/LLM_TOOLS_EXCLUDE)",
-                    call.name
-                ))
-            };
-            let (content, is_error) = match outcome {
-                Ok(value) => (render_value(&value), false),
-                Err(e) => (format!("Error: {e}"), true),
-            };
-            emit(
-                events,
-                AgentEvent::ToolResult {
-                    name: call.name.clone(),
-                    content: content.clone(),
-                    is_error,
-                },
-            );
-            let message = NewMessage {
-                role: Role::Tool,
-                content: content.clone(),
-                tool_calls: None,
-                tool_call_id: Some(call.id.clone()),
-                name: Some(call.name.clone()),
-            };
-            transcript.push(message).await?;
-            context.push(ChatMessage {
-                role: Role::Tool,
-                content,
-                tool_calls: Vec::new(),
-                tool_call_id: Some(call.id),
-                name: Some(call.name),
-            });
+            let content = run_call(&settings, &call, events).await;
+            record_tool_result(call, content, transcript, &mut context).await?;
         }
     }
     let text = format!(
@@ -156,6 +96,96 @@ pub(super) async fn run_tool_loop(
         error: Some(text.clone()),
         text,
     })
+}
+
+/// Keeps the model's answer (text and tool calls) in the transcript and the context.
+async fn record_answer(
+    response: &ChatResponse,
+    transcript: &mut dyn Transcript,
+    context: &mut Vec<ChatMessage>,
+) -> Result<(), StoreError> {
+    let assistant = ChatMessage {
+        role: Role::Assistant,
+        content: response.content.clone(),
+        tool_calls: response.tool_calls.clone(),
+        tool_call_id: None,
+        name: None,
+    };
+    transcript
+        .push(NewMessage {
+            role: Role::Assistant,
+            content: response.content.clone(),
+            tool_calls: (!response.tool_calls.is_empty()).then(|| response.tool_calls.clone()),
+            tool_call_id: None,
+            name: None,
+        })
+        .await?;
+    context.push(assistant);
+    Ok(())
+}
+
+/// Runs one tool call the model asked for and returns the text the model gets back
+/// (a failure as `Error: …`), reporting the call and its result as events.
+async fn run_call(settings: &LoopSettings<'_>, call: &ToolCall, events: &Events) -> String {
+    emit(
+        events,
+        AgentEvent::ToolCall {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        },
+    );
+    // A model may name a tool it was not offered; the LLM tool filter holds
+    // for calls too, not only for the offer.
+    let outcome = if settings.runner.llm_filter().allows(&call.name) {
+        settings
+            .runner
+            .call(&call.name, call.arguments.clone(), settings.ctx)
+            .await
+            .map_err(|e| e.to_string())
+    } else {
+        Err(format!(
+            "tool `{}` is not available to the model here (LLM_TOOLS_INCLUDE/LLM_TOOLS_EXCLUDE)",
+            call.name
+        ))
+    };
+    let (content, is_error) = match outcome {
+        Ok(value) => (render_value(&value), false),
+        Err(e) => (format!("Error: {e}"), true),
+    };
+    emit(
+        events,
+        AgentEvent::ToolResult {
+            name: call.name.clone(),
+            content: content.clone(),
+            is_error,
+        },
+    );
+    content
+}
+
+/// Keeps a tool's result in the transcript and the context, paired with its call.
+async fn record_tool_result(
+    call: ToolCall,
+    content: String,
+    transcript: &mut dyn Transcript,
+    context: &mut Vec<ChatMessage>,
+) -> Result<(), StoreError> {
+    let message = NewMessage {
+        role: Role::Tool,
+        content: content.clone(),
+        tool_calls: None,
+        tool_call_id: Some(call.id.clone()),
+        name: Some(call.name.clone()),
+    };
+    transcript.push(message).await?;
+    context.push(ChatMessage {
+        role: Role::Tool,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: Some(call.id),
+        name: Some(call.name),
+    });
+    Ok(())
 }
 
 pub(super) async fn model_failed(

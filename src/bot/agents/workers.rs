@@ -7,10 +7,10 @@ pub(super) const WORKER_PROMPT: &str =
 
 /// Runs worker agents for delegated sub-tasks.
 pub struct Workers {
-    llm: Arc<dyn LlmProvider>,
-    registry: Arc<AgentRegistry>,
-    max_steps: usize,
-    supervisor_id: String,
+    pub(super) llm: Arc<dyn LlmProvider>,
+    pub(super) registry: Arc<AgentRegistry>,
+    pub(super) max_steps: usize,
+    pub(super) supervisor_id: String,
 }
 
 impl Workers {

@@ -10,6 +10,7 @@ mod anthropic;
 mod offline;
 mod openai;
 mod sse;
+mod streamed;
 
 use std::sync::Arc;
 

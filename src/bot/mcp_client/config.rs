@@ -156,102 +156,120 @@ fn parse_entry(
     let Some(entry) = entry.as_object() else {
         return Err("the entry must be a JSON object".into());
     };
-
-    let transport = match (entry.get("command"), entry.get("url")) {
-        (Some(_), Some(_)) => {
-            return Err("give either `command` (stdio) or `url` (HTTP), not both".into());
-        }
-        (None, None) => return Err("give `command` (stdio) or `url` (HTTP)".into()),
-        (Some(command), None) => {
-            let command = command
-                .as_str()
-                .filter(|c| !c.trim().is_empty())
-                .ok_or("`command` must be a non-empty string")?;
-            TransportConfig::Stdio {
-                command: command.to_string(),
-                args: string_list(entry, "args")?.unwrap_or_default(),
-                env: string_map(entry, "env")?,
-                cwd: match entry.get("cwd") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(dir)) => Some(PathBuf::from(dir)),
-                    Some(_) => return Err("`cwd` must be a string".into()),
-                },
-            }
-        }
-        (None, Some(url)) => {
-            let url = url.as_str().ok_or("`url` must be a string")?;
-            let parsed =
-                reqwest::Url::parse(url).map_err(|e| format!("`url` is not a valid URL: {e}"))?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(format!(
-                    "`url` must start with http:// or https://, not {}://",
-                    parsed.scheme()
-                ));
-            }
-            let headers = string_map(entry, "headers")?;
-            for (header, value) in &headers {
-                if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err()
-                    || reqwest::header::HeaderValue::from_str(value).is_err()
-                {
-                    return Err(format!("header `{header}` is not a valid HTTP header"));
-                }
-            }
-            let url = url.to_string();
-            if entry.get("type").and_then(Value::as_str) == Some("sse") {
-                TransportConfig::Sse { url, headers }
-            } else {
-                TransportConfig::Http { url, headers }
-            }
-        }
-    };
-    if let Some(kind) = entry.get("type") {
-        let kind = kind.as_str().unwrap_or_default();
-        let fits = match &transport {
-            TransportConfig::Stdio { .. } => kind == "stdio",
-            TransportConfig::Http { .. } => {
-                matches!(kind, "http" | "streamable-http" | "streamableHttp")
-            }
-            TransportConfig::Sse { .. } => true,
-        };
-        if !fits {
-            return Err(format!(
-                "`type` {kind:?} is not supported with {} (use \"stdio\" with `command`, \"http\" or \"sse\" with `url`)",
-                if matches!(transport, TransportConfig::Stdio { .. }) {
-                    "`command`"
-                } else {
-                    "`url`"
-                }
-            ));
-        }
-    }
-
-    let enabled = match (entry.get("enabled"), entry.get("disabled")) {
-        (Some(Value::Bool(enabled)), _) => *enabled,
-        (Some(_), _) => return Err("`enabled` must be true or false".into()),
-        (None, Some(Value::Bool(disabled))) => !*disabled,
-        (None, Some(_)) => return Err("`disabled` must be true or false".into()),
-        (None, None) => true,
-    };
-    let timeout = match entry.get("timeoutMs") {
-        None | Some(Value::Null) => default_timeout,
-        Some(ms) => match ms.as_u64() {
-            Some(ms) if (1..=3_600_000).contains(&ms) => Duration::from_millis(ms),
-            _ => {
-                return Err(
-                    "`timeoutMs` must be a whole number of milliseconds from 1 to 3600000".into(),
-                );
-            }
-        },
-    };
-
+    let transport = parse_transport(entry)?;
+    check_type(entry, &transport)?;
     Ok(ServerConfig {
         name: name.to_string(),
         transport,
-        enabled,
-        timeout,
+        enabled: parse_enabled(entry)?,
+        timeout: parse_timeout(entry, default_timeout)?,
         allowed_tools: string_list(entry, "allowedTools")?,
         excluded_tools: string_list(entry, "excludedTools")?.unwrap_or_default(),
     })
+}
+
+/// `command` makes a stdio entry, `url` an HTTP one (`"type": "sse"` picks HTTP+SSE).
+fn parse_transport(entry: &Map<String, Value>) -> Result<TransportConfig, String> {
+    match (entry.get("command"), entry.get("url")) {
+        (Some(_), Some(_)) => Err("give either `command` (stdio) or `url` (HTTP), not both".into()),
+        (None, None) => Err("give `command` (stdio) or `url` (HTTP)".into()),
+        (Some(command), None) => stdio_transport(entry, command),
+        (None, Some(url)) => http_transport(entry, url),
+    }
+}
+
+fn stdio_transport(entry: &Map<String, Value>, command: &Value) -> Result<TransportConfig, String> {
+    let command = command
+        .as_str()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or("`command` must be a non-empty string")?;
+    Ok(TransportConfig::Stdio {
+        command: command.to_string(),
+        args: string_list(entry, "args")?.unwrap_or_default(),
+        env: string_map(entry, "env")?,
+        cwd: match entry.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(dir)) => Some(PathBuf::from(dir)),
+            Some(_) => return Err("`cwd` must be a string".into()),
+        },
+    })
+}
+
+fn http_transport(entry: &Map<String, Value>, url: &Value) -> Result<TransportConfig, String> {
+    let url = url.as_str().ok_or("`url` must be a string")?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`url` is not a valid URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`url` must start with http:// or https://, not {}://",
+            parsed.scheme()
+        ));
+    }
+    let headers = string_map(entry, "headers")?;
+    for (header, value) in &headers {
+        if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err()
+            || reqwest::header::HeaderValue::from_str(value).is_err()
+        {
+            return Err(format!("header `{header}` is not a valid HTTP header"));
+        }
+    }
+    let url = url.to_string();
+    Ok(
+        if entry.get("type").and_then(Value::as_str) == Some("sse") {
+            TransportConfig::Sse { url, headers }
+        } else {
+            TransportConfig::Http { url, headers }
+        },
+    )
+}
+
+/// An explicit `type` must agree with the transport `command` or `url` chose.
+fn check_type(entry: &Map<String, Value>, transport: &TransportConfig) -> Result<(), String> {
+    let Some(kind) = entry.get("type") else {
+        return Ok(());
+    };
+    let kind = kind.as_str().unwrap_or_default();
+    let fits = match transport {
+        TransportConfig::Stdio { .. } => kind == "stdio",
+        TransportConfig::Http { .. } => {
+            matches!(kind, "http" | "streamable-http" | "streamableHttp")
+        }
+        TransportConfig::Sse { .. } => true,
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(format!(
+        "`type` {kind:?} is not supported with {} (use \"stdio\" with `command`, \"http\" or \"sse\" with `url`)",
+        if matches!(transport, TransportConfig::Stdio { .. }) {
+            "`command`"
+        } else {
+            "`url`"
+        }
+    ))
+}
+
+/// `enabled`, or the `disabled` some hosts write instead; on by default.
+fn parse_enabled(entry: &Map<String, Value>) -> Result<bool, String> {
+    match (entry.get("enabled"), entry.get("disabled")) {
+        (Some(Value::Bool(enabled)), _) => Ok(*enabled),
+        (Some(_), _) => Err("`enabled` must be true or false".into()),
+        (None, Some(Value::Bool(disabled))) => Ok(!*disabled),
+        (None, Some(_)) => Err("`disabled` must be true or false".into()),
+        (None, None) => Ok(true),
+    }
+}
+
+fn parse_timeout(
+    entry: &Map<String, Value>,
+    default_timeout: Duration,
+) -> Result<Duration, String> {
+    match entry.get("timeoutMs") {
+        None | Some(Value::Null) => Ok(default_timeout),
+        Some(ms) => match ms.as_u64() {
+            Some(ms) if (1..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
+            _ => Err("`timeoutMs` must be a whole number of milliseconds from 1 to 3600000".into()),
+        },
+    }
 }
 
 fn string_list(entry: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {

@@ -3,8 +3,6 @@
 //! share what they need through `events` and `handshake`, never through this file,
 //! so no import runs in a circle.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -42,9 +40,8 @@ impl Conn {
                     env,
                     cwd: cwd.as_deref(),
                 };
-                StdioConn::connect(launch, config.timeout, events)
-                    .await
-                    .map(Conn::Stdio)
+                let conn = StdioConn::start(launch, config.timeout, events).await?;
+                Conn::Stdio(conn).legacy_handshake().await
             }
             TransportConfig::Http { url, headers } => {
                 HttpConn::connect(&config.name, url, headers, config.timeout, events)
@@ -52,31 +49,46 @@ impl Conn {
                     .map(|conn| Conn::Http(Box::new(conn)))
             }
             TransportConfig::Sse { url, headers } => {
-                SseConn::connect(&config.name, url, headers, config.timeout, events)
-                    .await
-                    .map(Conn::Sse)
+                let conn =
+                    SseConn::open(&config.name, url, headers, config.timeout, events).await?;
+                Conn::Sse(conn).legacy_handshake().await
+            }
+        }
+    }
+
+    /// Completes the legacy `initialize` handshake of a stream transport (stdio,
+    /// HTTP+SSE), closing the connection if it fails. Streamable HTTP shakes hands
+    /// in its own connect, as it first probes the modern era.
+    async fn legacy_handshake(self) -> Result<Conn, String> {
+        let outcome = match &self {
+            Conn::Stdio(conn) => conn.requests().handshake().await,
+            Conn::Sse(conn) => conn.requests().handshake().await,
+            Conn::Http(_) => Ok(()),
+        };
+        match outcome {
+            Ok(()) => Ok(self),
+            Err(e) => {
+                self.close().await;
+                Err(e)
             }
         }
     }
 
     pub(crate) fn protocol_version(&self) -> String {
         match self {
-            Conn::Stdio(conn) => conn.protocol_version(),
+            Conn::Stdio(conn) => conn.requests().protocol_version(),
             Conn::Http(conn) => conn.protocol_version(),
-            Conn::Sse(conn) => conn.protocol_version(),
+            Conn::Sse(conn) => conn.requests().protocol_version(),
         }
     }
 
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, CallError> {
+    /// One request with its answer, at most the server's timeout (every transport
+    /// was given it when connecting).
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
         match self {
-            Conn::Stdio(conn) => conn.request(method, params, timeout).await,
-            Conn::Http(conn) => conn.request(method, params, timeout).await,
-            Conn::Sse(conn) => conn.request(method, params, timeout).await,
+            Conn::Stdio(conn) => conn.requests().request(method, params).await,
+            Conn::Http(conn) => conn.request(method, params).await,
+            Conn::Sse(conn) => conn.requests().request(method, params).await,
         }
     }
 
@@ -85,23 +97,19 @@ impl Conn {
         name: &str,
         arguments: Value,
         param_headers: &[ParamHeader],
-        timeout: Duration,
     ) -> Result<Value, CallError> {
         match self {
             // Only Streamable HTTP mirrors the call in headers.
-            Conn::Http(conn) => {
-                conn.call_tool(name, arguments, param_headers, timeout)
-                    .await
-            }
+            Conn::Http(conn) => conn.call_tool(name, arguments, param_headers).await,
             Conn::Stdio(_) | Conn::Sse(_) => {
                 let params = json!({"name": name, "arguments": arguments});
-                self.request("tools/call", params, timeout).await
+                self.request("tools/call", params).await
             }
         }
     }
 
     /// Every tool the server lists, following `nextCursor` through all pages.
-    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, CallError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Value>, CallError> {
         const MAX_PAGES: usize = 100;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -110,7 +118,7 @@ impl Conn {
                 Some(cursor) => json!({"cursor": cursor}),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, timeout).await?;
+            let page = self.request("tools/list", params).await?;
             match page.get("tools") {
                 Some(Value::Array(list)) => tools.extend(list.iter().cloned()),
                 _ => {

@@ -4,31 +4,30 @@
 //! with a session id in its query); every answer and notification then arrives as a
 //! `message` event on that stream. The handshake is the legacy `initialize`.
 //!
-//! Answers are matched to requests by the shared [`Pending`], as for stdio, and the
-//! stream ending fails what is waiting and reports the connection lost. The endpoint
-//! must be on the same origin as the stream, so configured headers (often credentials)
-//! are never sent to another host.
+//! Answers are matched to requests by the shared `StreamRequests` and [`Pending`], as
+//! for stdio, with a POST as the way to send; the stream ending fails what is waiting
+//! and reports the connection lost. The endpoint must be on the same origin as the
+//! stream, so configured headers (often credentials) are never sent to another host.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::events::{ConnEvent, shorten};
-use super::handshake::{handshake_error, initialize_params, negotiated_version};
-use super::http::{header_map, http_client, redacted, transport_error};
+use super::http_client::{http_setup, redacted, transport_error};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
+use super::stream_requests::{SendMessage, StreamRequests};
 use crate::sse::SseDecoder;
 
 /// Where messages go, and how.
 #[derive(Clone)]
-struct Poster {
+pub(crate) struct Poster {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
@@ -63,85 +62,42 @@ impl Poster {
     }
 }
 
+impl SendMessage for Poster {
+    fn send(&self, message: &Value) -> impl Future<Output = Result<(), CallError>> + Send {
+        self.post(message)
+    }
+}
+
 pub(crate) struct SseConn {
-    server: String,
-    poster: Poster,
-    pending: Arc<Pending>,
-    next_id: AtomicU64,
+    requests: StreamRequests<Poster>,
     reader: JoinHandle<()>,
-    protocol_version: OnceLock<String>,
 }
 
 impl SseConn {
-    /// Opens the stream, waits for the `endpoint` event and completes the handshake,
-    /// each step within `timeout`.
-    pub(crate) async fn connect(
+    /// Opens the stream and waits for the `endpoint` event, each step within `timeout`;
+    /// `Conn::connect` then completes the handshake.
+    pub(crate) async fn open(
         server: &str,
         url: &str,
         headers: &BTreeMap<String, String>,
         timeout: Duration,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<SseConn, String> {
-        let stream_url = reqwest::Url::parse(url).map_err(|e| format!("invalid url: {e}"))?;
-        let headers = header_map(headers)?;
-        let client = http_client(timeout)?;
-        let shown = redacted(&stream_url);
-        let mut response = tokio::time::timeout(
-            timeout,
-            client
-                .get(stream_url.clone())
-                .headers(headers.clone())
-                .header(ACCEPT, "text/event-stream")
-                .send(),
-        )
-        .await
-        .map_err(|_| format!("{shown} did not answer within {} ms", timeout.as_millis()))?
-        .map_err(|e| format!("cannot reach {shown}: {}", transport_error(&e)))?;
-        if !response.status().is_success() {
-            return Err(format!(
-                "{shown} answered HTTP status {} instead of an event stream",
-                response.status().as_u16()
-            ));
-        }
+        let (client, stream_url, headers) = http_setup(url, headers, timeout)?;
+        let mut response = open_stream(&client, &stream_url, &headers, timeout).await?;
         let mut decoder = SseDecoder::default();
-        let endpoint = tokio::time::timeout(timeout, async {
-            loop {
-                let chunk = match response.chunk().await {
-                    Ok(Some(chunk)) => chunk,
-                    Ok(None) => return Err("the stream ended before its `endpoint` event".to_string()),
-                    Err(e) => return Err(transport_error(&e).to_string()),
-                };
-                if let Some(endpoint) = decoder
-                    .push_events(&chunk)
-                    .into_iter()
-                    .find(|e| e.event == "endpoint")
-                {
-                    return Ok(endpoint.data);
-                }
-                if decoder.pending_len() > jsonrpc::MAX_MESSAGE_BYTES {
-                    return Err("the stream sent too much before its `endpoint` event".into());
-                }
-            }
-        })
-        .await
-        .map_err(|_| {
-            format!(
-                "{shown} sent no `endpoint` event within {} ms (is it an HTTP+SSE server? for Streamable HTTP leave out \"type\": \"sse\")",
-                timeout.as_millis()
-            )
-        })??;
-        let post_url = stream_url
-            .join(endpoint.trim())
-            .map_err(|e| format!("the `endpoint` event is not a URL ({e})"))?;
-        if post_url.origin() != stream_url.origin() {
-            return Err(format!(
-                "the server named an endpoint on another origin ({}); refusing to send it this server's headers",
-                redacted(&post_url)
-            ));
-        }
+        let endpoint = tokio::time::timeout(timeout, read_endpoint(&mut response, &mut decoder))
+            .await
+            .map_err(|_| {
+                format!(
+                    "{} sent no `endpoint` event within {} ms (is it an HTTP+SSE server? for Streamable HTTP leave out \"type\": \"sse\")",
+                    redacted(&stream_url),
+                    timeout.as_millis()
+                )
+            })??;
         let poster = Poster {
             client,
-            url: post_url,
+            url: post_url(&stream_url, &endpoint)?,
             headers,
         };
         let pending: Arc<Pending> = Arc::default();
@@ -154,69 +110,21 @@ impl SseConn {
             events,
         ));
         let conn = SseConn {
-            server: server.to_string(),
-            poster,
-            pending,
-            next_id: AtomicU64::new(1),
+            requests: StreamRequests::new(server, poster, pending, timeout),
             reader,
-            protocol_version: OnceLock::new(),
         };
-        match conn.handshake(timeout).await {
-            Ok(()) => Ok(conn),
-            Err(e) => {
-                conn.close().await;
-                Err(e)
-            }
-        }
+        Ok(conn)
     }
 
-    async fn handshake(&self, timeout: Duration) -> Result<(), String> {
-        let result = self
-            .request("initialize", initialize_params(), timeout)
-            .await
-            .map_err(handshake_error)?;
-        let version = negotiated_version(&self.server, &result)?;
-        let _ = self.protocol_version.set(version);
-        self.poster
-            .post(&jsonrpc::notification("notifications/initialized", None))
-            .await
-            .map_err(|e| format!("cannot finish the handshake: {e}"))
-    }
-
-    pub(crate) fn protocol_version(&self) -> String {
-        self.protocol_version
-            .get()
-            .cloned()
-            .unwrap_or_else(|| jsonrpc::LEGACY_VERSION.to_string())
-    }
-
-    /// Sends a request and waits for its answer on the stream, at most `timeout`.
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, CallError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let message = jsonrpc::request(id, method, params);
-        let outcome = self
-            .pending
-            .request(id, timeout, self.poster.post(&message))
-            .await;
-        if let Err(CallError::Timeout(_)) = &outcome {
-            let cancel = jsonrpc::notification(
-                "notifications/cancelled",
-                Some(json!({"requestId": id, "reason": "timed out"})),
-            );
-            let _ = self.poster.post(&cancel).await;
-        }
-        outcome
+    pub(crate) fn requests(&self) -> &StreamRequests<Poster> {
+        &self.requests
     }
 
     /// Ends the connection: waiting requests fail at once, and closing the stream ends
     /// the server's session.
     pub(crate) async fn close(&self) {
-        self.pending
+        self.requests
+            .pending()
             .fail_all("the connection was closed by porthole".into());
         self.reader.abort();
     }
@@ -226,6 +134,73 @@ impl Drop for SseConn {
     fn drop(&mut self) {
         self.reader.abort();
     }
+}
+
+/// Opens the event stream (the `GET` on the configured URL).
+async fn open_stream(
+    client: &reqwest::Client,
+    stream_url: &reqwest::Url,
+    headers: &HeaderMap,
+    timeout: Duration,
+) -> Result<reqwest::Response, String> {
+    let shown = redacted(stream_url);
+    let response = tokio::time::timeout(
+        timeout,
+        client
+            .get(stream_url.clone())
+            .headers(headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .send(),
+    )
+    .await
+    .map_err(|_| format!("{shown} did not answer within {} ms", timeout.as_millis()))?
+    .map_err(|e| format!("cannot reach {shown}: {}", transport_error(&e)))?;
+    if !response.status().is_success() {
+        return Err(format!(
+            "{shown} answered HTTP status {} instead of an event stream",
+            response.status().as_u16()
+        ));
+    }
+    Ok(response)
+}
+
+/// Reads the stream up to its first `endpoint` event and returns that event's data.
+async fn read_endpoint(
+    response: &mut reqwest::Response,
+    decoder: &mut SseDecoder,
+) -> Result<String, String> {
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Err("the stream ended before its `endpoint` event".to_string()),
+            Err(e) => return Err(transport_error(&e).to_string()),
+        };
+        if let Some(endpoint) = decoder
+            .push_events(&chunk)
+            .into_iter()
+            .find(|e| e.event == "endpoint")
+        {
+            return Ok(endpoint.data);
+        }
+        if decoder.pending_len() > jsonrpc::MAX_MESSAGE_BYTES {
+            return Err("the stream sent too much before its `endpoint` event".into());
+        }
+    }
+}
+
+/// The URL the `endpoint` event names, which must be on the stream's own origin so
+/// the configured headers (often credentials) never go to another host.
+fn post_url(stream_url: &reqwest::Url, endpoint: &str) -> Result<reqwest::Url, String> {
+    let post_url = stream_url
+        .join(endpoint.trim())
+        .map_err(|e| format!("the `endpoint` event is not a URL ({e})"))?;
+    if post_url.origin() != stream_url.origin() {
+        return Err(format!(
+            "the server named an endpoint on another origin ({}); refusing to send it this server's headers",
+            redacted(&post_url)
+        ));
+    }
+    Ok(post_url)
 }
 
 /// Reads the event stream until it ends: `message` events go to [`Pending::route`],

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::events::{ConnEvent, handle_notification, shorten};
 use super::jsonrpc::{self, CallError, Incoming};
+use crate::bot::lock;
 
 type Reply = oneshot::Sender<Result<Value, CallError>>;
 
@@ -30,10 +31,6 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Registers request `id`, sends it with `send`, and waits at most `timeout` for
     /// its answer. The request is forgotten however this ends (answer, error, timeout,
     /// or the future being dropped).
@@ -45,7 +42,7 @@ impl Pending {
     ) -> Result<Value, CallError> {
         let (tx, rx) = oneshot::channel();
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if let Some(reason) = &state.closed {
                 return Err(CallError::Lost(reason.clone()));
             }
@@ -63,7 +60,7 @@ impl Pending {
     /// Marks the connection closed and fails every waiting request with `reason`.
     /// Returns false if it was already closed.
     pub(crate) fn fail_all(&self, reason: String) -> bool {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if state.closed.is_some() {
             return false;
         }
@@ -96,7 +93,7 @@ impl Pending {
                 let reply = id
                     .as_u64()
                     .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
-                    .and_then(|id| self.lock().waiting.remove(&id));
+                    .and_then(|id| lock(&self.state).waiting.remove(&id));
                 match reply {
                     Some(reply) => {
                         let _ = reply.send(outcome);
@@ -131,6 +128,6 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.pending.lock().waiting.remove(&self.id);
+        lock(&self.pending.state).waiting.remove(&self.id);
     }
 }

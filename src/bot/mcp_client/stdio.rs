@@ -1,38 +1,35 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC on its
 //! stdin and stdout. Owns the process from spawn to reaping: the reader task that
 //! matches responses to waiting requests, the task that forwards stderr to the log,
-//! the `initialize` handshake, and the polite-then-firm shutdown (close stdin, SIGTERM,
-//! SIGKILL) that leaves no orphan behind.
+//! and the polite-then-firm shutdown (close stdin, SIGTERM, SIGKILL) that leaves no
+//! orphan behind. Requests and the `initialize` handshake go through the shared
+//! `StreamRequests`, with stdin as the way to send.
 
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::events::{ConnEvent, shorten};
-use super::handshake::{handshake_error, initialize_params, negotiated_version};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
+use super::stream_requests::{SendMessage, StreamRequests};
 
 /// How long a child gets to exit after stdin is closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
-type Writer = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
+/// The child's stdin, `None` once closed.
+pub(crate) type Writer = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
 
 pub(crate) struct StdioConn {
-    server: String,
-    pending: Arc<Pending>,
-    writer: Writer,
+    requests: StreamRequests<Writer>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
-    next_id: AtomicU64,
     tasks: Vec<JoinHandle<()>>,
-    protocol_version: OnceLock<String>,
 }
 
 /// What to run.
@@ -44,26 +41,21 @@ pub(crate) struct Launch<'a> {
     pub cwd: Option<&'a std::path::Path>,
 }
 
+impl SendMessage for Writer {
+    fn send(&self, message: &Value) -> impl Future<Output = Result<(), CallError>> + Send {
+        write_line(self, message)
+    }
+}
+
 impl StdioConn {
-    /// Starts the process and completes the handshake within `timeout` per request.
-    pub(crate) async fn connect(
+    /// Starts the process; `Conn::connect` then completes the handshake, each request
+    /// within `timeout`.
+    pub(crate) async fn start(
         launch: Launch<'_>,
         timeout: Duration,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<StdioConn, String> {
-        let mut command = crate::bot::child_env::clean_command(launch.command, launch.env);
-        command
-            .args(launch.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(dir) = launch.cwd {
-            command.current_dir(dir);
-        }
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", launch.command))?;
+        let mut child = spawn_child(&launch)?;
         let server = launch.server.to_string();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("the child has no stdout")?;
@@ -82,75 +74,27 @@ impl StdioConn {
         ));
         let logger = tokio::spawn(log_stderr(server.clone(), stderr));
         let conn = StdioConn {
-            server,
-            pending,
-            writer,
+            requests: StreamRequests::new(&server, writer, pending, timeout),
             child,
-            next_id: AtomicU64::new(1),
             tasks: vec![reader, logger],
-            protocol_version: OnceLock::new(),
         };
-        match conn.handshake(timeout).await {
-            Ok(()) => Ok(conn),
-            Err(e) => {
-                conn.close().await;
-                Err(e)
-            }
-        }
+        Ok(conn)
     }
 
-    async fn handshake(&self, timeout: Duration) -> Result<(), String> {
-        let result = self
-            .request("initialize", initialize_params(), timeout)
-            .await
-            .map_err(handshake_error)?;
-        let version = negotiated_version(&self.server, &result)?;
-        let _ = self.protocol_version.set(version);
-        self.send(&jsonrpc::notification("notifications/initialized", None))
-            .await
-            .map_err(|e| format!("cannot finish the handshake: {e}"))
-    }
-
-    pub(crate) fn protocol_version(&self) -> String {
-        self.protocol_version
-            .get()
-            .cloned()
-            .unwrap_or_else(|| jsonrpc::LEGACY_VERSION.to_string())
-    }
-
-    /// Sends a request and waits for its answer, at most `timeout`.
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, CallError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let message = jsonrpc::request(id, method, params);
-        let outcome = self.pending.request(id, timeout, self.send(&message)).await;
-        if let Err(CallError::Timeout(_)) = &outcome {
-            let cancel = jsonrpc::notification(
-                "notifications/cancelled",
-                Some(json!({"requestId": id, "reason": "timed out"})),
-            );
-            let _ = self.send(&cancel).await;
-        }
-        outcome
-    }
-
-    async fn send(&self, message: &Value) -> Result<(), CallError> {
-        write_line(&self.writer, message).await
+    pub(crate) fn requests(&self) -> &StreamRequests<Writer> {
+        &self.requests
     }
 
     /// Ends the connection: closes stdin, then SIGTERM, then SIGKILL, and reaps the
     /// process. Waiting requests fail at once.
     pub(crate) async fn close(&self) {
-        self.pending
+        self.requests
+            .pending()
             .fail_all("the connection was closed by porthole".into());
-        self.writer.lock().await.take();
+        self.requests.sender().lock().await.take();
         let child = self.child.lock().await.take();
         if let Some(mut child) = child {
-            stop_child(&self.server, &mut child).await;
+            stop_child(self.requests.server(), &mut child).await;
         }
         for task in &self.tasks {
             task.abort();
@@ -164,6 +108,23 @@ impl Drop for StdioConn {
             task.abort();
         }
     }
+}
+
+/// Starts the server process with piped stdio and a clean environment.
+fn spawn_child(launch: &Launch<'_>) -> Result<Child, String> {
+    let mut command = crate::bot::child_env::clean_command(launch.command, launch.env);
+    command
+        .args(launch.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(dir) = launch.cwd {
+        command.current_dir(dir);
+    }
+    command
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", launch.command))
 }
 
 async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {

@@ -1,0 +1,90 @@
+//! The two tools the bot reports on itself with: `list_available_tools` (only what
+//! the caller's roles allow) and `get_bot_status` (uptime, model, memory, agents, MCP
+//! servers, tool usage; never a secret).
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{NativeTool, StatusSources, native};
+use crate::bot::tools::{ToolCall, ToolHandler, ToolSource};
+
+pub(super) fn list_available_tools() -> NativeTool {
+    native(
+        "list_available_tools",
+        "Lists the tools you may use, given your roles: name, source, description, required roles. \
+         Call it when the user asks what you can do.",
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ListAvailableTool,
+    )
+}
+
+pub(super) fn get_bot_status(status: StatusSources) -> NativeTool {
+    native(
+        "get_bot_status",
+        "Reports the bot's own status: uptime, the LLM provider and model, memory use and limits, agents, \
+         connected MCP servers with invocations, errors and latency per server and per tool, and tool usage. \
+         Call it when the user asks how you are doing or what state you are in.",
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        BotStatusTool(status),
+    )
+}
+
+struct ListAvailableTool;
+
+#[async_trait]
+impl ToolHandler for ListAvailableTool {
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let tools: Vec<Value> = call
+            .runner
+            .available_to(call.ctx)
+            .into_iter()
+            .map(|t| {
+                json!({
+                    "name": t.def.name,
+                    "source": t.def.source,
+                    "description": t.def.description,
+                    "required_roles": t.def.required_roles,
+                })
+            })
+            .collect();
+        Ok(json!({"roles": call.ctx.roles, "tools": tools}))
+    }
+}
+
+struct BotStatusTool(StatusSources);
+
+#[async_trait]
+impl ToolHandler for BotStatusTool {
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let tools = call.runner.all();
+        let usage: Vec<Value> = tools
+            .iter()
+            .filter(|t| t.stats.invocations > 0)
+            .map(|t| {
+                json!({
+                    "name": t.def.name,
+                    "invocations": t.stats.invocations,
+                    "errors": t.stats.errors,
+                    "mean_ms": t.stats.mean_ms,
+                    "p95_ms": t.stats.p95_ms,
+                })
+            })
+            .collect();
+        let count = |source: ToolSource| tools.iter().filter(|t| t.def.source == source).count();
+        Ok(json!({
+            "uptime_secs": self.0.started.elapsed().as_secs(),
+            "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
+            "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
+            "settings": self.0.settings,
+            "agents": self.0.workers.registry().list(),
+            "mcp_servers": (self.0.mcp_servers)(),
+            "tools": {
+                "total": tools.len(),
+                "native": count(ToolSource::Native),
+                "user": count(ToolSource::User),
+                "mcp": count(ToolSource::Mcp),
+                "usage": usage,
+            },
+        }))
+    }
+}
