@@ -4,9 +4,11 @@
 #   scripts/bench.sh                 build release, run the sweep, print the verdict
 #   scripts/bench.sh --api-info      also: GET /api/info with MCP off vs on (c=16)
 #   scripts/bench.sh --api-info-only only that comparison
-#   scripts/bench.sh --peers         also: rmcp, the official Rust SDK, serving the same
-#                                    fixed result as the ceiling (scripts/peers/rmcp, built
-#                                    on first use), driven with the modern request
+#   scripts/bench.sh --peers         also: rmcp, the official Rust SDK (scripts/peers/rmcp,
+#                                    built on first use), stateless with the modern request
+#                                    and with sessions with the legacy one; and once, at
+#                                    c=16, the TypeScript and Python SDKs (scripts/peers/ts,
+#                                    scripts/peers/python); all answer the bot's result
 #
 # What it does (docs/performance.md has the figures and how to read them):
 #   1. cargo build --release --bin porthole --example bare_axum (the release profile in
@@ -121,13 +123,22 @@ if [[ $PEERS == 1 ]]; then
     printf -v "RMCP${mode}_URL" '%s' "http://127.0.0.1:$(wait_for "$WORK/rmcp$mode.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
   done
   KINDS+=" rmcp rmcp_legacy"
+  # The TypeScript and Python SDKs: slower by far, so measured once, at c=16.
+  # shellcheck source=bench/sdk_peers.sh
+  source "$ROOT/scripts/bench/sdk_peers.sh"
+  start_sdk_peers
+  KINDS+=" ts python"
 fi
+# once_only KIND: the kinds measured in one round at c=16 only.
+once_only() { [[ $1 == ts || $1 == python ]]; }
 # url_of KIND: where that kind of request goes.
 url_of() {
   case $1 in
     ceiling) echo "$CEILING_URL" ;;
     rmcp) echo "$RMCP0_URL" ;;
     rmcp_legacy) echo "$RMCP1_URL" ;;
+    ts) echo "$TS_URL" ;;
+    python) echo "$PY_URL" ;;
     *) echo "$MCP_URL" ;;
   esac
 }
@@ -137,6 +148,8 @@ pid_of() {
     ceiling) echo "$CEILING_PID" ;;
     rmcp) echo "$RMCP0_PID" ;;
     rmcp_legacy) echo "$RMCP1_PID" ;;
+    ts) echo "$TS_PID" ;;
+    python) echo "$PY_PID" ;;
     *) echo "$PID_main" ;;
   esac
 }
@@ -225,7 +238,10 @@ for c in $CONNS; do
     if (( round % 2 )); then order="ceiling $SUBJECTS"; else order="$SUBJECTS ceiling"; fi
     declare -A THIS_RPS=() THIS_P99=()
     for kind in $order; do
-      r=$(run_point "$kind" "$(url_of "$kind")" "$c")
+      if once_only "$kind" && { [[ $c != 16 ]] || [[ $round != 1 ]]; }; then continue; fi
+      # The TypeScript peer keeps getting faster for seconds (its JIT): a longer warm-up.
+      if [[ $kind == ts ]]; then r=$(WARMUP=10s run_point "$kind" "$(url_of "$kind")" "$c")
+      else r=$(run_point "$kind" "$(url_of "$kind")" "$c"); fi
       key="$kind/$c"
       THIS_RPS[$kind]=$(field rps "$r"); THIS_P99[$kind]=$(field p99_ms "$r")
       RPS[$key]+="$(field rps "$r") "
@@ -241,6 +257,7 @@ for c in $CONNS; do
       fi
     done
     for kind in $SUBJECTS; do
+      [[ -n "${THIS_RPS[$kind]:-}" ]] || continue
       RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[ceiling]}") "
       P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[ceiling]}") "
     done
@@ -256,6 +273,7 @@ for c in $CONNS; do
   printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' ceiling "$c" "$(median "${RPS[ceiling/$c]}")" \
     "$(median "${P99[ceiling/$c]}")" "1" "1" "$(median "${CPU[ceiling/$c]}")"
   for kind in $SUBJECTS; do
+    [[ -n "${RPS[$kind/$c]:-}" ]] || continue
     printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
       "$(median "${P99[$kind/$c]}")" \
       "$(median "${RATIO[$kind/$c]}") [$(lowest "${RATIO[$kind/$c]}")–$(highest "${RATIO[$kind/$c]}")]" \
@@ -286,6 +304,10 @@ if [[ $PEERS == 1 ]]; then
     echo "  c=$c Porthole / rmcp $RMCP_VERSION rps: modern $(ratio "$(median "${RPS[modern/$c]}")" "$(median "${RPS[rmcp/$c]}")")x stateless," \
       "legacy $(ratio "$(median "${RPS[legacy/$c]}")" "$(median "${RPS[rmcp_legacy/$c]}")")x with sessions"
   done
+  if [[ -n "${RPS[ts/16]:-}" ]]; then
+    echo "  c=16 Porthole modern / TypeScript SDK $TS_SDK_VERSION: $(ratio "$(median "${RPS[modern/16]}")" "$(median "${RPS[ts/16]}")")x;" \
+      "/ Python SDK $PY_SDK_VERSION: $(ratio "$(median "${RPS[modern/16]}")" "$(median "${RPS[python/16]}")")x (one round each)"
+  fi
 fi
 fi
 
