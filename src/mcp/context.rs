@@ -53,8 +53,8 @@ pub struct RequestContext {
     pub(crate) sealer: Arc<SealingKey>,
     /// Notifications carry text from the bot too (progress messages, log data).
     pub(crate) redactor: Arc<Redactor>,
-    /// A keyed hash of the caller's credentials: the owner of the tasks it creates.
-    pub(crate) caller: Arc<str>,
+    /// Who is calling: the owner of the tasks it creates (see [`Caller`]).
+    pub(crate) caller: Caller,
     /// The call runs as a task (its request has been answered with a handle).
     pub(crate) in_task: bool,
     /// The caller's W3C `traceparent` from `_meta` (either era), when valid.
@@ -67,6 +67,15 @@ pub(super) fn trace_parent(meta: &Value) -> Option<TraceParent> {
     meta.get("traceparent")
         .and_then(Value::as_str)
         .and_then(TraceParent::parse)
+}
+
+/// The caller's credentials as sent (its `Authorization` header). Task ownership is a
+/// keyed hash of them ([`super::tasks::TaskEngine::owner`]), worked out only by the
+/// few requests that touch tasks: for a cheap call the hash would be a fair share of
+/// its time.
+#[derive(Clone, Default)]
+pub(crate) struct Caller {
+    pub(crate) authorization: Option<axum::http::HeaderValue>,
 }
 
 impl RequestContext {

@@ -128,7 +128,7 @@ impl ServerInner {
             request_state: None,
             sealer: self.sealer.clone(),
             redactor: self.redactor.clone(),
-            caller: Arc::from("anonymous"),
+            caller: context::Caller::default(),
             in_task: false,
         }
     }

@@ -152,7 +152,7 @@ fn session_context(
         params,
         Some(session.log_threshold()),
     );
-    ctx.caller = caller(inner, headers);
+    ctx.caller = caller(headers);
     ctx
 }
 

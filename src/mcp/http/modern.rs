@@ -52,7 +52,7 @@ pub(super) async fn modern_post(
         Err(refusal) => return fail(refusal),
     };
     if checked.method == Method::SubscriptionsListen {
-        let owner = caller(&inner, headers);
+        let owner = inner.tasks.owner(&caller(headers));
         return match listen_filter(&inner, &params, checked.capabilities, owner).await {
             Ok(filter) => listen(&inner, &id, filter),
             Err(error) => fail((modern_status(&error), error)),
@@ -213,7 +213,7 @@ fn request_context(
         checked.log_threshold,
     );
     ctx.client_capabilities = checked.capabilities.clone();
-    ctx.caller = caller(inner, headers);
+    ctx.caller = caller(headers);
     ctx.input_responses = params
         .get("inputResponses")
         .and_then(Value::as_object)

@@ -40,15 +40,16 @@ impl ServerInner {
         ctx: &RequestContext,
     ) -> Result<Value, RpcError> {
         let tasks = &self.tasks;
+        let owner = tasks.owner(&ctx.caller);
         if ctx.era.is_modern() {
             if !ctx.declares_tasks() {
                 return Err(missing_tasks_capability());
             }
             let id = required_str(params, "taskId")?;
             return match method {
-                TaskMethod::Get => Ok(tasks.find(id, &ctx.caller).await?.detailed()),
-                TaskMethod::Update => tasks.update(id, &ctx.caller, params).await,
-                TaskMethod::Cancel => tasks.cancel(id, &ctx.caller).await.map(|_| json!({})),
+                TaskMethod::Get => Ok(tasks.find(id, &owner).await?.detailed()),
+                TaskMethod::Update => tasks.update(id, &owner, params).await,
+                TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|_| json!({})),
                 TaskMethod::Result | TaskMethod::List => {
                     Err(RpcError::method_not_found("tasks/result and tasks/list"))
                 }
@@ -60,16 +61,16 @@ impl ServerInner {
             ));
         };
         if method == TaskMethod::List {
-            return tasks.list(&session.id, &ctx.caller).await;
+            return tasks.list(&session.id, &owner).await;
         }
         let id = required_str(params, "taskId")?;
-        let task = tasks.find(id, &ctx.caller).await?;
+        let task = tasks.find(id, &owner).await?;
         if task.session.as_deref() != Some(session.id.as_str()) {
             return Err(super::not_found(id));
         }
         match method {
             TaskMethod::Get => Ok(task.legacy()),
-            TaskMethod::Cancel => tasks.cancel(id, &ctx.caller).await.map(|t| t.legacy()),
+            TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|t| t.legacy()),
             TaskMethod::Result => tasks.wait_for_result(task).await,
             TaskMethod::Update | TaskMethod::List => {
                 Err(RpcError::method_not_found("tasks/update"))

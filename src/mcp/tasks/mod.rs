@@ -28,6 +28,7 @@ pub use record::{TaskRecord, TaskStatus};
 pub use store::{MemoryTaskStore, StoreFailure, TaskStore};
 
 use super::jsonrpc::{self, RpcError};
+use super::context::Caller;
 use super::seal::SealingKey;
 use super::subscriptions::{Change, Notifier};
 
@@ -115,16 +116,21 @@ impl TaskEngine {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The owner key for a request's `Authorization` header (or its absence): a keyed
-    /// hash, so the store never holds a credential.
-    pub(crate) fn owner_of(&self, authorization: Option<&str>) -> Arc<str> {
+    /// The owner key of a caller's `Authorization` header (or its absence): a keyed
+    /// hash in hex, so the store never holds a credential.
+    pub(crate) fn owner(&self, caller: &Caller) -> Arc<str> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut data = b"caller\0".to_vec();
-        data.extend_from_slice(authorization.unwrap_or("").as_bytes());
+        if let Some(authorization) = &caller.authorization {
+            data.extend_from_slice(authorization.as_bytes());
+        }
         let tag = self.owner_key.tag(&data);
-        tag.iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-            .into()
+        let mut hex = String::with_capacity(2 * tag.len());
+        for byte in tag {
+            hex.push(HEX[usize::from(byte >> 4)] as char);
+            hex.push(HEX[usize::from(byte & 0xf)] as char);
+        }
+        hex.into()
     }
 
     /// The task `id` of `owner`. Unknown, someone else's and expired tasks are all
@@ -237,15 +243,21 @@ mod tests {
         TaskEngine::new(config, Notifier::default(), Some("secret"))
     }
 
+    fn owner_of(engine: &TaskEngine, authorization: Option<&'static str>) -> Arc<str> {
+        engine.owner(&Caller {
+            authorization: authorization.map(axum::http::HeaderValue::from_static),
+        })
+    }
+
     #[tokio::test]
     async fn tasks_are_bound_to_their_caller_and_bounded() {
         let engine = engine(2);
-        let alice = engine.owner_of(Some("Bearer alice"));
-        let mallory = engine.owner_of(Some("Bearer mallory"));
+        let alice = owner_of(&engine, Some("Bearer alice"));
+        let mallory = owner_of(&engine, Some("Bearer mallory"));
         assert_ne!(alice, mallory);
         assert_eq!(
             alice,
-            engine.owner_of(Some("Bearer alice")),
+            owner_of(&engine, Some("Bearer alice")),
             "stable per token"
         );
         let task = engine.create(&alice, None, None).await.unwrap();
@@ -268,7 +280,7 @@ mod tests {
     #[tokio::test]
     async fn recovery_fails_what_a_restart_cut_short() {
         let engine = engine(4);
-        let owner = engine.owner_of(None);
+        let owner = owner_of(&engine, None);
         let task = engine.create(&owner, None, None).await.unwrap();
         assert_eq!(engine.recover().await.unwrap(), 1);
         let failed = engine.find(&task.id, &owner).await.unwrap();
