@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tracing::Level;
 
 use super::Diagnostics;
@@ -29,12 +29,6 @@ pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
         Arc::new(ExplainConversation(d.clone())),
         Arc::new(ExplainFailedTurn(d.clone())),
     ]
-}
-
-/// A prompt's messages: the investigation `body` as one user message of text.
-pub(super) fn user_text(body: String) -> Result<Outcome<PromptMessages>, RpcError> {
-    let text = json!({"type": "text", "text": body});
-    Ok(Outcome::Complete(PromptMessages::user(vec![text])))
 }
 
 struct DiagnoseRecentErrors(Arc<Diagnostics>);
@@ -121,7 +115,7 @@ impl Prompt for DiagnoseRecentErrors {
                 recent.join("\n")
             },
         );
-        user_text(body)
+        Ok(Outcome::Complete(PromptMessages::user_text(body)))
     }
 }
 
@@ -212,7 +206,7 @@ impl Prompt for ExplainConversation {
             },
             transcript.join("\n")
         );
-        user_text(body)
+        Ok(Outcome::Complete(PromptMessages::user_text(body)))
     }
 
     async fn complete(&self, argument: &str, value: &str) -> Vec<String> {

@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::Diagnostics;
-use super::prompts::user_text;
 use crate::bot::store::SpanQuery;
 use crate::bot::trace::SpanRecord;
 use crate::mcp::{
@@ -79,7 +78,7 @@ impl Prompt for ExplainFailedTurn {
              get_llm_call for more detail.\n\nTrace {trace_id}:\n{}",
             render_trace(&spans, true)
         );
-        user_text(body)
+        Ok(Outcome::Complete(PromptMessages::user_text(body)))
     }
 
     async fn complete(&self, argument: &str, value: &str) -> Vec<String> {

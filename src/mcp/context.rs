@@ -11,10 +11,11 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::caller::Caller;
 use super::guard::Access;
 use super::jsonrpc::{self, RpcError};
-use super::seal::SealingKey;
 use super::protocol::{Era, log_level_rank};
+use super::seal::SealingKey;
 use super::session::Session;
 use crate::redact::Redactor;
 use crate::trace_context::TraceParent;
@@ -67,15 +68,6 @@ pub(super) fn trace_parent(meta: &Value) -> Option<TraceParent> {
     meta.get("traceparent")
         .and_then(Value::as_str)
         .and_then(TraceParent::parse)
-}
-
-/// The caller's credentials as sent (its `Authorization` header). Task ownership is a
-/// keyed hash of them ([`super::tasks::TaskEngine::owner`]), worked out only by the
-/// few requests that touch tasks: for a cheap call the hash would be a fair share of
-/// its time.
-#[derive(Clone, Default)]
-pub(crate) struct Caller {
-    pub(crate) authorization: Option<axum::http::HeaderValue>,
 }
 
 impl RequestContext {

@@ -21,13 +21,14 @@
 //! this module holds no logging code of its own.
 
 mod call;
+mod caller;
 mod context;
 pub mod dispatch;
 mod guard;
 mod http;
 pub mod jsonrpc;
-mod seal;
 pub mod protocol;
+mod seal;
 
 mod prompt;
 mod resource;
@@ -50,10 +51,10 @@ pub use crate::redact::Redactor;
 pub use context::RequestContext;
 pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
-pub use seal::SealingKey;
 pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
 pub use resource::ResourceProvider;
+pub use seal::SealingKey;
 pub use session::{SessionConfig, SessionLedger};
 pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
@@ -128,7 +129,7 @@ impl ServerInner {
             request_state: None,
             sealer: self.sealer.clone(),
             redactor: self.redactor.clone(),
-            caller: context::Caller::default(),
+            caller: caller::Caller::default(),
             in_task: false,
         }
     }

@@ -51,6 +51,11 @@ pub struct PromptMessages {
 }
 
 impl PromptMessages {
+    /// One user message of text: a prompt that hands the model one investigation.
+    pub fn user_text(text: String) -> Self {
+        PromptMessages::user(vec![json!({"type": "text", "text": text})])
+    }
+
     /// One user message per content block.
     pub fn user(blocks: Vec<Value>) -> Self {
         PromptMessages {

@@ -10,17 +10,10 @@ use serde_json::{Value, json};
 
 use super::connection::Conn;
 use super::jsonrpc::{self, ParamHeader};
-use super::server::ServerEntry;
+use super::server::{RegisteredTool, ServerEntry};
 use super::tool::McpTool;
 use crate::bot::lock;
 use crate::bot::tools::{ToolDef, ToolSource};
-
-/// What was registered for one tool; a re-list re-registers only what changed.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct RegisteredTool {
-    description: String,
-    schema: Value,
-}
 
 /// The tools to offer, by the server's names, with their `x-mcp-header` annotations.
 type WantedTools = BTreeMap<String, (RegisteredTool, Vec<ParamHeader>)>;

@@ -12,11 +12,36 @@ use tokio::sync::watch;
 use super::McpServerStatus;
 use super::config::ServerConfig;
 use super::connection::Conn;
-use super::registration::RegisteredTool;
 use super::stats::StatsBook;
-use super::supervise::{Running, supervise};
 use crate::bot::lock;
 use crate::bot::tools::ToolRunner;
+
+/// What was registered for one tool; a re-list re-registers only what changed.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct RegisteredTool {
+    pub(super) description: String,
+    pub(super) schema: serde_json::Value,
+}
+
+/// How long stopping a server may take before its task is aborted.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A running supervisor task (`supervise.rs`) and the switch that stops it.
+pub(super) struct Running {
+    pub(super) stop: watch::Sender<bool>,
+    pub(super) task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    pub(super) async fn stop(self) {
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        if tokio::time::timeout(STOP_GRACE, &mut task).await.is_err() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
 
 pub(super) struct Status {
     pub(super) enabled: bool,
@@ -113,13 +138,6 @@ impl ServerEntry {
     pub(super) fn unregister_all(&self) {
         lock(&self.registered).clear();
         self.runner.unregister_prefix(&self.prefix());
-    }
-
-    pub(super) fn spawn_supervisor(self: &Arc<Self>, runtime: &tokio::runtime::Handle) -> Running {
-        let (stop, stop_rx) = watch::channel(false);
-        self.status_mut().running = true;
-        let task = runtime.spawn(supervise(self.clone(), stop_rx));
-        Running { stop, task }
     }
 
     /// The message for a call that cannot reach the server.

@@ -7,34 +7,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
 use super::connection::Conn;
 use super::events::ConnEvent;
-use super::server::ServerEntry;
+use super::server::{Running, ServerEntry};
 
 /// First wait before reconnecting; doubled after each failure up to [`MAX_BACKOFF`].
 const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A connection that lived this long resets the backoff.
 const STABLE_CONNECTION: Duration = Duration::from_secs(30);
-/// How long stopping a server may take before its task is aborted.
-const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// A running supervisor task and the switch that stops it.
-pub(super) struct Running {
-    pub(super) stop: watch::Sender<bool>,
-    pub(super) task: JoinHandle<()>,
-}
-
-impl Running {
-    pub(super) async fn stop(self) {
-        let _ = self.stop.send(true);
-        let mut task = self.task;
-        if tokio::time::timeout(STOP_GRACE, &mut task).await.is_err() {
-            task.abort();
-            let _ = task.await;
-        }
+impl ServerEntry {
+    /// Starts the task that keeps this server connected; its [`Running`] stops it.
+    pub(super) fn spawn_supervisor(self: &Arc<Self>, runtime: &tokio::runtime::Handle) -> Running {
+        let (stop, stop_rx) = watch::channel(false);
+        self.status_mut().running = true;
+        let task = runtime.spawn(supervise(self.clone(), stop_rx));
+        Running { stop, task }
     }
 }
 

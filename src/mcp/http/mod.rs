@@ -36,7 +36,8 @@ use tokio::sync::mpsc;
 
 use super::ServerInner;
 use super::call::{Call, Finished, Lifetime, Progress, Unfinished};
-use super::context::{Caller, RequestContext, StreamEvent};
+use super::caller::Caller;
+use super::context::{RequestContext, StreamEvent};
 use super::dispatch::Method;
 use super::guard::{Access, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};

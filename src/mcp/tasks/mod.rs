@@ -12,7 +12,7 @@
 
 mod methods;
 pub(crate) use methods::TaskMethod;
-mod record;
+pub(crate) mod record;
 mod runner;
 mod store;
 
@@ -27,8 +27,8 @@ use tokio::sync::mpsc;
 pub use record::{TaskRecord, TaskStatus};
 pub use store::{MemoryTaskStore, StoreFailure, TaskStore};
 
+use super::caller::Caller;
 use super::jsonrpc::{self, RpcError};
-use super::context::Caller;
 use super::seal::SealingKey;
 use super::subscriptions::{Change, Notifier};
 

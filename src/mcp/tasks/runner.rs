@@ -20,7 +20,8 @@ use tokio::sync::mpsc;
 use super::record::{TaskRecord, TaskStatus};
 use super::{Running, TaskEngine};
 use crate::mcp::ServerInner;
-use crate::mcp::context::{Caller, RequestContext};
+use crate::mcp::caller::Caller;
+use crate::mcp::context::RequestContext;
 use crate::mcp::guard::Access;
 use crate::mcp::jsonrpc::RpcError;
 use crate::mcp::protocol::Era;
@@ -61,7 +62,10 @@ impl ServerInner {
             .upgrade()
             .ok_or_else(|| RpcError::internal("the server is shutting down"))?;
         let session = ctx.session.as_ref().map(|s| s.id.clone());
-        let record = self.tasks.create(&self.tasks.owner(&ctx.caller), session, ttl).await?;
+        let record = self
+            .tasks
+            .create(&self.tasks.owner(&ctx.caller), session, ttl)
+            .await?;
         let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
         let (abort, registration) = AbortHandle::new_pair();
         self.tasks.running().insert(
