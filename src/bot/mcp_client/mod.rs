@@ -14,6 +14,8 @@
 //! (the server side); the little client-side JSON-RPC it needs lives in `jsonrpc.rs`.
 
 mod config;
+#[doc(hidden)]
+pub use config::fuzz_parse as fuzz_parse_config;
 mod connection;
 mod events;
 mod handshake;
