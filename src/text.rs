@@ -114,7 +114,11 @@ mod tests {
             one_line("unknown field `a\nb\0`"),
             "unknown field `a\\nb\\u{0}`"
         );
-        assert!(!one_line("\r\t\u{1b}[31m\u{85}").chars().any(char::is_control));
+        assert!(
+            !one_line("\r\t\u{1b}[31m\u{85}")
+                .chars()
+                .any(char::is_control)
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use super::guard::Access;
 use super::jsonrpc::{self, RpcError};
-use super::seal::SealingKey;
 use super::protocol::{Era, log_level_rank};
+use super::seal::SealingKey;
 use super::session::Session;
 use crate::redact::Redactor;
 use crate::trace_context::TraceParent;

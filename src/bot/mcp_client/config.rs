@@ -128,11 +128,16 @@ pub(crate) fn parse(text: &str, default_timeout: Duration) -> Result<ParsedConfi
     Ok(parsed)
 }
 
+/// What [`fuzz_parse`] returns: (name, canonical entry) of each accepted server, and
+/// (name, reason) of each skipped one.
+#[doc(hidden)]
+pub type FuzzParsed = (Vec<(String, Value)>, Vec<(String, String)>);
+
 /// Fuzzing entry point (`fuzz/targets.rs`, target `mcp_json`): [`parse`] with a 30 s
 /// default timeout, each accepted entry rendered back as its canonical `mcp.json` entry
 /// (name → entry), so the fuzzer can check that rendering and parsing round-trip.
 #[doc(hidden)]
-pub fn fuzz_parse(text: &str) -> Result<(Vec<(String, Value)>, Vec<(String, String)>), String> {
+pub fn fuzz_parse(text: &str) -> Result<FuzzParsed, String> {
     let parsed = parse(text, Duration::from_secs(30))?;
     let servers = parsed
         .servers
@@ -170,10 +175,7 @@ impl ServerConfig {
         }
         entry.insert("type".into(), self.transport.kind().into());
         entry.insert("enabled".into(), self.enabled.into());
-        entry.insert(
-            "timeoutMs".into(),
-            (self.timeout.as_millis() as u64).into(),
-        );
+        entry.insert("timeoutMs".into(), (self.timeout.as_millis() as u64).into());
         if let Some(allowed) = &self.allowed_tools {
             entry.insert("allowedTools".into(), allowed.clone().into());
         }

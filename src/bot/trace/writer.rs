@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc::{self, error::TryRecvError};
 use tokio::sync::Notify;
+use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
 use crate::bot::store::Store;

@@ -35,8 +35,8 @@ use futures::future::{AbortHandle, AbortRegistration};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::seal::SealingKey;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
+use super::seal::SealingKey;
 
 mod id;
 mod streams;
