@@ -29,8 +29,8 @@ mod harness;
 mod targets;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// xorshift64*: small, seeded, reproducible.
@@ -192,7 +192,10 @@ fn fuzz(target: &targets::Target, seed: u64, execs: Option<u64>, secs: Option<u6
     let mut corpus = files(&corpus_dir).len();
     let mut rng = Rng(seed.max(1) ^ 0x9E37_79B9_7F4A_7C15);
     let mut pool = (target.seeds)();
-    for folder in [root.join("fuzz/seeds").join(target.name), corpus_dir.clone()] {
+    for folder in [
+        root.join("fuzz/seeds").join(target.name),
+        corpus_dir.clone(),
+    ] {
         for bytes in files(&folder) {
             if !pool.contains(&bytes) {
                 pool.push(bytes);
@@ -275,7 +278,10 @@ fn main() {
             Some(t) => vec![t],
             None => {
                 let names: Vec<&str> = targets::TARGETS.iter().map(|t| t.name).collect();
-                eprintln!("unknown FUZZ_TARGET {name:?}; one of {}, or all", names.join(", "));
+                eprintln!(
+                    "unknown FUZZ_TARGET {name:?}; one of {}, or all",
+                    names.join(", ")
+                );
                 std::process::exit(2);
             }
         }
@@ -297,7 +303,9 @@ fn main() {
         eprintln!("finding: {info}");
     }));
     let mut any = false;
-    println!("| target | executions | exec/s | wall time | findings | outcome classes | corpus files |");
+    println!(
+        "| target | executions | exec/s | wall time | findings | outcome classes | corpus files |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for target in chosen {
         let r = fuzz(target, seed, execs, secs);

@@ -311,16 +311,23 @@ impl Harness {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
         };
-        let loopback =
-            |v: &str| ["localhost", "127.0.0.1", "::1"].iter().any(|n| v.contains(n));
-        let token_sent = value("authorization").is_some_and(|v| v.contains(&TOKEN.to_ascii_lowercase()));
+        let loopback = |v: &str| {
+            ["localhost", "127.0.0.1", "::1"]
+                .iter()
+                .any(|n| v.contains(n))
+        };
+        let token_sent =
+            value("authorization").is_some_and(|v| v.contains(&TOKEN.to_ascii_lowercase()));
         let host_ok = value("host").is_some_and(|v| loopback(&v));
         let origin_ok = value("origin").is_none_or(|v| loopback(&v));
         let (status, body) = self.send(request, false);
         if (200..300).contains(&status) {
             assert!(token_sent, "{status} without the token");
             assert!(host_ok, "{status} for a Host that is not a loopback name");
-            assert!(origin_ok, "{status} for an Origin that is not a loopback origin");
+            assert!(
+                origin_ok,
+                "{status} for an Origin that is not a loopback origin"
+            );
         }
         class(status, &body)
     }
@@ -414,13 +421,33 @@ pub fn header_seeds() -> Vec<Vec<u8>> {
     let accept = "application/json, text/event-stream";
     let json = "application/json";
     let modern = |method: &str, name: &str| {
-        vec![
-            "127.0.0.1:3000", "", &bearer, accept, json, MODERN, "", method, name, "", "",
+        [
+            "127.0.0.1:3000",
+            "",
+            &bearer,
+            accept,
+            json,
+            MODERN,
+            "",
+            method,
+            name,
+            "",
+            "",
         ]
         .join("\0")
     };
-    let legacy = vec![
-        "localhost", "http://localhost:5173", &bearer, accept, json, LEGACY, "$SESSION", "", "", "", "",
+    let legacy = [
+        "localhost",
+        "http://localhost:5173",
+        &bearer,
+        accept,
+        json,
+        LEGACY,
+        "$SESSION",
+        "",
+        "",
+        "",
+        "",
     ]
     .join("\0");
     let inputs = [
@@ -431,7 +458,10 @@ pub fn header_seeds() -> Vec<Vec<u8>> {
         (1, legacy.replace(accept, "text/event-stream")),
         (2, legacy.clone()),
         (0, legacy.replace("localhost\0", "evil.example\0")),
-        (0, legacy.replace("http://localhost:5173", "http://evil.example")),
+        (
+            0,
+            legacy.replace("http://localhost:5173", "http://evil.example"),
+        ),
         (0, legacy.replace(&bearer, "Basic x")),
         (0, legacy.replace(json, "text/plain")),
         (0, legacy.replace(accept, "text/html")),

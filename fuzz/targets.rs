@@ -68,8 +68,21 @@ pub const TARGETS: &[Target] = &[
         run: sse,
         seeds: sse_seeds,
         tokens: &[
-            "\n", "\r\n", "\r", "\n\n", "data:", "data: ", "event:", "event: ", "id: ", ":",
-            "retry: ", ": keep-alive", "\u{feff}", "\u{fffd}", "\u{ff}",
+            "\n",
+            "\r\n",
+            "\r",
+            "\n\n",
+            "data:",
+            "data: ",
+            "event:",
+            "event: ",
+            "id: ",
+            ":",
+            "retry: ",
+            ": keep-alive",
+            "\u{feff}",
+            "\u{fffd}",
+            "\u{ff}",
         ],
     },
     Target {
@@ -91,37 +104,150 @@ pub fn target(name: &str) -> Option<&'static Target> {
 }
 
 const JSON_TOKENS: &[&str] = &[
-    "{", "}", "[", "]", ",", ":", "\"", "null", "true", "false", "0", "-1", "1.5", "1e999",
-    "18446744073709551616", "-9223372036854775809", "\"\\u0000\"", "\"\\ud800\"",
-    "\"jsonrpc\":\"2.0\"", "\"jsonrpc\":", "\"id\":", "\"method\":", "\"params\":",
-    "\"result\":", "\"error\":", "\"_meta\":", "\"name\":", "\"arguments\":", "\"cursor\":",
-    "\"tools/call\"", "\"tools/list\"", "\"initialize\"", "\"ping\"", "\"resources/read\"",
-    "\"prompts/get\"", "\"subscriptions/listen\"", "\"server/discover\"",
-    "\"logging/setLevel\"", "\"notifications/cancelled\"", "\"completion/complete\"",
-    "\"echo\"", "\"confirm\"", "\"io.modelcontextprotocol/protocolVersion\"",
-    "\"io.modelcontextprotocol/clientCapabilities\"", "\"io.modelcontextprotocol/logLevel\"",
-    "\"2026-07-28\"", "\"2025-11-25\"", "\"2025-03-26\"", "\"inputResponses\":",
-    "\"requestState\":", "\"progressToken\":", "=?base64?", "?=", "\r\n", "\u{feff}",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "1.5",
+    "1e999",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "\"\\u0000\"",
+    "\"\\ud800\"",
+    "\"jsonrpc\":\"2.0\"",
+    "\"jsonrpc\":",
+    "\"id\":",
+    "\"method\":",
+    "\"params\":",
+    "\"result\":",
+    "\"error\":",
+    "\"_meta\":",
+    "\"name\":",
+    "\"arguments\":",
+    "\"cursor\":",
+    "\"tools/call\"",
+    "\"tools/list\"",
+    "\"initialize\"",
+    "\"ping\"",
+    "\"resources/read\"",
+    "\"prompts/get\"",
+    "\"subscriptions/listen\"",
+    "\"server/discover\"",
+    "\"logging/setLevel\"",
+    "\"notifications/cancelled\"",
+    "\"completion/complete\"",
+    "\"echo\"",
+    "\"confirm\"",
+    "\"io.modelcontextprotocol/protocolVersion\"",
+    "\"io.modelcontextprotocol/clientCapabilities\"",
+    "\"io.modelcontextprotocol/logLevel\"",
+    "\"2026-07-28\"",
+    "\"2025-11-25\"",
+    "\"2025-03-26\"",
+    "\"inputResponses\":",
+    "\"requestState\":",
+    "\"progressToken\":",
+    "=?base64?",
+    "?=",
+    "\r\n",
+    "\u{feff}",
     "\"offset-99999999999\"",
 ];
 
 const HEADER_TOKENS: &[&str] = &[
-    "\0", "Bearer ", "bearer ", "BEARER  ", harness::TOKEN, "127.0.0.1", "localhost",
-    "[::1]", ":3000", ":0", "http://", "https://", "null", "evil.example", ", ",
-    "application/json", "text/event-stream", "*/*", ";q=0", "; charset=utf-8", "2026-07-28",
-    "2025-11-25", "2025-03-26", "tools/call", "tools/list", "echo", "=?base64?", "?=",
-    "$SESSION", "\t", " ", "é", "\u{7f}",
+    "\0",
+    "Bearer ",
+    "bearer ",
+    "BEARER  ",
+    harness::TOKEN,
+    "127.0.0.1",
+    "localhost",
+    "[::1]",
+    ":3000",
+    ":0",
+    "http://",
+    "https://",
+    "null",
+    "evil.example",
+    ", ",
+    "application/json",
+    "text/event-stream",
+    "*/*",
+    ";q=0",
+    "; charset=utf-8",
+    "2026-07-28",
+    "2025-11-25",
+    "2025-03-26",
+    "tools/call",
+    "tools/list",
+    "echo",
+    "=?base64?",
+    "?=",
+    "$SESSION",
+    "\t",
+    " ",
+    "é",
+    "\u{7f}",
 ];
 
 const CONFIG_TOKENS: &[&str] = &[
-    "{", "}", "[", "]", ",", ":", "\"", "null", "true", "false", "0", "-1", "1e999",
-    "3600001", "18446744073709551615", "\"\\u0000\"", "\"\\n\"", "\"mcpServers\":",
-    "\"command\":", "\"args\":", "\"env\":", "\"cwd\":", "\"url\":", "\"headers\":",
-    "\"type\":", "\"enabled\":", "\"disabled\":", "\"timeoutMs\":", "\"allowedTools\":",
-    "\"excludedTools\":", "\"stdio\"", "\"http\"", "\"sse\"", "\"streamable-http\"",
-    "\"http://127.0.0.1:1/mcp\"", "\"file:///x\"", "\"name\":", "\"description\":",
-    "\"input_schema\":", "\"timeout_secs\":", "\"required_roles\":", "\"type\":\"object\"",
-    "\"pattern\":", "\"$ref\":", "\"#\"", "\"properties\":", "\"minimum\":", "__", "_",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "1e999",
+    "3600001",
+    "18446744073709551615",
+    "\"\\u0000\"",
+    "\"\\n\"",
+    "\"mcpServers\":",
+    "\"command\":",
+    "\"args\":",
+    "\"env\":",
+    "\"cwd\":",
+    "\"url\":",
+    "\"headers\":",
+    "\"type\":",
+    "\"enabled\":",
+    "\"disabled\":",
+    "\"timeoutMs\":",
+    "\"allowedTools\":",
+    "\"excludedTools\":",
+    "\"stdio\"",
+    "\"http\"",
+    "\"sse\"",
+    "\"streamable-http\"",
+    "\"http://127.0.0.1:1/mcp\"",
+    "\"file:///x\"",
+    "\"name\":",
+    "\"description\":",
+    "\"input_schema\":",
+    "\"timeout_secs\":",
+    "\"required_roles\":",
+    "\"type\":\"object\"",
+    "\"pattern\":",
+    "\"$ref\":",
+    "\"#\"",
+    "\"properties\":",
+    "\"minimum\":",
+    "__",
+    "_",
 ];
 
 /// An error message's shape, for outcome classes: the message up to its first quoted
@@ -169,7 +295,10 @@ fn jsonrpc(data: &[u8]) -> String {
             for item in items {
                 classes.insert(jsonrpc_message(item));
             }
-            format!("batch:{}", classes.into_iter().collect::<Vec<_>>().join("+"))
+            format!(
+                "batch:{}",
+                classes.into_iter().collect::<Vec<_>>().join("+")
+            )
         }
         other => jsonrpc_message(other),
     }
@@ -369,7 +498,11 @@ fn session_id(data: &[u8]) -> String {
             state.live.push(fresh);
             return "end:live".into();
         }
-        assert_eq!(state.sessions.live_count(), before, "end() changed the table");
+        assert_eq!(
+            state.sessions.live_count(),
+            before,
+            "end() changed the table"
+        );
         return format!("end:{}", if is_ended { "ended" } else { "unknown" });
     }
     let class = match state.sessions.get(&candidate) {
@@ -383,10 +516,7 @@ fn session_id(data: &[u8]) -> String {
             "ended"
         }
         Lookup::Unknown => {
-            assert!(
-                !is_live && !is_ended,
-                "minted id {candidate:?} is unknown"
-            );
+            assert!(!is_live && !is_ended, "minted id {candidate:?} is unknown");
             "unknown"
         }
     };
@@ -437,7 +567,10 @@ fn sse(data: &[u8]) -> String {
     assert_eq!(whole, decode(cuts.into_iter()), "chunked decoding differs");
     let (events, _) = &whole;
     // Data with a carriage return cannot be written as SSE lines; the rest re-encodes.
-    if events.iter().all(|e| !e.data.contains('\r') && !e.event.contains('\r')) {
+    if events
+        .iter()
+        .all(|e| !e.data.contains('\r') && !e.event.contains('\r'))
+    {
         let mut encoded = String::new();
         for event in events {
             encoded.push_str(&format!("event: {}\n", event.event));
@@ -581,11 +714,9 @@ fn user_manifest(data: &[u8]) -> String {
                 .unwrap_or_else(|| panic!("tool {name:?} is not registered"));
             assert_eq!(tool.def.input_schema, canonical["input_schema"]);
             let fresh = ToolRunner::new(Duration::from_secs(30));
-            let again = porthole::bot::tools::user::fuzz_load_manifest(
-                &fresh,
-                &canonical.to_string(),
-            )
-            .unwrap_or_else(|e| panic!("the canonical form is refused ({e}): {canonical}"));
+            let again =
+                porthole::bot::tools::user::fuzz_load_manifest(&fresh, &canonical.to_string())
+                    .unwrap_or_else(|e| panic!("the canonical form is refused ({e}): {canonical}"));
             assert_eq!(again, canonical, "the canonical form loads differently");
             let fields = ["timeout_secs", "required_roles", "env"]
                 .iter()
