@@ -1,24 +1,36 @@
-//! The `/mcp` fuzz harness on the stable toolchain: a seeded mutation loop over the
-//! same harness the libFuzzer target uses (`fuzz/harness.rs`), bounded in time.
+//! The fuzz targets on the stable toolchain: a seeded mutation loop over the same
+//! targets the libFuzzer binaries use (`fuzz/targets.rs`, `fuzz/harness.rs`), bounded by
+//! a number of executions (and optionally by time).
 //!
 //! ```sh
-//! FUZZ_SECS=120 FUZZ_SEED=1 cargo run --release --example fuzz_stable
+//! FUZZ_TARGET=sse FUZZ_EXECS=2000000 cargo run --release --example fuzz_stable
+//! FUZZ_TARGET=all FUZZ_EXECS=20000 cargo run --example fuzz_stable   # every target (CI)
 //! ```
 //!
-//! Inputs start from the harness seeds (plus the files in `fuzz/seeds/mcp_request/` and,
-//! when libFuzzer has run, `fuzz/corpus/mcp_request/`)
-//! and are mutated: bit flips, byte insertions and deletions, splices of two inputs,
-//! dictionary tokens of JSON and MCP, and generated hostile bodies (deep nesting, huge
-//! strings, invalid UTF-8, ids of every JSON type, batches). An input that breaks an
-//! invariant is saved under `fuzz/artifacts/stable/` and counted; the loop goes on.
-//! Prints executions, executions per second, the status histogram and the findings.
-//! Exits 1 if there was any finding.
+//! Variables: `FUZZ_TARGET` (a name from `fuzz/targets.rs`, or `all`; default
+//! `mcp_request`), `FUZZ_EXECS` (executions per target), `FUZZ_SECS` (a time bound per
+//! target; without either, 60 s), `FUZZ_SEED` (default 1), `FUZZ_SAVE_CORPUS=1` (write
+//! inputs that reached a new outcome class to `fuzz/corpus/<target>/`, at most
+//! `FUZZ_CORPUS_MAX` files, default 300, of at most 4 KiB each), `FUZZ_WRITE_SEEDS=DIR`
+//! (write the target's built-in seeds as files and stop).
+//!
+//! Inputs start from the target's built-in seeds plus the files in `fuzz/seeds/<target>/`
+//! and `fuzz/corpus/<target>/`, and are mutated: bit flips, byte insertions and
+//! deletions, splices of two inputs, the target's dictionary tokens, and for
+//! `mcp_request` generated hostile bodies (deep nesting, huge strings, invalid UTF-8,
+//! ids of every JSON type, batches). An input that breaks an invariant is saved under
+//! `fuzz/artifacts/stable/` and counted; the loop goes on. Prints per target the
+//! executions, executions per second, wall time, outcome classes, corpus size and
+//! findings. Exits 1 if there was any finding.
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
+#[path = "../fuzz/targets.rs"]
+mod targets;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// xorshift64*: small, seeded, reproducible.
@@ -36,61 +48,7 @@ impl Rng {
     }
 }
 
-const TOKENS: &[&str] = &[
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ":",
-    "\"",
-    "null",
-    "true",
-    "false",
-    "0",
-    "-1",
-    "1e999",
-    "18446744073709551616",
-    "\"\\u0000\"",
-    "\"\\ud800\"",
-    "\"jsonrpc\":\"2.0\"",
-    "\"id\":",
-    "\"method\":",
-    "\"params\":",
-    "\"_meta\":",
-    "\"name\":",
-    "\"arguments\":",
-    "\"cursor\":",
-    "\"tools/call\"",
-    "\"tools/list\"",
-    "\"initialize\"",
-    "\"ping\"",
-    "\"resources/read\"",
-    "\"prompts/get\"",
-    "\"subscriptions/listen\"",
-    "\"server/discover\"",
-    "\"logging/setLevel\"",
-    "\"notifications/cancelled\"",
-    "\"completion/complete\"",
-    "\"echo\"",
-    "\"confirm\"",
-    "\"io.modelcontextprotocol/protocolVersion\"",
-    "\"io.modelcontextprotocol/clientCapabilities\"",
-    "\"io.modelcontextprotocol/logLevel\"",
-    "\"2026-07-28\"",
-    "\"2025-11-25\"",
-    "\"2025-03-26\"",
-    "\"inputResponses\":",
-    "\"requestState\":",
-    "\"progressToken\":",
-    "=?base64?",
-    "?=",
-    "\r\n",
-    "\u{feff}",
-    "\"offset-99999999999\"",
-];
-
-fn mutate(rng: &mut Rng, input: &mut Vec<u8>, pool: &[Vec<u8>]) {
+fn mutate(rng: &mut Rng, input: &mut Vec<u8>, pool: &[Vec<u8>], tokens: &[&str]) {
     for _ in 0..1 + rng.below(4) {
         match rng.below(9) {
             0 if !input.is_empty() => {
@@ -107,7 +65,7 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>, pool: &[Vec<u8>]) {
                 input.drain(i..i + n);
             }
             3 | 4 => {
-                let token = TOKENS[rng.below(TOKENS.len())].as_bytes();
+                let token = tokens[rng.below(tokens.len())].as_bytes();
                 let i = rng.below(input.len() + 1);
                 input.splice(i..i, token.iter().copied());
             }
@@ -138,7 +96,7 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>, pool: &[Vec<u8>]) {
     input.truncate(256 * 1024);
 }
 
-/// Hostile bodies the mutator would take long to reach.
+/// Hostile `mcp_request` bodies the mutator would take long to reach.
 fn generated(rng: &mut Rng) -> Vec<u8> {
     let flag = rng.next() as u8 & !harness::flags::NO_TOKEN;
     let mut v = vec![flag];
@@ -196,76 +154,101 @@ fn generated(rng: &mut Rng) -> Vec<u8> {
     v
 }
 
-fn main() {
-    let secs: u64 = std::env::var("FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let seed: u64 = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+/// FNV-1a, for content-addressed corpus file names.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Every file of a folder, in name order (a reproducible pool).
+fn files(dir: &Path) -> Vec<Vec<u8>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    paths.iter().filter_map(|p| std::fs::read(p).ok()).collect()
+}
+
+/// What one target's run did.
+struct Report {
+    execs: u64,
+    secs: f64,
+    findings: u64,
+    classes: BTreeMap<String, u64>,
+    corpus: usize,
+}
+
+fn fuzz(target: &targets::Target, seed: u64, execs: Option<u64>, secs: Option<u64>) -> Report {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus_dir = root.join("fuzz/corpus").join(target.name);
+    let save = std::env::var("FUZZ_SAVE_CORPUS").is_ok_and(|v| v == "1");
+    let corpus_max: usize = env("FUZZ_CORPUS_MAX").unwrap_or(300);
+    let mut corpus = files(&corpus_dir).len();
     let mut rng = Rng(seed.max(1) ^ 0x9E37_79B9_7F4A_7C15);
-    let mut pool = harness::seeds();
-    // `FUZZ_WRITE_SEEDS=DIR`: write the harness seeds as files (the libFuzzer seed
-    // corpus, fuzz/seeds/mcp_request) and stop.
-    if let Ok(dir) = std::env::var("FUZZ_WRITE_SEEDS") {
-        std::fs::create_dir_all(&dir).expect("seed folder");
-        for (n, seed) in pool.iter().enumerate() {
-            std::fs::write(format!("{dir}/seed-{n:02}"), seed).expect("seed file");
-        }
-        println!("wrote {} seeds to {dir}", pool.len());
-        return;
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for folder in ["fuzz/seeds/mcp_request", "fuzz/corpus/mcp_request"] {
-        let Ok(dir) = std::fs::read_dir(root.join(folder)) else {
-            continue;
-        };
-        for entry in dir.flatten() {
-            if let Ok(bytes) = std::fs::read(entry.path())
-                && !pool.contains(&bytes)
-            {
+    let mut pool = (target.seeds)();
+    for folder in [
+        root.join("fuzz/seeds").join(target.name),
+        corpus_dir.clone(),
+    ] {
+        for bytes in files(&folder) {
+            if !pool.contains(&bytes) {
                 pool.push(bytes);
             }
         }
     }
-    let seeds = pool.len();
-    let artifacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/artifacts/stable");
-    // Panics are findings here, not noise: keep their messages short.
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!("finding: {info}");
-    }));
-    let h = harness::Harness::get();
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let artifacts = root.join("fuzz/artifacts/stable");
+    let deadline = secs.map(|s| Instant::now() + Duration::from_secs(s));
     let started = Instant::now();
-    let (mut execs, mut findings) = (0u64, 0u64);
-    let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
-    // Every seed once, unmutated: they must all pass.
-    let mut queue: Vec<Vec<u8>> = pool.clone();
-    while Instant::now() < deadline {
+    let (mut done, mut findings) = (0u64, 0u64);
+    let mut classes: BTreeMap<String, u64> = BTreeMap::new();
+    // Every pool input once, unmutated: they must all pass, and their classes are known.
+    let mut queue: Vec<Vec<u8>> = pool.iter().rev().cloned().collect();
+    let unmutated = queue.len() as u64;
+    while execs.is_none_or(|n| done < n) && deadline.is_none_or(|d| Instant::now() < d) {
         let input = match queue.pop() {
             Some(i) => i,
-            None if rng.below(10) == 0 => generated(&mut rng),
+            None if target.name == "mcp_request" && rng.below(10) == 0 => generated(&mut rng),
             None => {
                 let mut i = pool[rng.below(pool.len())].clone();
-                mutate(&mut rng, &mut i, &pool);
+                mutate(&mut rng, &mut i, &pool, target.tokens);
                 i
             }
         };
-        execs += 1;
-        match catch_unwind(AssertUnwindSafe(|| h.run(&input))) {
-            Ok(status) => {
-                *statuses.entry(status).or_default() += 1;
-                // Keep a small pool of inputs that reached a 200: they went deepest.
-                if status == 200 && pool.len() < 4096 && rng.below(20) == 0 {
+        done += 1;
+        if done % 250_000 == 0 {
+            eprintln!(
+                "  {}: {done} executions, {:.0}/s, {} classes",
+                target.name,
+                done as f64 / started.elapsed().as_secs_f64(),
+                classes.len()
+            );
+        }
+        match catch_unwind(AssertUnwindSafe(|| (target.run)(&input))) {
+            Ok(class) => {
+                let count = classes.entry(class).or_default();
+                *count += 1;
+                let new = *count == 1;
+                if new && done > unmutated && save && corpus < corpus_max && input.len() <= 4096 {
+                    let _ = std::fs::create_dir_all(&corpus_dir);
+                    let file = corpus_dir.join(format!("{:016x}", fnv(&input)));
+                    if !file.exists() && std::fs::write(&file, &input).is_ok() {
+                        corpus += 1;
+                    }
+                }
+                if (new || rng.below(200) == 0) && pool.len() < 4096 {
                     pool.push(input);
                 }
             }
             Err(_) => {
                 findings += 1;
                 let _ = std::fs::create_dir_all(&artifacts);
-                let name = format!("crash-{seed}-{execs}");
+                let name = format!("crash-{}-{seed}-{done}", target.name);
                 let _ = std::fs::write(artifacts.join(&name), &input);
                 eprintln!(
                     "  saved fuzz/artifacts/stable/{name} ({} bytes)",
@@ -274,14 +257,76 @@ fn main() {
             }
         }
     }
-    let took = started.elapsed().as_secs_f64();
+    Report {
+        execs: done,
+        secs: started.elapsed().as_secs_f64(),
+        findings,
+        classes,
+        corpus,
+    }
+}
+
+fn main() {
+    let name = std::env::var("FUZZ_TARGET").unwrap_or_else(|_| "mcp_request".into());
+    let seed: u64 = env("FUZZ_SEED").unwrap_or(1);
+    let execs: Option<u64> = env("FUZZ_EXECS");
+    let secs: Option<u64> = env("FUZZ_SECS").or(if execs.is_none() { Some(60) } else { None });
+    let chosen: Vec<&targets::Target> = if name == "all" {
+        targets::TARGETS.iter().collect()
+    } else {
+        match targets::target(&name) {
+            Some(t) => vec![t],
+            None => {
+                let names: Vec<&str> = targets::TARGETS.iter().map(|t| t.name).collect();
+                eprintln!(
+                    "unknown FUZZ_TARGET {name:?}; one of {}, or all",
+                    names.join(", ")
+                );
+                std::process::exit(2);
+            }
+        }
+    };
+    if let Ok(dir) = std::env::var("FUZZ_WRITE_SEEDS") {
+        for target in &chosen {
+            let dir = Path::new(&dir).join(target.name);
+            std::fs::create_dir_all(&dir).expect("seed folder");
+            let seeds = (target.seeds)();
+            for (n, seed) in seeds.iter().enumerate() {
+                std::fs::write(dir.join(format!("seed-{n:02}")), seed).expect("seed file");
+            }
+            println!("wrote {} seeds to {}", seeds.len(), dir.display());
+        }
+        return;
+    }
+    // Panics are findings here, not noise: keep their messages short.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("finding: {info}");
+    }));
+    let mut any = false;
     println!(
-        "fuzz_stable: seed {seed}, {secs} s, {seeds} seeds, {execs} executions ({:.0}/s), {findings} findings",
-        execs as f64 / took
+        "| target | executions | exec/s | wall time | findings | outcome classes | corpus files |"
     );
-    let histogram: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
-    println!("statuses: {}", histogram.join(", "));
-    if findings > 0 {
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for target in chosen {
+        let r = fuzz(target, seed, execs, secs);
+        any |= r.findings > 0;
+        println!(
+            "| `{}` | {} | {:.0} | {:.1} s | {} | {} | {} |",
+            target.name,
+            r.execs,
+            r.execs as f64 / r.secs,
+            r.secs,
+            r.findings,
+            r.classes.len(),
+            r.corpus
+        );
+        if std::env::var("FUZZ_VERBOSE").is_ok_and(|v| v == "1") {
+            for (class, n) in &r.classes {
+                eprintln!("    {n:>9}  {class}");
+            }
+        }
+    }
+    if any {
         std::process::exit(1);
     }
 }

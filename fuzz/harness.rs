@@ -1,7 +1,8 @@
-//! The fuzz harness shared by `fuzz_targets/mcp_request.rs` (libFuzzer, nightly) and
+//! The `/mcp` router harness of the `mcp_request` and `headers` fuzz targets (listed
+//! with the others in `targets.rs`), shared by `fuzz_targets/` (libFuzzer, nightly) and
 //! `examples/fuzz_stable.rs` (a seeded mutation loop on the stable toolchain).
 //!
-//! One input becomes one HTTP request sent to the real `/mcp` router of an
+//! `mcp_request`: one input becomes one HTTP request sent to the real `/mcp` router of an
 //! [`porthole::mcp::McpServer`] (all guards on, bearer auth) with
 //! `tower::ServiceExt::oneshot`, so it runs message parsing, header validation (version,
 //! `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, the Base64 sentinel), era routing, sessions,
@@ -12,8 +13,16 @@
 //! Otherwise those headers are derived from the body (when it parses), so the fuzzer
 //! gets past header checks and into dispatch.
 //!
+//! `headers`: the input is the values of the headers in [`FUZZED_HEADERS`], in that
+//! order, separated by NUL bytes (an empty value leaves the header out; `$SESSION`
+//! stands for the harness's live session id), then the body; the first byte picks the
+//! method (POST, GET, DELETE) and, when the body is empty, one of the [`seeds`] bodies.
+//! On top of the invariants below: no 2xx without the token in `Authorization`, a
+//! loopback `Host`, and a loopback `Origin` when one is sent.
+//!
 //! Invariants (a violation panics, which libFuzzer records as a crash):
-//! - no panic escapes, no JSON reply takes longer than 2 s (a hang);
+//! - no panic escapes, no JSON reply takes longer than 2 s (a hang); an SSE reply is
+//!   read until it goes quiet (see [`ready_frames`]);
 //! - the status is one `/mcp` documents (2xx, 400, 401, 403, 404, 405, 406, 413, 415),
 //!   never a 5xx;
 //! - every JSON body is JSON-RPC 2.0 (an object with `"jsonrpc":"2.0"`, or an array of them);
@@ -250,10 +259,82 @@ impl Harness {
         (with_peer(request), has(flags::NO_TOKEN))
     }
 
-    /// Sends one input and checks the invariants; panics on a violation. Returns the
-    /// HTTP status.
+    /// Sends one `mcp_request` input and checks the invariants; panics on a violation.
+    /// Returns the HTTP status.
     pub fn run(&self, data: &[u8]) -> u16 {
         let (request, no_token) = self.request(data);
+        self.send(request, no_token).0
+    }
+
+    /// [`Harness::run`], returning the outcome class (see [`class`]).
+    pub fn run_class(&self, data: &[u8]) -> String {
+        let (request, no_token) = self.request(data);
+        let (status, body) = self.send(request, no_token);
+        class(status, &body)
+    }
+
+    /// Sends one `headers` input (layout in the module docs) and checks the invariants;
+    /// returns its outcome class: the status and the start of the error message.
+    pub fn run_headers(&self, data: &[u8]) -> String {
+        let (selector, rest) = data.split_first().map_or((0, data), |(f, r)| (*f, r));
+        let mut fields = rest.splitn(FUZZED_HEADERS.len() + 1, |b| *b == 0);
+        let mut builder = Request::builder()
+            .uri("/mcp")
+            .method(["POST", "GET", "DELETE"][selector as usize % 3]);
+        let mut sent: Vec<(&str, Vec<u8>)> = Vec::new();
+        for name in FUZZED_HEADERS {
+            let value = fields.next().unwrap_or_default();
+            if value.is_empty() {
+                continue;
+            }
+            let value = if value == b"$SESSION" {
+                self.session.as_bytes().to_vec()
+            } else {
+                value.to_vec()
+            };
+            if let Ok(header) = HeaderValue::from_bytes(&value) {
+                builder = builder.header(*name, header);
+                sent.push((name, value));
+            }
+        }
+        let body = match fields.next().unwrap_or_default() {
+            [] => {
+                let bodies = seeds();
+                let seed = &bodies[(selector as usize / 3) % bodies.len()];
+                seed[1..].to_vec()
+            }
+            body => body.to_vec(),
+        };
+        let request = with_peer(builder.body(Body::from(body)).unwrap());
+        let value = |name: &str| {
+            sent.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
+        };
+        let loopback = |v: &str| {
+            ["localhost", "127.0.0.1", "::1"]
+                .iter()
+                .any(|n| v.contains(n))
+        };
+        let token_sent =
+            value("authorization").is_some_and(|v| v.contains(&TOKEN.to_ascii_lowercase()));
+        let host_ok = value("host").is_some_and(|v| loopback(&v));
+        let origin_ok = value("origin").is_none_or(|v| loopback(&v));
+        let (status, body) = self.send(request, false);
+        if (200..300).contains(&status) {
+            assert!(token_sent, "{status} without the token");
+            assert!(host_ok, "{status} for a Host that is not a loopback name");
+            assert!(
+                origin_ok,
+                "{status} for an Origin that is not a loopback origin"
+            );
+        }
+        class(status, &body)
+    }
+
+    /// Sends a request and checks the invariants shared by both targets; panics on a
+    /// violation. Returns the status and the body (empty for a stream still open).
+    fn send(&self, request: Request<Body>, no_token: bool) -> (u16, String) {
         let router = self.router.clone();
         self.rt.block_on(async move {
             let response = tokio::time::timeout(Duration::from_secs(2), router.oneshot(request))
@@ -277,20 +358,19 @@ impl Harness {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_string();
-            let sse = content_type.starts_with("text/event-stream");
-            // SSE streams may stay open (listen, GET): read what comes within 50 ms.
-            let limit = if sse { 50 } else { 2000 };
-            let body = tokio::time::timeout(
-                Duration::from_millis(limit),
-                axum::body::to_bytes(response.into_body(), 1 << 24),
-            )
-            .await;
-            let body = match body {
-                Ok(bytes) => bytes.expect("body reads"),
-                Err(_) if sse => return status,
-                Err(_) => panic!("JSON body not complete within 2 s (hang)"),
+            let body = if content_type.starts_with("text/event-stream") {
+                ready_frames(response.into_body()).await
+            } else {
+                tokio::time::timeout(
+                    Duration::from_secs(2),
+                    axum::body::to_bytes(response.into_body(), 1 << 24),
+                )
+                .await
+                .expect("JSON body not complete within 2 s (hang)")
+                .expect("body reads")
+                .to_vec()
             };
-            let text = String::from_utf8_lossy(&body);
+            let text = String::from_utf8_lossy(&body).into_owned();
             assert!(
                 !text.contains("handler crashed"),
                 "a handler panicked: {text}"
@@ -305,9 +385,121 @@ impl Harness {
                 };
                 assert!(ok, "JSON reply is not JSON-RPC 2.0: {text}");
             }
-            status
+            (status, text)
         })
     }
+}
+
+/// An outcome class: the status and the shape of the JSON-RPC error message, if any.
+fn class(status: u16, body: &str) -> String {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(crate::targets::shape))
+        .unwrap_or_default();
+    format!("{status}:{message}")
+}
+
+/// The headers the `headers` target sets, in input order.
+pub const FUZZED_HEADERS: &[&str] = &[
+    "host",
+    "origin",
+    "authorization",
+    "accept",
+    "content-type",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-param-text",
+    "last-event-id",
+];
+
+/// `headers` seeds: each of the [`seeds`] bodies with the headers a client sends,
+/// and a few refusals.
+pub fn header_seeds() -> Vec<Vec<u8>> {
+    let bearer = format!("Bearer {TOKEN}");
+    let accept = "application/json, text/event-stream";
+    let json = "application/json";
+    let modern = |method: &str, name: &str| {
+        [
+            "127.0.0.1:3000",
+            "",
+            &bearer,
+            accept,
+            json,
+            MODERN,
+            "",
+            method,
+            name,
+            "",
+            "",
+        ]
+        .join("\0")
+    };
+    let legacy = [
+        "localhost",
+        "http://localhost:5173",
+        &bearer,
+        accept,
+        json,
+        LEGACY,
+        "$SESSION",
+        "",
+        "",
+        "",
+        "",
+    ]
+    .join("\0");
+    let inputs = [
+        (0u8, modern("tools/list", "")),
+        (3, modern("tools/call", "echo")),
+        (6, modern("tools/call", "confirm")),
+        (24, legacy.clone()),
+        (1, legacy.replace(accept, "text/event-stream")),
+        (2, legacy.clone()),
+        (0, legacy.replace("localhost\0", "evil.example\0")),
+        (
+            0,
+            legacy.replace("http://localhost:5173", "http://evil.example"),
+        ),
+        (0, legacy.replace(&bearer, "Basic x")),
+        (0, legacy.replace(json, "text/plain")),
+        (0, legacy.replace(accept, "text/html")),
+        (0, legacy.replace(LEGACY, "1999-01-01")),
+    ];
+    inputs
+        .into_iter()
+        .map(|(selector, fields)| {
+            let mut input = vec![selector];
+            input.extend(fields.into_bytes());
+            input.push(0);
+            input
+        })
+        .collect()
+}
+
+/// What an SSE body sends until it goes quiet: frames are read while the server's tasks
+/// keep producing them, and reading stops once 16 turns of the (single-threaded)
+/// runtime in a row bring nothing, so a stream held open (`subscriptions/listen`, GET)
+/// costs microseconds rather than a wall-clock wait.
+async fn ready_frames(body: Body) -> Vec<u8> {
+    use futures::{FutureExt, StreamExt};
+    let mut stream = body.into_data_stream();
+    let (mut out, mut idle) = (Vec::new(), 0);
+    while idle < 16 {
+        match stream.next().now_or_never() {
+            Some(Some(Ok(chunk))) => {
+                out.extend_from_slice(&chunk);
+                idle = 0;
+            }
+            Some(_) => break,
+            None => {
+                idle += 1;
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    out
 }
 
 fn base(builder: axum::http::request::Builder, token: bool) -> axum::http::request::Builder {

@@ -64,6 +64,23 @@ pub fn elide_middle(text: &str, max: usize) -> String {
     format!("{head}…[{} characters]…{tail}", count - 2 * keep)
 }
 
+/// `text` with its control characters (newlines, NUL, escape sequences…) written as
+/// escapes, so a message that echoes input stays one log line and cannot forge others.
+pub fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// An error followed by its causes, `outer: inner: innermost`: an HTTP client's own
 /// message is often just "error decoding response body", and the cause says why.
 pub fn with_causes(error: &dyn std::error::Error) -> String {
@@ -88,6 +105,20 @@ mod tests {
         assert_eq!(closest(names, "helth", 3), vec!["health"]);
         assert_eq!(closest(names, "log", 3), vec!["server_log", "web_log"]);
         assert!(closest(names, "zzzzzzzzzz", 3).is_empty());
+    }
+
+    #[test]
+    fn one_line_escapes_control_characters() {
+        assert_eq!(one_line("plain `x`"), "plain `x`");
+        assert_eq!(
+            one_line("unknown field `a\nb\0`"),
+            "unknown field `a\\nb\\u{0}`"
+        );
+        assert!(
+            !one_line("\r\t\u{1b}[31m\u{85}")
+                .chars()
+                .any(char::is_control)
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 #[path = "../harness.rs"]
 mod harness;
+#[path = "../targets.rs"]
+mod targets;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = harness::Harness::get().run(data);

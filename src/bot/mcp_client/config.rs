@@ -104,7 +104,8 @@ pub(crate) fn load(path: &Path, default_timeout: Duration) -> ParsedConfig {
 
 /// Parses the file's text. `Err` only when the file as a whole is unusable.
 pub(crate) fn parse(text: &str, default_timeout: Duration) -> Result<ParsedConfig, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let root: Value = serde_json::from_str(text)
+        .map_err(|e| crate::text::one_line(&format!("not valid JSON: {e}")))?;
     let Some(root) = root.as_object() else {
         return Err("the top level must be a JSON object".into());
     };
@@ -117,11 +118,70 @@ pub(crate) fn parse(text: &str, default_timeout: Duration) -> Result<ParsedConfi
     for (name, entry) in servers {
         match parse_entry(name, entry, default_timeout) {
             Ok(server) => parsed.servers.push(server),
-            Err(reason) => parsed.skipped.push((name.clone(), reason)),
+            // Reasons echo names from the file: kept to one line.
+            Err(reason) => parsed
+                .skipped
+                .push((name.clone(), crate::text::one_line(&reason))),
         }
     }
     parsed.servers.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(parsed)
+}
+
+/// What [`fuzz_parse`] returns: (name, canonical entry) of each accepted server, and
+/// (name, reason) of each skipped one.
+#[doc(hidden)]
+pub type FuzzParsed = (Vec<(String, Value)>, Vec<(String, String)>);
+
+/// Fuzzing entry point (`fuzz/targets.rs`, target `mcp_json`): [`parse`] with a 30 s
+/// default timeout, each accepted entry rendered back as its canonical `mcp.json` entry
+/// (name → entry), so the fuzzer can check that rendering and parsing round-trip.
+#[doc(hidden)]
+pub fn fuzz_parse(text: &str) -> Result<FuzzParsed, String> {
+    let parsed = parse(text, Duration::from_secs(30))?;
+    let servers = parsed
+        .servers
+        .iter()
+        .map(|s| (s.name.clone(), s.to_entry()))
+        .collect();
+    Ok((servers, parsed.skipped))
+}
+
+impl ServerConfig {
+    /// The canonical `mcp.json` entry that parses back to this configuration.
+    fn to_entry(&self) -> Value {
+        let mut entry = Map::new();
+        match &self.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                entry.insert("command".into(), command.as_str().into());
+                entry.insert("args".into(), args.clone().into());
+                entry.insert("env".into(), serde_json::to_value(env).unwrap_or_default());
+                if let Some(cwd) = cwd {
+                    entry.insert("cwd".into(), cwd.to_string_lossy().as_ref().into());
+                }
+            }
+            TransportConfig::Http { url, headers } | TransportConfig::Sse { url, headers } => {
+                entry.insert("url".into(), url.as_str().into());
+                entry.insert(
+                    "headers".into(),
+                    serde_json::to_value(headers).unwrap_or_default(),
+                );
+            }
+        }
+        entry.insert("type".into(), self.transport.kind().into());
+        entry.insert("enabled".into(), self.enabled.into());
+        entry.insert("timeoutMs".into(), (self.timeout.as_millis() as u64).into());
+        if let Some(allowed) = &self.allowed_tools {
+            entry.insert("allowedTools".into(), allowed.clone().into());
+        }
+        entry.insert("excludedTools".into(), self.excluded_tools.clone().into());
+        Value::Object(entry)
+    }
 }
 
 /// Server names become part of tool names (`mcp.<server>__<tool>`), so they are kept
@@ -307,6 +367,16 @@ mod tests {
     use super::*;
 
     const DEFAULT: Duration = Duration::from_secs(30);
+
+    /// Reasons that echo the file are one line (the fuzz target `mcp_json` checks it).
+    #[test]
+    fn a_skip_reason_stays_one_line() {
+        let text = r#"{"mcpServers": {"h": {"url": "http://a", "headers": {"x\ny": "v"}}}}"#;
+        let parsed = parse(text, DEFAULT).unwrap();
+        let (_, reason) = &parsed.skipped[0];
+        assert!(!reason.chars().any(char::is_control), "{reason:?}");
+        assert!(reason.contains("x\\ny"), "{reason}");
+    }
 
     #[test]
     fn valid_entries_load_and_bad_ones_are_skipped_with_a_reason() {

@@ -30,6 +30,8 @@
 //! - `stats.rs`: usage figures per server and per tool.
 
 mod config;
+#[doc(hidden)]
+pub use config::fuzz_parse as fuzz_parse_config;
 mod connection;
 mod events;
 mod handshake;

@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::{ToolCall, ToolDef, ToolHandler, ToolRunner, ToolSource};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Manifest {
     name: String,
@@ -78,8 +78,24 @@ pub fn load_user_tools(runner: &ToolRunner, dir: &Path, default_timeout: Duratio
 
 fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Result<String, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
+    let manifest = parse_manifest(&text)?;
+    register(
+        runner,
+        manifest,
+        file.parent().unwrap_or(Path::new(".")),
+        default_timeout,
+    )
+}
+
+/// Parses and checks a manifest's text; changes nothing. Errors are one line: what
+/// they echo of the file has its control characters escaped.
+fn parse_manifest(text: &str) -> Result<Manifest, String> {
+    check_manifest(text).map_err(|e| crate::text::one_line(&e))
+}
+
+fn check_manifest(text: &str) -> Result<Manifest, String> {
     let manifest: Manifest =
-        serde_json::from_str(&text).map_err(|e| format!("invalid manifest: {e}"))?;
+        serde_json::from_str(text).map_err(|e| format!("invalid manifest: {e}"))?;
     if manifest.name.is_empty()
         || !manifest
             .name
@@ -94,12 +110,22 @@ fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Resu
     if manifest.command.is_empty() {
         return Err("`command` must name a program, e.g. [\"python3\", \"tool.py\"]".into());
     }
+    Ok(manifest)
+}
+
+/// Registers a checked manifest's tool, run in `dir`; on an error nothing is registered.
+fn register(
+    runner: &ToolRunner,
+    manifest: Manifest,
+    dir: &Path,
+    default_timeout: Duration,
+) -> Result<String, String> {
     if runner.get(&manifest.name).is_some() {
         return Err(format!("a tool named `{}` already exists", manifest.name));
     }
     let handler = SubprocessTool {
         command: manifest.command,
-        working_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        working_dir: dir.to_path_buf(),
         env: manifest.env,
         timeout: manifest
             .timeout_secs
@@ -119,6 +145,18 @@ fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Resu
         Arc::new(handler),
     )?;
     Ok(name)
+}
+
+/// Fuzzing entry point (`fuzz/targets.rs`, target `user_manifest`): loads one
+/// manifest's text into `runner` as [`load_user_tools`] would, and returns the
+/// manifest in its canonical form (every field written out) so the fuzzer can check
+/// that it loads back the same.
+#[doc(hidden)]
+pub fn fuzz_load_manifest(runner: &ToolRunner, text: &str) -> Result<Value, String> {
+    let manifest = parse_manifest(text)?;
+    let canonical = serde_json::to_value(&manifest).map_err(|e| e.to_string())?;
+    register(runner, manifest, Path::new("."), Duration::from_secs(30))?;
+    Ok(canonical)
 }
 
 struct SubprocessTool {
@@ -185,6 +223,21 @@ mod tests {
 
     fn write(dir: &Path, name: &str, body: &str) {
         std::fs::write(dir.join(name), body).unwrap();
+    }
+
+    /// Found by the `user_manifest` fuzz target: serde's message echoed an unknown
+    /// field name with its newline, splitting the log line that reports it.
+    #[test]
+    fn a_refused_manifest_gives_one_line_and_registers_nothing() {
+        let runner = ToolRunner::new(Duration::from_secs(5));
+        let error = fuzz_load_manifest(
+            &runner,
+            "{\"name\": \"x\", \"descriptio\\n\": 1, \"command\": [\"true\"]}",
+        )
+        .unwrap_err();
+        assert!(!error.chars().any(char::is_control), "{error:?}");
+        assert!(error.contains("descriptio\\n"), "{error}");
+        assert!(runner.is_empty());
     }
 
     #[tokio::test]

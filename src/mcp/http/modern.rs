@@ -98,10 +98,10 @@ fn check_request<'a>(
 }
 
 /// `_meta` must carry the protocol version and the client's capabilities (an object).
-fn required_meta<'a>(
-    meta: Option<&'a Map<String, Value>>,
+fn required_meta(
+    meta: Option<&Map<String, Value>>,
     has_params: bool,
-) -> Result<(&'a str, &'a Value), RpcError> {
+) -> Result<(&str, &Value), RpcError> {
     let meta_version = meta
         .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
         .and_then(Value::as_str);

@@ -45,7 +45,8 @@ pub(super) fn unix_ms() -> u64 {
     chrono::Utc::now().timestamp_millis().max(0) as u64
 }
 
-/// The start of a session id, enough to tell sessions apart in logs.
+/// The start of a session id (its first 8 characters), enough to tell sessions apart
+/// in logs. Cut at a character boundary, so any string is safe to pass.
 pub fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
+    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
 }

@@ -510,6 +510,16 @@ mod tests {
         assert!(matches!(strict.get(&kept.id), Lookup::Ended));
     }
 
+    /// Found by the `session_id` fuzz target: `short` sliced at byte 8, inside a
+    /// multi-byte character.
+    #[test]
+    fn short_cuts_at_a_character_boundary() {
+        assert_eq!(short("abcdefghij"), "abcdefgh");
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(short("ééééééééé"), "éééééééé");
+        assert_eq!(short("abcdeféé"), "abcdeféé");
+    }
+
     #[test]
     fn ids_survive_a_restart_but_not_tampering_or_deletion() {
         let secret = Some("0123456789abcdef0123456789abcdef");
