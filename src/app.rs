@@ -205,6 +205,7 @@ fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
     };
     let store = bot.store.clone();
     let keep = bot.config.log_db_max_events;
+    let replica = bot.config.replica_id.clone();
     tokio::spawn(async move {
         let mut failures: u64 = 0;
         while let Some(first) = records.recv().await {
@@ -225,7 +226,7 @@ fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
                     )
                 })
                 .collect();
-            if let Err(e) = store.append_log_events(rows, keep).await {
+            if let Err(e) = store.append_log_events(rows, &replica, keep).await {
                 failures += 1;
                 if failures.is_power_of_two() {
                     tracing::warn!(target: JOURNAL_TARGET, error = %e, failures, "cannot keep warnings and errors in the database");

@@ -25,11 +25,12 @@ impl Tool for ListAgents {
             name: "list_agents".into(),
             title: Some("List agents".into()),
             description: "The agents that exist right now: the supervisor and any worker agents it delegated to, \
-                          with id, name, emoji, role, parent, status and current task."
+                          with id, name, emoji, role, parent, status and current task, and which replica answered."
                 .into(),
             input_schema: object_schema(json!({}), &[]),
             output_schema: Some(output_schema(
-                json!({"agents": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"}}),
+                json!({"agents": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"},
+                       "replica": {"type": "object", "description": "the replica that answered: id and hostname"}}),
                 &["agents", "count"],
             )),
             annotations: Annotations::READ_ONLY,
@@ -42,7 +43,9 @@ impl Tool for ListAgents {
         _ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
         let agents = self.0.bot.agents.list();
-        Ok(done(json!({"count": agents.len(), "agents": agents})))
+        Ok(done(
+            json!({"count": agents.len(), "agents": agents, "replica": self.0.bot.replica()}),
+        ))
     }
 }
 

@@ -413,10 +413,18 @@ impl LogTool {
                 );
             }
         };
+        // Each row names the replica that wrote it (several may share the database);
+        // a line shows it, keyed by the record's time and sequence number.
+        let mut replicas = std::collections::HashMap::new();
         let records: Vec<LogRecord> = rows
             .iter()
-            .filter_map(|row| serde_json::from_str(row).ok())
-            .filter_map(|value: Value| LogRecord::from_json(&value))
+            .filter_map(|(row, replica)| {
+                let record = LogRecord::from_json(&serde_json::from_str::<Value>(row).ok()?)?;
+                if let Some(replica) = replica {
+                    replicas.insert((record.time_us, record.seq), replica.clone());
+                }
+                Some(record)
+            })
             .collect();
         let wanted = LogQuery {
             bytes_used,
@@ -428,6 +436,9 @@ impl LogTool {
             .map(|r| {
                 let mut line = r.to_json();
                 line["reader"] = json!("database");
+                if let Some(replica) = replicas.get(&(r.time_us, r.seq)) {
+                    line["replica"] = json!(replica);
+                }
                 line
             })
             .collect();
@@ -564,7 +575,9 @@ impl Tool for Health {
                 "capacity": logs.capacity(),
                 "fill_percent": (logs.len() as f64 * 100.0 / logs.capacity() as f64).round(),
             },
+            "replica": bot.replica(),
             "database": {
+                "backend": bot.store.backend_name(),
                 "path": bot.store.path(),
                 "size_bytes": bot.store.file_size(),
             },
