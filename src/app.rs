@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::bot::store::Change;
 use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::config::Config;
 use crate::diagnostics::{self, Diagnostics, LogFilterControl};
@@ -174,9 +175,12 @@ async fn build_mcp(
     recover_mcp_tasks(&server).await?;
 
     // A change to the bot's tools (an MCP server toggled, a tool disabled) is news to
-    // MCP clients: they may want to list again.
+    // MCP clients: they may want to list again. With replicas sharing PostgreSQL it is
+    // news to the other replicas' clients too (see `relay_changes_between_replicas`).
     let notifier = server.notifier();
     let mut changes = bot.tools.subscribe_changes();
+    let (store, replica) = (bot.store.clone(), bot.config.replica_id.clone());
+    relay_changes_between_replicas(bot, notifier.clone());
     tokio::spawn(async move {
         use tokio::sync::broadcast::error::{RecvError, TryRecvError};
         // Lagged means changes were missed: still a change worth announcing.
@@ -189,9 +193,47 @@ async fn build_mcp(
                 Err(TryRecvError::Empty | TryRecvError::Closed)
             ) {}
             notifier.tools_changed();
+            let change = Change {
+                replica: replica.clone(),
+                kind: TOOLS_CHANGED.into(),
+            };
+            if let Err(e) = store.publish_change(change).await {
+                tracing::warn!(error = %e, "cannot tell the other replicas that the tools changed");
+            }
         }
     });
     Ok(server)
+}
+
+/// What a replica announces when its tools changed.
+const TOOLS_CHANGED: &str = "tools";
+
+/// With replicas sharing PostgreSQL: when another replica announces that its tools
+/// changed (a tool toggled, saved in the shared store; an MCP server toggled), this one
+/// applies the saved tool settings and tells its own MCP clients the list changed
+/// (PostgreSQL `LISTEN/NOTIFY`; nothing happens on SQLite). Applying a setting that is
+/// already in force announces nothing, so the echo stops after one round.
+fn relay_changes_between_replicas(bot: &Arc<Bot>, notifier: crate::mcp::Notifier) {
+    let Some(mut changes) = bot.store.subscribe_changes() else {
+        return;
+    };
+    let bot = bot.clone();
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match changes.recv().await {
+                Ok(change) if change.replica == bot.config.replica_id => {}
+                Ok(change) if change.kind == TOOLS_CHANGED => {
+                    tracing::debug!(from = %change.replica, "another replica changed its tools");
+                    bot.restore_tool_settings().await;
+                    notifier.tools_changed();
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => notifier.tools_changed(),
+                Err(RecvError::Closed) => break,
+            }
+        }
+    });
 }
 
 /// Writes what the journal collects to the store, in batches as they come, off every

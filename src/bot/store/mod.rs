@@ -41,7 +41,7 @@ pub use sql::{SqlOutcome, StatementSummary};
 pub use traces::{Page, SpanQuery, TraceSummary};
 
 use pg::Postgres;
-pub use pg::{Change, redact_url, url_password};
+pub use pg::{Change, fresh_schema_url, redact_url, url_password};
 use rows::RowRead;
 
 use log_events::*;

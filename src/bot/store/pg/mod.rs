@@ -299,10 +299,10 @@ fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&SqlState::UNIQUE_VIOLATION)
 }
 
-/// For tests: a URL for a fresh, empty schema of the test database, so tests running at
-/// once never see each other's rows.
-#[cfg(test)]
-pub(crate) fn fresh_schema_url(base_url: &str) -> String {
+/// For tests and benchmarks: a URL for a fresh, empty schema of the database at
+/// `base_url`, so runs at once never see each other's rows. Panics when the server
+/// cannot be reached (a test set-up failure).
+pub fn fresh_schema_url(base_url: &str) -> String {
     let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
     let config: tokio_postgres::Config = base_url.parse().expect("PORTHOLE_TEST_DATABASE_URL");
     let create = format!("CREATE SCHEMA {schema}");
