@@ -3,7 +3,8 @@
 # loopback port, password authentication (so the password's redaction is exercised).
 # Source it after defining `log` and `die`.
 #
-# start_postgres DIR   initdb + start in DIR; sets PG_PORT, PG_URL, PG_PASSWORD
+# start_postgres DIR   initdb + start in DIR (as root, the postgres user must be able to
+#                      reach DIR); sets PG_PORT, PG_URL, PG_PASSWORD, PG_DIR, PG_BIN
 # restart_postgres     pg_ctl restart -m fast (in-flight connections are cut)
 # stop_postgres        pg_ctl stop -m fast (idempotent)
 
@@ -42,11 +43,14 @@ as_pg_owner() {
 
 start_postgres() {
   PG_DIR="$1"
+  mkdir -p "$PG_DIR"
   ensure_postgres_installed
   PG_BIN="$(pg_bin_dir)"
   if [ "$(id -u)" -eq 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" postgres
     chmod 755 "$PG_DIR"
+    runuser -u postgres -- test -x "$PG_DIR" \
+      || die "the postgres user cannot reach $PG_DIR: make its parent folders traversable (chmod o+x)"
   fi
   mkdir -p "$PG_DIR/data" "$PG_DIR/socket" "$PG_DIR/log"
   PG_PASSWORD="$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
