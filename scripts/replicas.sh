@@ -154,6 +154,15 @@ http {
       # A replica that is down is skipped (nginx retries a POST only when it was not sent).
       proxy_next_upstream error timeout http_502 http_503;
     }
+    # The chat page's WebSocket: pass the upgrade on.
+    location /ws {
+      proxy_pass http://porthole;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade \$http_upgrade;
+      proxy_set_header Connection "upgrade";
+      proxy_set_header Host \$host;
+      proxy_read_timeout 1h;
+    }
   }
 }
 CONF

@@ -522,3 +522,32 @@ async fn db_query_on(store: Store) {
     );
     assert_eq!(store.list_conversations(5).await.unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_hidden_in_a_with_is_named() {
+    on_every_backend!(hidden_write_on);
+}
+
+async fn hidden_write_on(store: Store) {
+    let hidden = store
+        .describe_statement(
+            "WITH gone AS (DELETE FROM messages RETURNING id) SELECT count(*) FROM gone",
+        )
+        .await;
+    match hidden {
+        Ok(hidden) => {
+            assert!(!hidden.read_only, "{hidden:?}");
+            assert_eq!(hidden.writes, vec!["DELETE on messages".to_string()]);
+        }
+        // SQLite has no data-modifying WITH: the statement cannot run at all.
+        Err(e) => assert_eq!(store.backend_name(), "sqlite", "{e}"),
+    }
+    let dropped = store
+        .describe_statement("DROP TABLE memories")
+        .await
+        .unwrap();
+    assert!(
+        !dropped.read_only && !dropped.writes.is_empty(),
+        "{dropped:?}"
+    );
+}

@@ -112,14 +112,15 @@ fn refusal(sql: &str, read_only: bool) -> Option<StoreError> {
     }
     // Quoting a name does not hide it: `"pg_read_file"(…)` is the same function. A
     // Unicode-escaped identifier (`U&"…"`) could spell any name, so it is refused too.
-    let folded = sql.to_ascii_lowercase().replace('"', "");
-    if folded.contains("u&") {
+    let lowered = sql.to_ascii_lowercase();
+    if lowered.contains("u&\"") || lowered.contains("u&'") {
         return Some(StoreError::Postgres(
             "Unicode-escaped identifiers or strings (U&\"…\") are not accepted by db_query; \
              write the name plainly"
                 .into(),
         ));
     }
+    let folded = lowered.replace('"', "");
     OUTSIDE_FUNCTIONS
         .iter()
         .find(|f| contains_word(&folded, f))
@@ -177,35 +178,45 @@ impl Postgres {
         }
     }
 
-    /// Says what `sql` would change, from its first keyword and, for statements
-    /// PostgreSQL can plan, the tables its plan modifies (`EXPLAIN`, which runs nothing).
+    /// Says what `sql` would change. A statement PostgreSQL can plan is planned
+    /// (`EXPLAIN`, which runs nothing) and its plan's `ModifyTable` nodes name what it
+    /// writes, so a data-modifying `WITH` is caught however it is dressed. One it cannot
+    /// plan (DDL, or a plan that needs parameter values) counts as a write unless its
+    /// first keyword says it only reads.
     pub(in super::super) async fn describe_statement(
         &self,
         sql: &str,
     ) -> Result<StatementSummary, StoreError> {
         let kind = statement_kind(sql);
-        let read_only = READING_KINDS.contains(&kind.as_str())
-            && refusal(sql, true).is_none()
-            && !sql.to_ascii_lowercase().contains("for update");
         let mut writes = Vec::new();
-        if !read_only {
+        let plan = if PLANNABLE_KINDS.contains(&kind.as_str()) {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             let plan = tx
                 .query_opt(&format!("EXPLAIN (FORMAT JSON) {sql}"), &[])
                 .await;
             tx.rollback().await?;
-            if let Ok(Some(row)) = plan
-                && let Ok(plan) = row.try_get::<_, Value>(0)
-            {
-                collect_modified_tables(&plan, &mut writes);
+            plan.ok()
+                .flatten()
+                .and_then(|row| row.try_get::<_, Value>(0).ok())
+        } else {
+            None
+        };
+        let read_only = match &plan {
+            Some(plan) => {
+                collect_modified_tables(plan, &mut writes);
+                writes.is_empty()
             }
-            if writes.is_empty() {
-                writes.push(leading_words(sql, 3));
+            None => {
+                ["SELECT", "VALUES", "TABLE", "SHOW"].contains(&kind.as_str())
+                    || (kind == "EXPLAIN" && !sql.to_ascii_lowercase().contains("analyze"))
             }
-            writes.sort();
-            writes.dedup();
+        };
+        if !read_only && writes.is_empty() {
+            writes.push(leading_words(sql, 3));
         }
+        writes.sort();
+        writes.dedup();
         Ok(StatementSummary {
             kind,
             read_only,
@@ -213,6 +224,11 @@ impl Postgres {
         })
     }
 }
+
+/// Statements `EXPLAIN` can plan without running them.
+const PLANNABLE_KINDS: &[&str] = &[
+    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE",
+];
 
 /// The statement inside its transaction: read-only and rolled back, or committed.
 async fn run_in_transaction(
@@ -573,5 +589,6 @@ mod tests {
         assert!(refusal("DELETE FROM messages", false).is_none());
         assert!(refusal("SELECT my_pg_read_file_copy FROM t", true).is_none());
         assert!(refusal("WITH x AS (SELECT 1) SELECT * FROM x", true).is_none());
+        assert!(refusal("SELECT 'you&me'", true).is_none());
     }
 }
