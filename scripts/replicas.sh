@@ -39,6 +39,8 @@ fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
 . "$REPO_ROOT/scripts/lib/bot.sh"
 # shellcheck source=scripts/lib/postgres.sh
 . "$REPO_ROOT/scripts/lib/postgres.sh"
+# shellcheck source=scripts/lib/nginx.sh
+. "$REPO_ROOT/scripts/lib/nginx.sh"
 
 OUT="${REPLICAS_OUT:-target/replicas}"
 mkdir -p "$OUT"
@@ -64,12 +66,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- 1. PostgreSQL and nginx ----------------------------------------------------------------
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-  log "installing nginx (apt-get)"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null \
-    || die "cannot install nginx with apt-get"
-fi
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+ensure_nginx_installed
 start_postgres "$TMP/pg"
 PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
 [ "$(id -u)" -eq 0 ] || PG_RESTART="$PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
@@ -108,67 +105,8 @@ for n in 1 2 3; do start_replica "$n"; done
 log "replicas on ports ${REPLICA_PORTS[*]}"
 
 NGINX_PORT="$(free_port)"
-mkdir -p "$TMP/nginx"
-chmod 1777 "$TMP/nginx"
-# The configuration docs/deploy.md shows, with this run's ports and folders.
-cat >"$OUT/nginx.conf" <<CONF
-worker_processes 1;
-pid $TMP/nginx/nginx.pid;
-error_log $OUT/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log $OUT/nginx-access.log;
-  client_body_temp_path $TMP/nginx/body;
-  proxy_temp_path $TMP/nginx/proxy;
-  fastcgi_temp_path $TMP/nginx/fastcgi;
-  uwsgi_temp_path $TMP/nginx/uwsgi;
-  scgi_temp_path $TMP/nginx/scgi;
-
-  # Legacy-era requests carry Mcp-Session-Id: hash on it, so a session's GET stream and
-  # its POSTs reach the same replica. Requests without one (the stateless 2026 era,
-  # initialize) hash on the request's random id instead, and so spread over all.
-  map \$http_mcp_session_id \$porthole_affinity {
-    ""      \$request_id;
-    default \$http_mcp_session_id;
-  }
-
-  upstream porthole {
-    hash \$porthole_affinity consistent;
-    server 127.0.0.1:${REPLICA_PORTS[1]} max_fails=1 fail_timeout=3s;
-    server 127.0.0.1:${REPLICA_PORTS[2]} max_fails=1 fail_timeout=3s;
-    server 127.0.0.1:${REPLICA_PORTS[3]} max_fails=1 fail_timeout=3s;
-    keepalive 32;
-  }
-
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location / {
-      proxy_pass http://porthole;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-      # SSE: pass events on as they come, and keep long streams open.
-      proxy_buffering off;
-      proxy_cache off;
-      proxy_read_timeout 1h;
-      # A replica that is down is skipped (nginx retries a POST only when it was not sent).
-      proxy_next_upstream error timeout http_502 http_503;
-    }
-    # The chat page's WebSocket: pass the upgrade on.
-    location /ws {
-      proxy_pass http://porthole;
-      proxy_http_version 1.1;
-      proxy_set_header Upgrade \$http_upgrade;
-      proxy_set_header Connection "upgrade";
-      proxy_set_header Host \$host;
-      proxy_read_timeout 1h;
-    }
-  }
-}
-CONF
-"$NGINX" -t -c "$OUT/nginx.conf" >/dev/null 2>&1 || { "$NGINX" -t -c "$OUT/nginx.conf"; die "nginx rejects the configuration"; }
-"$NGINX" -c "$OUT/nginx.conf" -g 'daemon off;' >"$OUT/nginx.log" 2>&1 &
-NGINX_PID=$!
+write_nginx_conf "$OUT/nginx.conf" "$TMP/nginx" "$OUT" "$NGINX_PORT" "${REPLICA_PORTS[1]}" "${REPLICA_PORTS[2]}" "${REPLICA_PORTS[3]}"
+start_nginx "$OUT/nginx.conf" "$OUT/nginx.log"
 URL="http://127.0.0.1:$NGINX_PORT/mcp"
 for _ in $(seq 1 50); do
   python3 scripts/replicas/mcp.py call "$URL" health >/dev/null 2>&1 && break

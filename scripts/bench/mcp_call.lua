@@ -3,6 +3,7 @@
 -- Environment:
 --   BENCH_KIND    modern | legacy | ceiling   (ceiling sends the modern request)
 --   BENCH_TOOL    tool name                   (default list_agents)
+--   BENCH_ARGUMENTS the tool's arguments as JSON (default {})
 --   BENCH_TOKEN   bearer token
 --   BENCH_SESSION Mcp-Session-Id              (legacy only)
 --   BENCH_EXPECT  text every good reply body contains (default structuredContent)
@@ -17,6 +18,7 @@ local token   = os.getenv("BENCH_TOKEN") or "secret"
 local session = os.getenv("BENCH_SESSION") or ""
 local expect  = os.getenv("BENCH_EXPECT") or "structuredContent"
 local out     = os.getenv("BENCH_OUT") or ""
+local arguments = os.getenv("BENCH_ARGUMENTS") or "{}"
 
 local MODERN = "2026-07-28"
 local LEGACY = "2025-11-25"
@@ -30,12 +32,12 @@ local params_tail
 if kind == "legacy" then
   wrk.headers["MCP-Protocol-Version"] = LEGACY
   wrk.headers["Mcp-Session-Id"] = session
-  params_tail = '"arguments":{}}}'
+  params_tail = '"arguments":' .. arguments .. '}}'
 else
   wrk.headers["MCP-Protocol-Version"] = MODERN
   wrk.headers["Mcp-Method"] = "tools/call"
   wrk.headers["Mcp-Name"] = tool
-  params_tail = '"arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"' .. MODERN ..
+  params_tail = '"arguments":' .. arguments .. ',"_meta":{"io.modelcontextprotocol/protocolVersion":"' .. MODERN ..
                 '","io.modelcontextprotocol/clientCapabilities":{}}}}'
 end
 local head = '{"jsonrpc":"2.0","id":'
