@@ -39,8 +39,9 @@ LLM_PID=""
 declare -a PIDS=()
 stop_replicas() {
   local pid
-  for pid in "${PIDS[@]}" "$NGINX_PID"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}" "$NGINX_PID"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
+  # BOT_PID too: a replica that start_bot gave up on is not in PIDS yet.
+  for pid in "${PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
   PIDS=()
   NGINX_PID=""
 }
@@ -95,7 +96,7 @@ for n in 1 3; do
   for i in $(seq 1 "$n"); do
     mkdir -p "$TMP/r$n-$i"
     start_bot target/release/porthole "$OUT/replica-$n-$i.log" "$TMP/r$n-$i" "$TOKEN" \
-      DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$i" RUST_LOG=warn \
+      DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$i" RUST_LOG=warn,porthole::app=info \
       LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_MODEL=fake
     PIDS+=("$BOT_PID")
     ports+=("$BOT_PORT")

@@ -53,10 +53,11 @@ declare -a REPLICA_PIDS=() REPLICA_PORTS=()
 
 cleanup() {
   local pid
-  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID"; do
+  # BOT_PID too: a replica that start_bot gave up on is not in REPLICA_PIDS yet.
+  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do
     [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
   done
-  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID"; do
+  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do
     [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
   done
   stop_postgres

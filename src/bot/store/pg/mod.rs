@@ -122,6 +122,16 @@ impl Postgres {
     }
 }
 
+/// A statement from the connection's cache: prepared once per connection, so each later
+/// use is one round trip instead of two. Only for statements whose text takes a bounded
+/// number of forms (the cache of a connection is never emptied).
+async fn cached(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    Ok(client.prepare_cached(sql).await?)
+}
+
 /// Parameters for a tokio-postgres call.
 fn parameters(values: &[Bound]) -> Vec<&(dyn ToSql + Sync)> {
     values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()

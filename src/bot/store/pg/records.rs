@@ -14,7 +14,7 @@ use super::super::{
     Conversation, Message, MessagePage, MessageQuery, NewMessage, StoreError, StoredTaskRow, Task,
     now_rfc3339,
 };
-use super::{Postgres, is_unique_violation};
+use super::{Postgres, cached, is_unique_violation};
 
 /// Collects rows read by a `…_from_row` function.
 fn read_all<T>(
@@ -34,7 +34,7 @@ impl Postgres {
         let now = now_rfc3339();
         client
             .execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3)",
+                &cached(&client, "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3)").await?,
                 &[&id, &title, &now],
             )
             .await?;
@@ -53,7 +53,10 @@ impl Postgres {
     ) -> Result<Option<Conversation>, StoreError> {
         let client = self.client().await?;
         let row = client
-            .query_opt(&format!("{CONVERSATION_SELECT} WHERE c.id = $1"), &[&id])
+            .query_opt(
+                &cached(&client, &format!("{CONVERSATION_SELECT} WHERE c.id = $1")).await?,
+                &[&id],
+            )
             .await?;
         Ok(row.as_ref().map(conversation_from_row).transpose()?)
     }
@@ -65,7 +68,11 @@ impl Postgres {
         let client = self.client().await?;
         let rows = client
             .query(
-                &format!("{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT $1"),
+                &cached(
+                    &client,
+                    &format!("{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT $1"),
+                )
+                .await?,
                 &[&(limit as i64)],
             )
             .await?;
@@ -80,7 +87,7 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "UPDATE conversations SET title = $2 WHERE id = $1",
+                &cached(&client, "UPDATE conversations SET title = $2 WHERE id = $1").await?,
                 &[&id, &title],
             )
             .await?;
@@ -97,7 +104,8 @@ impl Postgres {
         let now = now_rfc3339();
         let updated = tx
             .execute(
-                "UPDATE conversations SET updated_at = $2 WHERE id = $1",
+                &tx.prepare_cached("UPDATE conversations SET updated_at = $2 WHERE id = $1")
+                    .await?,
                 &[&conversation_id, &now],
             )
             .await?;
@@ -112,8 +120,8 @@ impl Postgres {
             .map(|calls| serde_json::to_string(calls).unwrap_or_default());
         let row = tx
             .query_one(
-                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                &tx.prepare_cached("INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id").await?,
                 &[
                     &conversation_id,
                     &message.role.as_str(),
@@ -149,20 +157,20 @@ impl Postgres {
         let before = query.before.unwrap_or(i64::MAX);
         let mut messages = if let Some(after) = query.after {
             let rows = client
-                .query(
-                    &format!(
+            .query(
+                &cached(&client, &format!(
                         "{MESSAGE_SELECT} WHERE conversation_id = $1 AND id > $2 AND id < $3 ORDER BY id ASC LIMIT $4"
-                    ),
+                    )).await?,
                     &[&conversation_id, &after, &before, &fetch],
                 )
                 .await?;
             read_all(&rows, message_from_row)?
         } else {
             let rows = client
-                .query(
-                    &format!(
+            .query(
+                &cached(&client, &format!(
                         "{MESSAGE_SELECT} WHERE conversation_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3"
-                    ),
+                    )).await?,
                     &[&conversation_id, &before, &fetch],
                 )
                 .await?;
@@ -188,7 +196,11 @@ impl Postgres {
         let client = self.client().await?;
         let rows = client
             .query(
-                &format!("{MESSAGE_SELECT} WHERE conversation_id = $1 ORDER BY id ASC"),
+                &cached(
+                    &client,
+                    &format!("{MESSAGE_SELECT} WHERE conversation_id = $1 ORDER BY id ASC"),
+                )
+                .await?,
                 &[&conversation_id],
             )
             .await?;
@@ -208,8 +220,8 @@ impl Postgres {
         let client = self.client().await?;
         let inserted = client
             .query_one(
-                "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                &cached(&client, "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id").await?,
                 &[
                     &name,
                     &description,
@@ -237,7 +249,10 @@ impl Postgres {
     pub(in super::super) async fn list_tasks(&self) -> Result<Vec<Task>, StoreError> {
         let client = self.client().await?;
         let rows = client
-            .query(&format!("{TASK_SELECT} ORDER BY id"), &[])
+            .query(
+                &cached(&client, &format!("{TASK_SELECT} ORDER BY id")).await?,
+                &[],
+            )
             .await?;
         read_all(&rows, task_from_row)
     }
@@ -245,7 +260,7 @@ impl Postgres {
     pub(in super::super) async fn count_tasks(&self) -> Result<usize, StoreError> {
         let client = self.client().await?;
         let count: i64 = client
-            .query_one("SELECT COUNT(*) FROM tasks", &[])
+            .query_one(&cached(&client, "SELECT COUNT(*) FROM tasks").await?, &[])
             .await?
             .try_get(0)?;
         Ok(count as usize)
@@ -254,7 +269,10 @@ impl Postgres {
     pub(in super::super) async fn get_task(&self, id: i64) -> Result<Option<Task>, StoreError> {
         let client = self.client().await?;
         let row = client
-            .query_opt(&format!("{TASK_SELECT} WHERE id = $1"), &[&id])
+            .query_opt(
+                &cached(&client, &format!("{TASK_SELECT} WHERE id = $1")).await?,
+                &[&id],
+            )
             .await?;
         Ok(row.as_ref().map(task_from_row).transpose()?)
     }
@@ -267,8 +285,8 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO memories (key, value, updated_at) VALUES ($1, $2, $3)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                &cached(&client, "INSERT INTO memories (key, value, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at").await?,
                 &[&key, &value, &now_rfc3339()],
             )
             .await?;
@@ -283,9 +301,13 @@ impl Postgres {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT key, value FROM memories
+                &cached(
+                    &client,
+                    "SELECT key, value FROM memories
                  WHERE key ILIKE $1 ESCAPE '\\' OR value ILIKE $1 ESCAPE '\\'
                  ORDER BY updated_at DESC LIMIT 50",
+                )
+                .await?,
                 &[&contains_pattern(query)],
             )
             .await?;
@@ -303,8 +325,8 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO tool_settings (name, enabled, updated_at) VALUES ($1, $2, $3)
-                 ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at",
+                &cached(&client, "INSERT INTO tool_settings (name, enabled, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at").await?,
                 &[&name, &i32::from(enabled), &now_rfc3339()],
             )
             .await?;
@@ -314,7 +336,14 @@ impl Postgres {
     pub(in super::super) async fn tool_settings(&self) -> Result<Vec<(String, bool)>, StoreError> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT name, enabled FROM tool_settings ORDER BY name", &[])
+            .query(
+                &cached(
+                    &client,
+                    "SELECT name, enabled FROM tool_settings ORDER BY name",
+                )
+                .await?,
+                &[],
+            )
             .await?;
         Ok(rows
             .iter()
@@ -330,19 +359,30 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "DELETE FROM mcp_ended_sessions WHERE minted_ms < $1",
+                &cached(
+                    &client,
+                    "DELETE FROM mcp_ended_sessions WHERE minted_ms < $1",
+                )
+                .await?,
                 &[&(minted_after_ms as i64)],
             )
             .await?;
         client
             .execute(
-                "DELETE FROM mcp_ended_sessions WHERE id NOT IN
+                &cached(
+                    &client,
+                    "DELETE FROM mcp_ended_sessions WHERE id NOT IN
                    (SELECT id FROM mcp_ended_sessions ORDER BY minted_ms DESC LIMIT $1)",
+                )
+                .await?,
                 &[&kept],
             )
             .await?;
         let rows = client
-            .query("SELECT id FROM mcp_ended_sessions", &[])
+            .query(
+                &cached(&client, "SELECT id FROM mcp_ended_sessions").await?,
+                &[],
+            )
             .await?;
         Ok(rows
             .iter()
@@ -358,7 +398,7 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO mcp_ended_sessions (id, minted_ms) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+                &cached(&client, "INSERT INTO mcp_ended_sessions (id, minted_ms) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING").await?,
                 &[&id, &(minted_ms as i64)],
             )
             .await?;
@@ -383,7 +423,10 @@ impl Postgres {
                 .await?;
         }
         tx.execute(
-            "DELETE FROM log_events WHERE id <= (SELECT max(id) FROM log_events) - $1",
+            &tx.prepare_cached(
+                "DELETE FROM log_events WHERE id <= (SELECT max(id) FROM log_events) - $1",
+            )
+            .await?,
             &[&(keep as i64)],
         )
         .await?;
@@ -402,10 +445,14 @@ impl Postgres {
         let pattern = contains.as_deref().map(contains_pattern);
         let rows = client
             .query(
-                "SELECT record, replica FROM log_events WHERE time_us > $1
+                &cached(
+                    &client,
+                    "SELECT record, replica FROM log_events WHERE time_us > $1
                  AND (cardinality($4::text[]) = 0 OR level = ANY($4))
                  AND ($2::text IS NULL OR record ILIKE $2 ESCAPE '\\')
                  ORDER BY id DESC LIMIT $3",
+                )
+                .await?,
                 &[
                     &after_us.unwrap_or(i64::MIN),
                     &pattern,
@@ -427,11 +474,11 @@ impl Postgres {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
+                &cached(&client, "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
                  ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, session = excluded.session,
                    finished = excluded.finished, created_ms = excluded.created_ms,
-                   expires_ms = excluded.expires_ms, record = excluded.record",
+                   expires_ms = excluded.expires_ms, record = excluded.record").await?,
                 &[
                     &row.id,
                     &row.owner,
@@ -453,7 +500,7 @@ impl Postgres {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
-        let rows = client.query(sql, params).await?;
+        let rows = client.query(&cached(&client, sql).await?, params).await?;
         Ok(rows
             .iter()
             .map(|r| r.try_get(0))
@@ -475,7 +522,11 @@ impl Postgres {
         let client = self.client().await?;
         let count: i64 = client
             .query_one(
-                "SELECT COUNT(*) FROM mcp_tasks WHERE owner = $1 AND finished = 0",
+                &cached(
+                    &client,
+                    "SELECT COUNT(*) FROM mcp_tasks WHERE owner = $1 AND finished = 0",
+                )
+                .await?,
                 &[&owner],
             )
             .await?
@@ -502,7 +553,10 @@ impl Postgres {
     pub(in super::super) async fn purge_mcp_tasks(&self, now_ms: i64) -> Result<usize, StoreError> {
         let client = self.client().await?;
         Ok(client
-            .execute("DELETE FROM mcp_tasks WHERE expires_ms <= $1", &[&now_ms])
+            .execute(
+                &cached(&client, "DELETE FROM mcp_tasks WHERE expires_ms <= $1").await?,
+                &[&now_ms],
+            )
             .await? as usize)
     }
 }

@@ -42,16 +42,20 @@ impl Postgres {
         filter: &Filter,
         fetch: usize,
     ) -> Result<Vec<TraceSummary>, StoreError> {
+        // The page of roots first, then the counts of those roots only: counting under
+        // every root before the LIMIT would read the whole table.
         let sql = format!(
-            "SELECT {}, n.spans, n.llm, n.tool, n.failed, n.input_tokens, n.output_tokens \
-             FROM trace_spans r CROSS JOIN LATERAL (SELECT count(*) AS spans, \
+            "SELECT r.*, n.spans, n.llm, n.tool, n.failed, n.input_tokens, n.output_tokens \
+             FROM (SELECT {} FROM trace_spans r WHERE {} \
+                   ORDER BY r.start_us DESC, r.span_id DESC LIMIT {fetch}) r \
+             CROSS JOIN LATERAL (SELECT count(*) AS spans, \
                count(*) FILTER (WHERE s.kind = 'llm') AS llm, \
                count(*) FILTER (WHERE s.kind = 'tool') AS tool, \
                count(*) FILTER (WHERE s.error IS NOT NULL) AS failed, \
                COALESCE(sum(s.input_tokens), 0)::bigint AS input_tokens, \
                COALESCE(sum(s.output_tokens), 0)::bigint AS output_tokens \
                FROM trace_spans s WHERE s.root_span_id = r.span_id) n \
-             WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {fetch}",
+             ORDER BY r.start_us DESC, r.span_id DESC",
             prefixed("r"),
             filter.clauses.join(" AND "),
         );
