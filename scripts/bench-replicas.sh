@@ -69,7 +69,7 @@ log "store latency: SQLite vs PostgreSQL"
 PORTHOLE_TEST_DATABASE_URL="$PG_URL" target/release/examples/store_latency | tee "$OUT/store-latency.md"
 
 # --- 2. through nginx, 1 vs 3 replicas -------------------------------------------------------------
-python3 scripts/replicas/fake_openai.py "$TMP/llm-port" &
+python3 scripts/replicas/fake_openai.py "$TMP/llm-port" </dev/null &
 LLM_PID=$!
 for _ in $(seq 1 50); do [ -s "$TMP/llm-port" ] && break; sleep 0.1; done
 LLM_PORT="$(cat "$TMP/llm-port")"
@@ -77,12 +77,13 @@ TOKEN="$(random_token)"
 RESULTS="$OUT/through-nginx.jsonl"
 : >"$RESULTS"
 
-run_wrk() { # label tool arguments url
-  local label="$1" tool="$2" arguments="$3" url="$4"
-  local env=(BENCH_KIND=modern BENCH_TOOL="$tool" BENCH_ARGUMENTS="$arguments" BENCH_TOKEN="$TOKEN")
-  env "${env[@]}" wrk -t2 -c"$CONNS" -d"$WARMUP" -s scripts/bench/mcp_call.lua "$url" >/dev/null 2>&1 || true
+run_wrk() { # label tool arguments url [expected text of a good reply]
+  local label="$1" tool="$2" arguments="$3" url="$4" expect="${5:-structuredContent}"
+  local env=(BENCH_KIND=modern BENCH_TOOL="$tool" BENCH_ARGUMENTS="$arguments" BENCH_TOKEN="$TOKEN"
+    BENCH_EXPECT="$expect")
+  env "${env[@]}" wrk -t2 -c"$CONNS" -d"$WARMUP" -s scripts/bench/mcp_call.lua "$url" </dev/null >/dev/null 2>&1 || true
   env "${env[@]}" BENCH_OUT="$TMP/point.json" wrk -t2 -c"$CONNS" -d"$DURATION" --timeout 10s \
-    -s scripts/bench/mcp_call.lua "$url" >/dev/null 2>&1 || die "wrk failed for $label"
+    -s scripts/bench/mcp_call.lua "$url" </dev/null >/dev/null 2>&1 || die "wrk failed for $label"
   python3 - "$label" "$TMP/point.json" >>"$RESULTS" <<'PY'
 import json, sys
 point = json.load(open(sys.argv[2]))
@@ -109,7 +110,9 @@ for n in 1 3; do
   log "$n replica(s): tools/call list_agents, c=$CONNS, $DURATION"
   run_wrk "$n replica(s): tools/call list_agents" list_agents '{}' "$URL"
   log "$n replica(s): send_message turns, c=$CONNS, $DURATION"
-  run_wrk "$n replica(s): send_message" send_message '{"content":"hello"}' "$URL"
+  # A good turn: the model answered and the reply carries no error.
+  run_wrk "$n replica(s): send_message" send_message '{"content":"hello"}' "$URL" '"error":null'
+
   stop_replicas
 done
 

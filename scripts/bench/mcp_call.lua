@@ -11,7 +11,7 @@
 --
 -- Every request gets its own JSON-RPC id (thread * 1e9 + counter): in-flight requests
 -- of one session must not share an id. Every reply is checked: a non-2xx status, or a
--- 2xx body without BENCH_EXPECT or with a JSON-RPC "error", counts as an error.
+-- 2xx body without BENCH_EXPECT or with a JSON-RPC error object, counts as an error.
 local kind    = os.getenv("BENCH_KIND") or "modern"
 local tool    = os.getenv("BENCH_TOOL") or "list_agents"
 local token   = os.getenv("BENCH_TOKEN") or "secret"
@@ -67,7 +67,7 @@ end
 function response(status, headers, body)
   if status < 200 or status > 299 then
     non2xx = non2xx + 1
-  elseif not string.find(body, expect, 1, true) or string.find(body, '"error"', 1, true) then
+  elseif not string.find(body, expect, 1, true) or string.find(body, '"error":{', 1, true) then
     badbody = badbody + 1
   else
     return

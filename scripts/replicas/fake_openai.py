@@ -14,6 +14,9 @@ REPLY = "The quick answer."
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without this, Nagle's algorithm holds the
+    # body back until the client's delayed ACK (40 ms), which would dominate every turn.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
