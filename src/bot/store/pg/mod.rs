@@ -11,9 +11,10 @@
 //! and the pool replaces it at the next checkout; so a PostgreSQL restart fails only the
 //! requests in flight (with an error that says to retry) and the next ones succeed.
 //!
-//! This file holds the pool, the migrations and the error wording; `records` the
-//! statements of each record kind, `traces` the trace spans, `console` `db_query`,
-//! and `changes` the `LISTEN/NOTIFY` channel between replicas.
+//! This file holds the pool, the runner of the statements both backends share, and the
+//! error wording; `schema` the migrations, `records` the statements of each record kind
+//! (the scheduler's claim included), `traces` the trace spans, `console` `db_query`, and
+//! `changes` the `LISTEN/NOTIFY` channel between replicas.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +23,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
+use super::StoreError;
 use super::rows::{Bound, numbered_for_postgres};
-use super::tasks::{OPEN_RUN, TASK_COLUMNS, task_from_row};
-use super::{StoreError, Task, now_rfc3339};
 use tokio_postgres::types::ToSql;
 
 mod changes;
@@ -148,44 +148,6 @@ impl Postgres {
         let client = self.client().await?;
         let statement = client.prepare_cached(&numbered_for_postgres(sql)).await?;
         Ok(client.execute(&statement, &parameters(values)).await?)
-    }
-
-    /// Claims the due tasks: rows another replica is claiming at this moment are
-    /// skipped (`SKIP LOCKED`), and a row it claimed just before no longer matches once
-    /// its lock is released (PostgreSQL re-checks the condition on the newest version).
-    pub(super) async fn claim_due_tasks(
-        &self,
-        replica: &str,
-        now: &str,
-        lease_until_ms: i64,
-    ) -> Result<Vec<Task>, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let rows = tx
-            .query(
-                &format!(
-                    "UPDATE tasks SET status = 'running', claimed_by = $1, lease_until_ms = $3 \
-                     WHERE id IN (SELECT id FROM tasks WHERE enabled = 1 AND status <> 'running' \
-                       AND next_run IS NOT NULL AND next_run <= $2 FOR UPDATE SKIP LOCKED) \
-                     RETURNING {TASK_COLUMNS}"
-                ),
-                &[&replica, &now, &lease_until_ms],
-            )
-            .await?;
-        let claimed = rows
-            .iter()
-            .map(task_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        let open_run = tx.prepare_cached(&numbered_for_postgres(OPEN_RUN)).await?;
-        for task in &claimed {
-            tx.execute(
-                &open_run,
-                &[&task.id, &task.next_run, &replica, &now_rfc3339()],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(claimed)
     }
 }
 

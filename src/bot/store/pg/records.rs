@@ -9,7 +9,8 @@ use super::super::conversations::{
     CONVERSATION_SELECT, MESSAGE_SELECT, conversation_from_row, message_from_row,
 };
 use super::super::log_events::contains_pattern;
-use super::super::tasks::{TASK_SELECT, task_from_row};
+use super::super::rows::numbered_for_postgres;
+use super::super::tasks::{OPEN_RUN, TASK_COLUMNS, TASK_SELECT, task_from_row};
 use super::super::{
     Conversation, Message, MessagePage, MessageQuery, NewMessage, StoreError, StoredTaskRow, Task,
     now_rfc3339,
@@ -558,5 +559,41 @@ impl Postgres {
                 &[&now_ms],
             )
             .await? as usize)
+    }
+
+    /// Claims the due tasks: rows another replica is claiming at this moment are
+    /// skipped (`SKIP LOCKED`), and a row it claimed just before no longer matches once
+    /// its lock is released (PostgreSQL re-checks the condition on the newest version).
+    pub(in super::super) async fn claim_due_tasks(
+        &self,
+        replica: &str,
+        now: &str,
+        lease_until_ms: i64,
+    ) -> Result<Vec<Task>, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let claim = tx
+            .prepare_cached(&format!(
+                "UPDATE tasks SET status = 'running', claimed_by = $1, lease_until_ms = $3 \
+                     WHERE id IN (SELECT id FROM tasks WHERE enabled = 1 AND status <> 'running' \
+                       AND next_run IS NOT NULL AND next_run <= $2 FOR UPDATE SKIP LOCKED) \
+                     RETURNING {TASK_COLUMNS}"
+            ))
+            .await?;
+        let rows = tx.query(&claim, &[&replica, &now, &lease_until_ms]).await?;
+        let claimed = rows
+            .iter()
+            .map(task_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let open_run = tx.prepare_cached(&numbered_for_postgres(OPEN_RUN)).await?;
+        for task in &claimed {
+            tx.execute(
+                &open_run,
+                &[&task.id, &task.next_run, &replica, &now_rfc3339()],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(claimed)
     }
 }
