@@ -520,6 +520,31 @@ mod tests {
     }
 
     #[test]
+    fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
+        // Two processes with the same secret, started before either minted anything:
+        // replicas behind a load balancer.
+        let secret = Some("replica-secret-replica-secret-xx");
+        let a = Sessions::new(secret, config(10));
+        let b = Sessions::new(secret, config(10));
+        let id = a
+            .create("2025-11-25", json!({"elicitation": {}}))
+            .id
+            .clone();
+        let Lookup::Found(restored) = b.get(&id) else {
+            panic!("replica b does not know replica a's session");
+        };
+        assert!(restored.restored);
+        assert_eq!(restored.client_capabilities, json!({"elicitation": {}}));
+        // Ended on b, it stays ended on b.
+        assert!(b.end(&id));
+        assert!(matches!(b.get(&id), Lookup::Ended));
+        // An id b minted itself and ended is not restored either.
+        let own = b.create("2025-11-25", json!({})).id.clone();
+        assert!(b.end(&own));
+        assert!(matches!(b.get(&own), Lookup::Ended));
+    }
+
+    #[test]
     fn ids_survive_a_restart_but_not_tampering_or_deletion() {
         let secret = Some("0123456789abcdef0123456789abcdef");
         let before = Sessions::new(secret, config(10));

@@ -151,6 +151,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );",
 ];
 
+// One PostgreSQL form per SQLite migration, checked when the crate compiles.
+const _: () = assert!(MIGRATIONS.len() == super::super::schema::MIGRATIONS.len());
+
 /// A fixed key for `pg_advisory_xact_lock`: replicas migrating at once take turns.
 const MIGRATION_LOCK: i64 = 0x706f_7274_686f_6c65; // "porthole"
 
