@@ -12,8 +12,9 @@
 //!
 //! This file holds the types and the connection; each kind of record has its own file
 //! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
-//! `ended_sessions`, `mcp_tasks`, `traces`), `schema` the migrations, and `sql` the
-//! console behind `db_query`.
+//! `ended_sessions`, `mcp_tasks`, `traces`), `schema` the migrations, `sql` the
+//! console behind `db_query`, `rows` what both backends share (reading a row, binding a
+//! parameter, one statement text for both), and `pg` the PostgreSQL backend.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
