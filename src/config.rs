@@ -81,6 +81,12 @@ pub struct Config {
     /// How long a request's headers may take to arrive; also closes idle keep-alives.
     pub http_header_timeout: Duration,
     pub database_path: String,
+    /// `DATABASE_URL`: a `postgres://` URL; when set, the store is PostgreSQL and
+    /// `DATABASE_PATH` is not used. Holds a password: never shown unredacted.
+    pub database_url: Option<String>,
+    /// `PORTHOLE_REPLICA_ID`: names this process among replicas sharing one database
+    /// (default: hostname and process id).
+    pub replica_id: String,
     pub llm: LlmConfig,
     pub agent_max_steps: usize,
     pub tool_timeout: Duration,
@@ -262,6 +268,10 @@ impl Config {
             )?,
             http_header_timeout: vars.seconds("HTTP_HEADER_TIMEOUT_SECS", 10, 1, 3600)?,
             database_path: vars.string("DATABASE_PATH", "data/porthole.db"),
+            database_url: database_url(&vars)?,
+            replica_id: vars
+                .raw("PORTHOLE_REPLICA_ID")
+                .unwrap_or_else(|| format!("{}-{}", hostname(), std::process::id())),
             llm,
             agent_max_steps: vars.number("AGENT_MAX_STEPS", 8usize, 1, 100)?,
             tool_timeout: vars.seconds("TOOL_TIMEOUT_SECS", 30, 1, 3600)?,
@@ -299,8 +309,53 @@ impl Config {
         .flatten()
         .collect();
         secrets.extend(self.trace.otlp_headers.iter().map(|(_, v)| v.clone()));
+        secrets.extend(
+            self.database_url
+                .as_deref()
+                .and_then(crate::bot::store::url_password),
+        );
         secrets
     }
+
+    /// What the store opens: `DATABASE_URL` when set, otherwise `DATABASE_PATH`.
+    pub fn database_location(&self) -> &str {
+        self.database_url.as_deref().unwrap_or(&self.database_path)
+    }
+
+    /// `DATABASE_URL` with its password redacted, if set.
+    pub fn database_url_redacted(&self) -> Option<String> {
+        self.database_url
+            .as_deref()
+            .map(crate::bot::store::redact_url)
+    }
+}
+
+/// `DATABASE_URL`: a PostgreSQL URL or nothing. A bad value is reported without the
+/// password it may carry.
+fn database_url(vars: &Vars) -> Result<Option<String>, ConfigError> {
+    let Some(url) = vars.raw("DATABASE_URL") else {
+        return Ok(None);
+    };
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Some(url));
+    }
+    Err(ConfigError {
+        variable: "DATABASE_URL",
+        value: crate::bot::store::redact_url(&url),
+        allowed: "a PostgreSQL URL such as postgres://user:password@127.0.0.1:5432/porthole \
+                  (leave it unset to use the SQLite file DATABASE_PATH)"
+            .into(),
+    })
+}
+
+/// This machine's name, for the default replica id (`unknown-host` if it has none).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_string())
 }
 
 /// `LLM_*`: the provider, where it is and which model.

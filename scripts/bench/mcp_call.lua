@@ -3,6 +3,7 @@
 -- Environment:
 --   BENCH_KIND    modern | legacy | ceiling   (ceiling sends the modern request)
 --   BENCH_TOOL    tool name                   (default list_agents)
+--   BENCH_ARGUMENTS the tool's arguments as JSON (default {})
 --   BENCH_TOKEN   bearer token
 --   BENCH_SESSION Mcp-Session-Id              (legacy only)
 --   BENCH_EXPECT  text every good reply body contains (default structuredContent)
@@ -10,13 +11,14 @@
 --
 -- Every request gets its own JSON-RPC id (thread * 1e9 + counter): in-flight requests
 -- of one session must not share an id. Every reply is checked: a non-2xx status, or a
--- 2xx body without BENCH_EXPECT or with a JSON-RPC "error", counts as an error.
+-- 2xx body without BENCH_EXPECT or with a JSON-RPC error object, counts as an error.
 local kind    = os.getenv("BENCH_KIND") or "modern"
 local tool    = os.getenv("BENCH_TOOL") or "list_agents"
 local token   = os.getenv("BENCH_TOKEN") or "secret"
 local session = os.getenv("BENCH_SESSION") or ""
 local expect  = os.getenv("BENCH_EXPECT") or "structuredContent"
 local out     = os.getenv("BENCH_OUT") or ""
+local arguments = os.getenv("BENCH_ARGUMENTS") or "{}"
 
 local MODERN = "2026-07-28"
 local LEGACY = "2025-11-25"
@@ -30,12 +32,12 @@ local params_tail
 if kind == "legacy" then
   wrk.headers["MCP-Protocol-Version"] = LEGACY
   wrk.headers["Mcp-Session-Id"] = session
-  params_tail = '"arguments":{}}}'
+  params_tail = '"arguments":' .. arguments .. '}}'
 else
   wrk.headers["MCP-Protocol-Version"] = MODERN
   wrk.headers["Mcp-Method"] = "tools/call"
   wrk.headers["Mcp-Name"] = tool
-  params_tail = '"arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"' .. MODERN ..
+  params_tail = '"arguments":' .. arguments .. ',"_meta":{"io.modelcontextprotocol/protocolVersion":"' .. MODERN ..
                 '","io.modelcontextprotocol/clientCapabilities":{}}}}'
 end
 local head = '{"jsonrpc":"2.0","id":'
@@ -65,7 +67,7 @@ end
 function response(status, headers, body)
   if status < 200 or status > 299 then
     non2xx = non2xx + 1
-  elseif not string.find(body, expect, 1, true) or string.find(body, '"error"', 1, true) then
+  elseif not string.find(body, expect, 1, true) or string.find(body, '"error":{', 1, true) then
     badbody = badbody + 1
   else
     return

@@ -94,11 +94,20 @@ fn operational_settings(config: &Config) -> serde_json::Value {
         "log_file_max_bytes": config.log_file.as_ref().map(|_| config.log_file_max_bytes),
         "scheduler_enabled": config.scheduler_enabled,
         "web_console_forwarding": config.web_console_forwarding,
-        "database": if config.database_path == ":memory:" { "in memory" } else { "file" },
+        "database": if config.database_url.is_some() { "postgres" } else if config.database_path == ":memory:" { "in memory" } else { "file" },
     })
 }
 
 impl Bot {
+    /// Which process answered, among replicas sharing one database: the replica id
+    /// (`PORTHOLE_REPLICA_ID`, default hostname and process id) and the hostname.
+    pub fn replica(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.config.replica_id,
+            "hostname": crate::config::hostname(),
+        })
+    }
+
     /// Applies the enabled states `toggle_tool` saved in earlier runs (tools that
     /// register later, such as MCP tools, pick theirs up when they appear).
     pub async fn restore_tool_settings(&self) {
@@ -226,8 +235,14 @@ impl Bot {
     /// run without (the database); broken user tools or skills are logged and skipped.
     pub fn build(config: Config, web_log_sink: Arc<dyn WebLogSink>) -> Result<Arc<Bot>, BotError> {
         let started = Instant::now();
-        let store = Store::open(&config.database_path)?;
-        tracing::info!(path = %config.database_path, schema = store::schema_version(), "database ready");
+        let store = Store::open(config.database_location())?;
+        tracing::info!(
+            backend = store.backend_name(),
+            path = %store.path(),
+            schema = store::schema_version(),
+            replica = %config.replica_id,
+            "database ready"
+        );
 
         let llm = llm::from_config(&config.llm);
         tracing::info!(
@@ -274,6 +289,7 @@ impl Bot {
             supervisor.clone(),
             tools.clone(),
             tracer.clone(),
+            config.replica_id.clone(),
         ));
         let skills = load_skills(&config);
 

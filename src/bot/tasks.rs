@@ -5,6 +5,13 @@
 //! Schedules are cron expressions with 5 fields (`min hour day month weekday`) or 6–7
 //! with seconds first; times are UTC. A task never runs twice at once: starting a run
 //! flips its status to `running` only if it was not already.
+//!
+//! Several replicas may share one database (PostgreSQL): each scheduler *claims* the due
+//! tasks in one statement, so each due time runs on exactly one replica. A claim is a
+//! lease ([`RUN_LEASE`]) that the running replica renews; when a replica dies mid-run,
+//! its lease runs out, the run is marked interrupted, and the next claim (on any
+//! replica) runs that due time again. The `task_runs` table keeps one row per task and
+//! due time (its `attempts` counts such re-runs).
 
 use crate::bot::trace::Tracer;
 use std::str::FromStr;
@@ -121,11 +128,20 @@ pub struct TaskRun {
     pub result: String,
 }
 
+/// How long a claim on a running task holds unless renewed; renewed every third of it.
+pub const RUN_LEASE: Duration = Duration::from_secs(30);
+
+fn lease_until_ms() -> i64 {
+    Utc::now().timestamp_millis() + RUN_LEASE.as_millis() as i64
+}
+
 pub struct Tasks {
     store: Store,
     supervisor: Arc<Supervisor>,
     runner: Arc<ToolRunner>,
     tracer: Arc<Tracer>,
+    /// This process among replicas sharing the database (`PORTHOLE_REPLICA_ID`).
+    replica: String,
 }
 
 impl Tasks {
@@ -134,12 +150,14 @@ impl Tasks {
         supervisor: Arc<Supervisor>,
         runner: Arc<ToolRunner>,
         tracer: Arc<Tracer>,
+        replica: String,
     ) -> Self {
         Tasks {
             store,
             supervisor,
             runner,
             tracer,
+            replica,
         }
     }
 
@@ -202,16 +220,49 @@ impl Tasks {
         if caller == RunAs::User && RunAs::parse(&task.run_as) == RunAs::Admin {
             return Err(TaskError::NeedsAdmin(id));
         }
-        if !self.store.mark_task_running(id).await? {
+        if !self
+            .store
+            .mark_task_running(id, &self.replica, lease_until_ms())
+            .await?
+        {
             return Err(TaskError::AlreadyRunning(id));
         }
-        tracing::info!(task = %task.name, id, "running task");
-        let (status, result) = match self.execute(&task).await {
+        self.run_claimed(&task).await
+    }
+
+    /// Runs a task this replica has claimed, renewing the claim while it runs, and
+    /// records the result.
+    async fn run_claimed(&self, task: &Task) -> Result<TaskRun, TaskError> {
+        let id = task.id;
+        tracing::info!(task = %task.name, id, replica = %self.replica, "running task");
+        let renewal = {
+            let (store, replica) = (self.store.clone(), self.replica.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(RUN_LEASE / 3).await;
+                    match store.renew_task_lease(id, &replica, lease_until_ms()).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(
+                                task = id,
+                                "the claim on this run was lost (its lease ran out); another replica may run it again"
+                            );
+                            break;
+                        }
+                        Err(e) => {
+                            tracing::warn!(task = id, error = %e, "cannot renew the claim on a running task")
+                        }
+                    }
+                }
+            })
+        };
+        let (status, result) = match self.execute(task).await {
             Ok(text) => ("ok", text),
             Err(text) => ("error", text),
         };
+        renewal.abort();
         self.store
-            .finish_task_run(id, status, &result, next_run(&task.schedule))
+            .finish_task_run(id, &self.replica, status, &result, next_run(&task.schedule))
             .await?;
         tracing::info!(task = %task.name, id, status, "task finished");
         Ok(TaskRun {
@@ -251,7 +302,7 @@ impl Tasks {
     /// Runs due tasks until `shutdown` turns true. Checks twice a second, so a task runs
     /// within half a second of its time.
     pub async fn run_scheduler(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
-        if let Ok(n) = self.store.reset_stale_running_tasks().await
+        if let Ok(n) = self.store.reset_stale_running_tasks(&self.replica).await
             && n > 0
         {
             tracing::warn!(
@@ -267,22 +318,37 @@ impl Tasks {
             if *shutdown.borrow() {
                 break;
             }
+            match self
+                .store
+                .interrupt_expired_runs(Utc::now().timestamp_millis())
+                .await
+            {
+                Ok(n) if n > 0 => tracing::warn!(
+                    count = n,
+                    "task runs whose replica stopped mid-run were marked interrupted; they run again"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "cannot check for interrupted task runs"),
+            }
             let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
-            let Ok(tasks) = self.store.list_tasks().await else {
-                continue;
-            };
-            for task in tasks {
-                let due = task.enabled
-                    && task.status != "running"
-                    && task.next_run.as_deref().is_some_and(|t| t <= now.as_str());
-                if due {
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = me.run_now(task.id, RunAs::Admin).await {
-                            tracing::warn!(task = task.id, error = %e, "scheduled run failed");
-                        }
-                    });
+            let claimed = match self
+                .store
+                .claim_due_tasks(&self.replica, &now, lease_until_ms())
+                .await
+            {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot claim due tasks");
+                    continue;
                 }
+            };
+            for task in claimed {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = me.run_claimed(&task).await {
+                        tracing::warn!(task = task.id, error = %e, "scheduled run failed");
+                    }
+                });
             }
         }
         tracing::info!("scheduler stopped");

@@ -17,10 +17,11 @@ impl DiagnosticTool for ListAgents {
             "list_agents",
             "List agents",
             "The agents that exist right now: the supervisor and any worker agents it delegated to, \
-             with id, name, emoji, role, parent, status and current task.",
+             with id, name, emoji, role, parent, status and current task, and which replica answered.",
         )
         .output(
-            json!({"agents": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"}}),
+            json!({"agents": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"},
+                   "replica": {"type": "object", "description": "the replica that answered: id and hostname"}}),
             &["agents", "count"],
         )
         .annotations(Annotations::READ_ONLY)
@@ -28,7 +29,9 @@ impl DiagnosticTool for ListAgents {
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
         let agents = d.bot.agents.list();
-        Ok(done(json!({"count": agents.len(), "agents": agents})))
+        Ok(done(
+            json!({"count": agents.len(), "agents": agents, "replica": d.bot.replica()}),
+        ))
     }
 }
 

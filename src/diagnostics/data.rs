@@ -25,6 +25,10 @@ impl DiagnosticTool for DbQuery {
     type Args = DbQueryArgs;
 
     fn spec(&self, d: &Diagnostics) -> ToolSpec {
+        let (backend, placeholders) = match d.bot.store.backend_name() {
+            "postgres" => ("PostgreSQL", "$1, $2…"),
+            _ => ("SQLite", "?1, ?2…"),
+        };
         let mode = if d.settings.db_query_readonly {
             "This bot runs it read-only (DB_QUERY_READONLY=true): only statements that read run, on a read-only \
              connection of their own."
@@ -35,8 +39,8 @@ impl DiagnosticTool for DbQuery {
             "db_query",
             "Run SQL",
             format!(
-                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's SQLite database, given \
-                 as `query` (tables: conversations, messages, tasks, embeddings, memories, and the bot's own bookkeeping). Use ?1, ?2… with \
+                "Runs one SQL statement (SELECT, INSERT, UPDATE, DELETE, DDL, PRAGMA) on the bot's {backend} database, given \
+                 as `query` (tables: conversations, messages, tasks, embeddings, memories, and the bot's own bookkeeping). Use {placeholders} with \
                  `params`. Columns also answer to the design's camelCase names (createdAt, updatedAt, conversationId, \
                  lastRun, nextRun). Rows come back as arrays matching `columns`; blobs as {{\"base64\": …}}; values in columns \
                  named like secrets (password, api_key…) are redacted. {mode} Clients that support elicitation are \
@@ -141,14 +145,21 @@ fn redact_secret_columns(columns: &[String], rows: &mut [Vec<Value>]) {
 
 /// A store error as `db_query` reports it, with what to do about it.
 fn sql_error_text(error: &StoreError, settings: &super::Settings) -> String {
-    let StoreError::Sqlite(e) = error else {
-        return match error {
-            StoreError::ReadOnly(_) => format!("{error} (DB_QUERY_READONLY=true)"),
-            other => format!("database error: {other}"),
-        };
+    let text = match error {
+        StoreError::Sqlite(e) => e.to_string(),
+        StoreError::Postgres(text) => text.clone(),
+        StoreError::ReadOnly(_) if settings.db_query_readonly => {
+            return format!("{error} (DB_QUERY_READONLY=true)");
+        }
+        StoreError::ReadOnly(kind) => {
+            return format!(
+                "a {kind} statement is not run by db_query: it would change the session or the \
+                 transaction db_query wraps each statement in, or reach outside the database"
+            );
+        }
+        other => return format!("database error: {other}"),
     };
-    let text = e.to_string();
-    let hint = if text.contains("interrupted") {
+    let hint = if text.contains("interrupted") || text.contains("statement timeout") {
         format!(
             " (the statement ran longer than {} s and was stopped)",
             settings.statement_timeout.as_secs()
@@ -156,6 +167,7 @@ fn sql_error_text(error: &StoreError, settings: &super::Settings) -> String {
     } else if text.contains("not authorized")
         || text.contains("readonly")
         || text.contains("read-only")
+        || text.contains("read only")
     {
         " (DB_QUERY_READONLY=true: only statements that read are allowed)".to_string()
     } else {

@@ -62,7 +62,9 @@ impl DiagnosticTool for Health {
                 "capacity": logs.capacity(),
                 "fill_percent": (logs.len() as f64 * 100.0 / logs.capacity() as f64).round(),
             },
+            "replica": bot.replica(),
             "database": {
+                "backend": bot.store.backend_name(),
                 "path": bot.store.path(),
                 "size_bytes": bot.store.file_size(),
             },

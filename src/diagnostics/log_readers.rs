@@ -149,17 +149,31 @@ async fn database_lines(
             );
         }
     };
+    // Each row names the replica that wrote it (several may share the database);
+    // a line shows it, keyed by the record's time and sequence number.
+    let mut replicas = std::collections::HashMap::new();
     let records: Vec<LogRecord> = rows
         .iter()
-        .filter_map(|row| serde_json::from_str(row).ok())
-        .filter_map(|value: Value| LogRecord::from_json(&value))
+        .filter_map(|(row, replica)| {
+            let record = LogRecord::from_json(&serde_json::from_str::<Value>(row).ok()?)?;
+            if let Some(replica) = replica {
+                replicas.insert((record.time_us, record.seq), replica.clone());
+            }
+            Some(record)
+        })
         .collect();
     let wanted = LogQuery {
         bytes_used,
         ..query.clone()
     };
     let (picked, _, _) = select(records.iter(), &wanted);
-    (status, label(&picked, "database"))
+    let mut lines = label(&picked, "database");
+    for (line, record) in lines.iter_mut().zip(&picked) {
+        if let Some(replica) = replicas.get(&(record.time_us, record.seq)) {
+            line["replica"] = json!(replica);
+        }
+    }
+    (status, lines)
 }
 
 /// What merging one reader's lines into the others' did.

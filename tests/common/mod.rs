@@ -48,6 +48,19 @@ pub async fn start_bot_with(extra: &[(&str, &str)], logging: porthole::app::Logg
     start(config, logging).await.expect("bot starts")
 }
 
+/// The test database's URL, or `None` after saying why the test skips.
+pub fn test_database_url(test: &str) -> Option<String> {
+    match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "{test}: skipped, PORTHOLE_TEST_DATABASE_URL is unset (scripts/replicas.sh sets it)"
+            );
+            None
+        }
+    }
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().build().unwrap()
 }

@@ -8,6 +8,9 @@ pub(super) const MESSAGE_SELECT: &str = "SELECT id, conversation_id, role, conte
 
 impl Store {
     pub async fn create_conversation(&self, title: &str) -> Result<Conversation, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.create_conversation(title).await;
+        }
         let title = title.to_string();
         self.call(move |c| {
             let id = uuid::Uuid::new_v4().to_string();
@@ -28,12 +31,15 @@ impl Store {
     }
 
     pub async fn get_conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.get_conversation(id).await;
+        }
         let id = id.to_string();
         self.call(move |c| {
             Ok(c.query_row(
                 &format!("{CONVERSATION_SELECT} WHERE c.id = ?1"),
                 [id],
-                conversation_from_row,
+                |r| conversation_from_row(r),
             )
             .optional()?)
         })
@@ -42,17 +48,23 @@ impl Store {
 
     /// Conversations, most recently updated first.
     pub async fn list_conversations(&self, limit: usize) -> Result<Vec<Conversation>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.list_conversations(limit).await;
+        }
         self.call(move |c| {
             let mut stmt = c.prepare(&format!(
                 "{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT ?1"
             ))?;
-            let rows = stmt.query_map([limit as i64], conversation_from_row)?;
+            let rows = stmt.query_map([limit as i64], |r| conversation_from_row(r))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
     }
 
     pub async fn set_conversation_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.set_conversation_title(id, title).await;
+        }
         let (id, title) = (id.to_string(), title.to_string());
         self.call(move |c| {
             c.execute(
@@ -70,6 +82,9 @@ impl Store {
         conversation_id: &str,
         message: NewMessage,
     ) -> Result<Message, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.append_message(conversation_id, message).await;
+        }
         let conversation_id = conversation_id.to_string();
         self.call(move |c| {
             let tx = c.transaction()?;
@@ -123,6 +138,9 @@ impl Store {
         conversation_id: &str,
         query: MessageQuery,
     ) -> Result<MessagePage, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.list_messages(conversation_id, query).await;
+        }
         let conversation_id = conversation_id.to_string();
         self.call(move |c| {
             let limit = query.limit.max(1);
@@ -133,7 +151,7 @@ impl Store {
                     "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id ASC LIMIT ?4"
                 ))?;
                 let before = query.before.unwrap_or(i64::MAX);
-                stmt.query_map(params![conversation_id, after, before, fetch], message_from_row)?
+                stmt.query_map(params![conversation_id, after, before, fetch], |r| message_from_row(r))?
                     .collect::<Result<Vec<_>, _>>()?
             } else {
                 let before = query.before.unwrap_or(i64::MAX);
@@ -141,7 +159,7 @@ impl Store {
                     "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
                 ))?;
                 let mut rows = stmt
-                    .query_map(params![conversation_id, before, fetch], message_from_row)?
+                    .query_map(params![conversation_id, before, fetch], |r| message_from_row(r))?
                     .collect::<Result<Vec<_>, _>>()?;
                 rows.reverse();
                 rows
@@ -164,38 +182,41 @@ impl Store {
         &self,
         conversation_id: &str,
     ) -> Result<Vec<Message>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.conversation_history(conversation_id).await;
+        }
         let conversation_id = conversation_id.to_string();
         self.call(move |c| {
             let mut stmt = c.prepare(&format!(
                 "{MESSAGE_SELECT} WHERE conversation_id = ?1 ORDER BY id ASC"
             ))?;
-            let rows = stmt.query_map([conversation_id], message_from_row)?;
+            let rows = stmt.query_map([conversation_id], |r| message_from_row(r))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
     }
 }
 
-pub(super) fn conversation_from_row(r: &rusqlite::Row) -> rusqlite::Result<Conversation> {
+pub(super) fn conversation_from_row<R: RowRead>(r: &R) -> Result<Conversation, R::Error> {
     Ok(Conversation {
-        id: r.get(0)?,
-        title: r.get(1)?,
-        created_at: r.get(2)?,
-        updated_at: r.get(3)?,
-        message_count: r.get(4)?,
+        id: r.text(0)?,
+        title: r.text(1)?,
+        created_at: r.text(2)?,
+        updated_at: r.text(3)?,
+        message_count: r.int(4)?,
     })
 }
 
-pub(super) fn message_from_row(r: &rusqlite::Row) -> rusqlite::Result<Message> {
-    let tool_calls: Option<String> = r.get(4)?;
+pub(super) fn message_from_row<R: RowRead>(r: &R) -> Result<Message, R::Error> {
+    let tool_calls = r.optional_text(4)?;
     Ok(Message {
-        id: r.get(0)?,
-        conversation_id: r.get(1)?,
-        role: Role::parse(&r.get::<_, String>(2)?),
-        content: r.get(3)?,
+        id: r.int(0)?,
+        conversation_id: r.text(1)?,
+        role: Role::parse(&r.text(2)?),
+        content: r.text(3)?,
         tool_calls: tool_calls.and_then(|t| serde_json::from_str(&t).ok()),
-        tool_call_id: r.get(5)?,
-        name: r.get(6)?,
-        created_at: r.get(7)?,
+        tool_call_id: r.optional_text(5)?,
+        name: r.optional_text(6)?,
+        created_at: r.text(7)?,
     })
 }

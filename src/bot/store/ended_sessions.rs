@@ -10,6 +10,11 @@ impl Store {
     /// Ids of sessions that ended, minted at `minted_after_ms` or later. Older rows are
     /// past the sessions' maximum age and are deleted on the way.
     pub async fn ended_sessions(&self, minted_after_ms: u64) -> Result<Vec<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg
+                .ended_sessions(minted_after_ms, Self::ENDED_SESSIONS_KEPT)
+                .await;
+        }
         self.call(move |c| {
             c.execute(
                 "DELETE FROM mcp_ended_sessions WHERE minted_ms < ?1",
@@ -30,6 +35,9 @@ impl Store {
     }
 
     pub async fn record_ended_session(&self, id: &str, minted_ms: u64) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.record_ended_session(id, minted_ms).await;
+        }
         let id = id.to_string();
         self.call(move |c| {
             c.execute(

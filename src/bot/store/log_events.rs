@@ -3,21 +3,26 @@
 use super::*;
 
 impl Store {
-    /// Appends log events — `(time in µs, level name, the record as JSON text)` — and
-    /// deletes the oldest beyond `keep`, in one transaction.
+    /// Appends log events — `(time in µs, level name, the record as JSON text)` —
+    /// written by `replica`, and deletes the oldest beyond `keep`, in one transaction.
     pub async fn append_log_events(
         &self,
         events: Vec<(i64, String, String)>,
+        replica: &str,
         keep: usize,
     ) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.append_log_events(events, replica, keep).await;
+        }
+        let replica = replica.to_string();
         self.call(move |c| {
             let tx = c.transaction()?;
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO log_events (time_us, level, record) VALUES (?1, ?2, ?3)",
+                    "INSERT INTO log_events (time_us, level, record, replica) VALUES (?1, ?2, ?3, ?4)",
                 )?;
                 for (time_us, level, record) in &events {
-                    insert.execute(params![time_us, level, record])?;
+                    insert.execute(params![time_us, level, record, replica])?;
                 }
             }
             tx.execute(
@@ -30,19 +35,22 @@ impl Store {
         .await
     }
 
-    /// The newest log events (as the JSON text they were saved with), newest first: at
-    /// most `limit`, only these levels (all when empty), only after `after_us`, only
-    /// those whose text contains `contains` (SQLite's ASCII-case-insensitive `LIKE`, so
-    /// callers filter exactly afterwards).
+    /// The newest log events (as the JSON text they were saved with, and the replica
+    /// that wrote each), newest first: at most `limit`, only these levels (all when
+    /// empty), only after `after_us`, only those whose text contains `contains`
+    /// (case-insensitively, at least for ASCII, so callers filter exactly afterwards).
     pub async fn log_events(
         &self,
         levels: Vec<String>,
         after_us: Option<i64>,
         contains: Option<String>,
         limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.log_events(levels, after_us, contains, limit).await;
+        }
         self.call(move |c| {
-            let mut sql = String::from("SELECT record FROM log_events WHERE time_us > ?1");
+            let mut sql = String::from("SELECT record, replica FROM log_events WHERE time_us > ?1");
             if !levels.is_empty() {
                 let placeholders: Vec<String> =
                     (0..levels.len()).map(|i| format!("?{}", i + 4)).collect();
@@ -61,7 +69,7 @@ impl Store {
             let mut statement = c.prepare(&sql)?;
             let rows = statement
                 .query_map(rusqlite::params_from_iter(values), |r| {
-                    r.get::<_, String>(0)
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)

@@ -23,6 +23,9 @@ pub struct StoredTaskRow {
 impl Store {
     /// Inserts or replaces a task; returns once it is committed.
     pub async fn put_mcp_task(&self, row: StoredTaskRow) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.put_mcp_task(row).await;
+        }
         self.call(move |c| {
             c.execute(
                 "INSERT OR REPLACE INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
@@ -44,6 +47,9 @@ impl Store {
 
     /// The record (JSON text) of task `id`.
     pub async fn mcp_task(&self, id: &str) -> Result<Option<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.mcp_task(id).await;
+        }
         let id = id.to_string();
         self.call(move |c| {
             Ok(
@@ -58,6 +64,9 @@ impl Store {
 
     /// How many of `owner`'s tasks have not finished.
     pub async fn count_unfinished_mcp_tasks(&self, owner: &str) -> Result<usize, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.count_unfinished_mcp_tasks(owner).await;
+        }
         let owner = owner.to_string();
         self.call(move |c| {
             let count: i64 = c.query_row(
@@ -72,6 +81,9 @@ impl Store {
 
     /// Records of a session's tasks, newest first (at most 1000).
     pub async fn mcp_tasks_of_session(&self, session: &str) -> Result<Vec<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.mcp_tasks_of_session(session).await;
+        }
         let session = session.to_string();
         self.call(move |c| {
             let mut stmt = c.prepare(
@@ -87,6 +99,9 @@ impl Store {
 
     /// Records of every unfinished task.
     pub async fn unfinished_mcp_tasks(&self) -> Result<Vec<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.unfinished_mcp_tasks().await;
+        }
         self.call(|c| {
             let mut stmt = c.prepare("SELECT record FROM mcp_tasks WHERE finished = 0")?;
             let records = stmt
@@ -99,6 +114,9 @@ impl Store {
 
     /// Deletes tasks that expired before `now_ms`; returns how many.
     pub async fn purge_mcp_tasks(&self, now_ms: i64) -> Result<usize, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.purge_mcp_tasks(now_ms).await;
+        }
         self.call(move |c| Ok(c.execute("DELETE FROM mcp_tasks WHERE expires_ms <= ?1", [now_ms])?))
             .await
     }
@@ -110,7 +128,12 @@ mod tests {
 
     #[tokio::test]
     async fn tasks_are_kept_counted_and_purged() {
-        let store = Store::open(":memory:").unwrap();
+        for store in crate::bot::store::test_stores() {
+            kept_counted_and_purged(store).await;
+        }
+    }
+
+    async fn kept_counted_and_purged(store: Store) {
         let row = |id: &str, finished: bool, expires_ms: i64| StoredTaskRow {
             id: id.into(),
             owner: "o".into(),

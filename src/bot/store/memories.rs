@@ -4,6 +4,9 @@ use super::*;
 
 impl Store {
     pub async fn remember(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.remember(key, value).await;
+        }
         let (key, value) = (key.to_string(), value.to_string());
         self.call(move |c| {
             c.execute(
@@ -18,6 +21,9 @@ impl Store {
 
     /// Memories whose key or value contains `query` (all of them for an empty query).
     pub async fn recall(&self, query: &str) -> Result<Vec<(String, String)>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.recall(query).await;
+        }
         let pattern = contains_pattern(query);
         self.call(move |c| {
             let mut stmt = c.prepare(

@@ -1,5 +1,8 @@
-//! The bot's SQLite store: one module owns every SQL statement the bot runs, so another
-//! backend could replace it without touching callers.
+//! The bot's store: one module owns every SQL statement the bot runs, on one of two
+//! backends that no caller outside this module tells apart: SQLite (the embedded default,
+//! `DATABASE_PATH`) or PostgreSQL (`DATABASE_URL=postgres://…`, for several replicas
+//! sharing one database; see [`pg`]). Each public method asks [`Store::postgres`] first
+//! and otherwise runs its SQLite form.
 //!
 //! SQLite calls block, so they never run on an async worker thread: [`Store::call`] hands
 //! a closure to tokio's blocking pool, where it gets the connection under a mutex. One
@@ -9,8 +12,9 @@
 //!
 //! This file holds the types and the connection; each kind of record has its own file
 //! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
-//! `ended_sessions`, `mcp_tasks`, `traces`), `schema` the migrations, and `sql` the
-//! console behind `db_query`.
+//! `ended_sessions`, `mcp_tasks`, `traces`), `schema` the migrations, `sql` the
+//! console behind `db_query`, `rows` what both backends share (reading a row, binding a
+//! parameter, one statement text for both), and `pg` the PostgreSQL backend.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -25,6 +29,8 @@ mod ended_sessions;
 mod log_events;
 mod mcp_tasks;
 mod memories;
+mod pg;
+mod rows;
 mod schema;
 mod sql;
 mod tasks;
@@ -34,6 +40,10 @@ mod traces;
 pub use mcp_tasks::StoredTaskRow;
 pub use sql::{SqlOutcome, StatementSummary};
 pub use traces::{Page, SpanQuery, TraceSummary};
+
+use pg::Postgres;
+pub use pg::{Change, fresh_schema_url, redact_url, url_password};
+use rows::RowRead;
 
 use log_events::*;
 pub use schema::schema_version;
@@ -45,6 +55,9 @@ pub enum StoreError {
     Open { path: String, reason: String },
     #[error("{}", explain_sqlite(.0))]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL error, already put in words that say what to do (see [`pg`]).
+    #[error("{0}")]
+    Postgres(String),
     #[error("{0}")]
     NotFound(String),
     /// A uniqueness rule was broken (e.g. a task name already taken).
@@ -202,14 +215,33 @@ pub struct Task {
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    backend: Backend,
+    /// The SQLite path, or the PostgreSQL URL with its password redacted.
     path: Arc<str>,
 }
 
+#[derive(Clone)]
+enum Backend {
+    Sqlite(Arc<Mutex<Connection>>),
+    Postgres(Arc<Postgres>),
+}
+
 impl Store {
-    /// Opens (creating if needed) the database and runs pending migrations.
-    /// `:memory:` gives a private in-memory database.
-    pub fn open(path: &str) -> Result<Store, StoreError> {
+    /// Opens the database and runs pending migrations: a `postgres://` or
+    /// `postgresql://` URL connects to PostgreSQL, anything else is a SQLite file
+    /// (created if needed); `:memory:` gives a private in-memory SQLite database.
+    pub fn open(location: &str) -> Result<Store, StoreError> {
+        if pg::is_postgres_url(location) {
+            let postgres = Postgres::open(location)?;
+            return Ok(Store {
+                path: postgres.display_url().into(),
+                backend: Backend::Postgres(Arc::new(postgres)),
+            });
+        }
+        Self::open_sqlite(location)
+    }
+
+    fn open_sqlite(path: &str) -> Result<Store, StoreError> {
         let open_error = |reason: String| StoreError::Open {
             path: path.to_string(),
             reason,
@@ -238,18 +270,37 @@ impl Store {
         })?;
         migrate(&mut conn).map_err(|e| open_error(format!("migration failed: {e}")))?;
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
+            backend: Backend::Sqlite(Arc::new(Mutex::new(conn))),
             path: path.into(),
         })
     }
 
+    /// Where the data is: the SQLite path, or the PostgreSQL URL without its password.
     pub fn path(&self) -> &str {
         &self.path
     }
 
-    /// Size of the database file (and its WAL) in bytes; `None` for `:memory:`.
+    /// `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The PostgreSQL backend, when that is the one configured; every public method
+    /// asks this first and otherwise runs its SQLite form.
+    fn postgres(&self) -> Option<&Postgres> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// Size of the database file (and its WAL) in bytes; `None` for `:memory:` and for
+    /// PostgreSQL (whose size is the server's business).
     pub fn file_size(&self) -> Option<u64> {
-        if &*self.path == ":memory:" {
+        if &*self.path == ":memory:" || self.postgres().is_some() {
             return None;
         }
         let main = std::fs::metadata(&*self.path).ok()?.len();
@@ -259,13 +310,14 @@ impl Store {
         Some(main + wal)
     }
 
-    /// Runs `f` with the writer connection on the blocking pool.
+    /// Runs `f` with the SQLite writer connection on the blocking pool (an error on
+    /// PostgreSQL, whose methods never come here).
     pub async fn call<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        let conn = self.sqlite_connection()?;
         tokio::task::spawn_blocking(move || {
             // A panic while holding the lock poisons it; the connection itself is still
             // usable, so recover it rather than failing every later call.
@@ -275,7 +327,58 @@ impl Store {
         .await
         .map_err(|_| StoreError::WorkerGone)?
     }
+
+    /// Announces a change to every replica sharing the database (PostgreSQL
+    /// `NOTIFY`); nothing to do on SQLite, whose file has one process.
+    pub async fn publish_change(&self, change: Change) -> Result<(), StoreError> {
+        match self.postgres() {
+            Some(pg) => pg.publish_change(&change).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The changes replicas announce from now on (their own included); `None` on
+    /// SQLite. The first call starts a listener that reconnects by itself.
+    pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        self.postgres().map(Postgres::subscribe_changes)
+    }
+
+    fn sqlite_connection(&self) -> Result<Arc<Mutex<Connection>>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Ok(conn.clone()),
+            Backend::Postgres(_) => Err(StoreError::Postgres(
+                "this operation needs the SQLite backend, not PostgreSQL".into(),
+            )),
+        }
+    }
 }
+
+/// For tests: the stores every backend-independent test runs against — SQLite in
+/// memory always, and PostgreSQL (a fresh schema each) when `PORTHOLE_TEST_DATABASE_URL`
+/// is set (`scripts/replicas.sh` sets it). Without it the PostgreSQL half is skipped,
+/// and says so once.
+#[cfg(test)]
+pub(crate) fn test_stores() -> Vec<Store> {
+    let mut stores = vec![Store::open(":memory:").unwrap()];
+    match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            stores.push(Store::open(&pg::fresh_schema_url(&url)).unwrap());
+        }
+        _ => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "PostgreSQL store tests skipped: PORTHOLE_TEST_DATABASE_URL is unset \
+                     (scripts/replicas.sh runs them against a real server)"
+                )
+            });
+        }
+    }
+    stores
+}
+
+#[cfg(test)]
+mod backend_tests;
 
 #[cfg(test)]
 mod tests {
@@ -334,10 +437,17 @@ mod tests {
         assert!(text.contains("DATABASE_PATH"), "{text}");
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_writes_from_many_tasks_all_land() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("c.db").to_str().unwrap()).unwrap();
+        let mut stores = test_stores();
+        stores[0] = Store::open(dir.path().join("c.db").to_str().unwrap()).unwrap();
+        for store in stores {
+            concurrent_writes_all_land(store).await;
+        }
+    }
+
+    async fn concurrent_writes_all_land(store: Store) {
         let conversation = store.create_conversation("busy").await.unwrap();
         let mut handles = Vec::new();
         for task in 0..32 {
@@ -361,7 +471,12 @@ mod tests {
 
     #[tokio::test]
     async fn message_pages_follow_cursors_in_stable_order() {
-        let store = Store::open(":memory:").unwrap();
+        for store in test_stores() {
+            message_pages_follow_cursors(store).await;
+        }
+    }
+
+    async fn message_pages_follow_cursors(store: Store) {
         let c = store.create_conversation("pages").await.unwrap();
         let mut ids = Vec::new();
         for n in 0..7 {
@@ -403,16 +518,23 @@ mod tests {
 
     #[tokio::test]
     async fn appending_to_a_missing_conversation_writes_nothing() {
-        let store = Store::open(":memory:").unwrap();
-        let err = store
-            .append_message("nope", NewMessage::text(Role::User, "hi"))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StoreError::NotFound(_)));
-        let count: i64 = store
-            .call(|c| Ok(c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))?))
-            .await
-            .unwrap();
-        assert_eq!(count, 0);
+        for store in test_stores() {
+            let err = store
+                .append_message("nope", NewMessage::text(Role::User, "hi"))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::NotFound(_)));
+            let count = store
+                .run_sql(
+                    "SELECT COUNT(*) FROM messages",
+                    vec![],
+                    10,
+                    true,
+                    std::time::Duration::from_secs(5),
+                )
+                .await
+                .unwrap();
+            assert_eq!(count.rows, vec![vec![serde_json::json!(0)]]);
+        }
     }
 }

@@ -121,11 +121,31 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX trace_spans_roots ON trace_spans(is_root, start_us);
     CREATE INDEX trace_spans_by_kind ON trace_spans(kind, start_us);
     CREATE INDEX trace_spans_by_start ON trace_spans(start_us);",
+    // 9: replicas sharing one database (PostgreSQL; harmless with one SQLite process):
+    // which replica claimed a running task and until when its claim holds (a lease,
+    // renewed while the run goes on), a ledger with one row per task and due time, and
+    // which replica wrote a log event.
+    "ALTER TABLE tasks ADD COLUMN claimed_by TEXT;
+    ALTER TABLE tasks ADD COLUMN lease_until_ms INTEGER;
+    ALTER TABLE log_events ADD COLUMN replica TEXT;
+    CREATE TABLE task_runs (
+        task_id INTEGER NOT NULL,
+        due_at TEXT NOT NULL,
+        replica TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL,
+        PRIMARY KEY (task_id, due_at)
+    );",
 ];
 
 /// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
 impl Store {
     pub async fn describe_schema(&self) -> Result<Value, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.describe_schema().await;
+        }
         self.call(|c| {
             let mut tables = Vec::new();
             let names: Vec<(String, String)> = {
@@ -158,7 +178,7 @@ impl Store {
                     "name": name, "columns": columns, "indexes": indexes, "rows": rows, "sql": sql,
                 }));
             }
-            Ok(serde_json::json!({"schema_version": schema_version(), "tables": tables}))
+            Ok(serde_json::json!({"backend": "sqlite", "schema_version": schema_version(), "tables": tables}))
         })
         .await
     }

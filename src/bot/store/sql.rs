@@ -1,4 +1,4 @@
-//! The SQL console behind `db_query`: one statement of any kind, rows streamed up to a
+//! The SQLite console behind `db_query` (PostgreSQL's is `pg::console`): one statement of any kind, rows streamed up to a
 //! limit, a time limit, and a read-only mode that SQLite itself enforces.
 //!
 //! Read-only means that nothing a statement does outlives its call:
@@ -175,7 +175,7 @@ fn describe_write(action: &AuthAction<'_>) -> Option<String> {
 }
 
 /// The first keyword of a statement, after whitespace and comments.
-fn statement_kind(sql: &str) -> String {
+pub(super) fn statement_kind(sql: &str) -> String {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -243,8 +243,11 @@ impl Store {
         read_only: bool,
         timeout: Duration,
     ) -> Result<SqlOutcome, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_sql(sql, params, limit, read_only, timeout).await;
+        }
         let sql = sql.to_string();
-        let writer = self.conn.clone();
+        let writer = self.sqlite_connection()?;
         let path = self.path.clone();
         let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
         let work = tokio::task::spawn_blocking(move || {
@@ -290,6 +293,9 @@ impl Store {
 
     /// Compiles `sql` (nothing runs) and says what it would change.
     pub async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.describe_statement(sql).await;
+        }
         let sql = sql.to_string();
         self.call(move |c| {
             let writes = Arc::new(Mutex::new(BTreeSet::new()));
@@ -402,7 +408,12 @@ mod tests {
 
     #[tokio::test]
     async fn summaries_name_what_a_statement_writes() {
-        let store = Store::open(":memory:").unwrap();
+        for store in crate::bot::store::test_stores() {
+            summaries_name_writes(store).await;
+        }
+    }
+
+    async fn summaries_name_writes(store: Store) {
         let padded = format!(
             "/* {} */ DELETE FROM messages WHERE id > 0",
             "x".repeat(2000)

@@ -5,6 +5,9 @@ use super::*;
 impl Store {
     /// Records that a tool was enabled or disabled at runtime.
     pub async fn save_tool_enabled(&self, name: &str, enabled: bool) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.save_tool_enabled(name, enabled).await;
+        }
         let name = name.to_string();
         self.call(move |c| {
             c.execute(
@@ -19,6 +22,9 @@ impl Store {
 
     /// Every saved enabled state, by tool name.
     pub async fn tool_settings(&self) -> Result<Vec<(String, bool)>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.tool_settings().await;
+        }
         self.call(|c| {
             let mut statement =
                 c.prepare("SELECT name, enabled FROM tool_settings ORDER BY name")?;

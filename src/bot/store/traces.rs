@@ -7,10 +7,11 @@
 //! reads them. Pages run newest first and continue from an opaque `start_us:span_id`
 //! cursor, so rows written meanwhile neither repeat nor vanish.
 
-use rusqlite::{Connection, params, params_from_iter, types::Value as SqlValue};
+use rusqlite::params_from_iter;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::rows::{Bound, RowRead};
 use super::{Store, StoreError};
 use crate::bot::trace::{SpanKind, SpanRecord};
 
@@ -73,37 +74,20 @@ impl Store {
         spans: Vec<SpanRecord>,
         limits: Option<(usize, i64)>,
     ) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.append_spans(spans, limits).await;
+        }
         self.call(move |c| {
             let tx = c.transaction()?;
             {
-                let mut insert = tx.prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
-                ))?;
+                let mut insert = tx.prepare_cached(UPSERT_SPAN)?;
                 for s in &spans {
-                    insert.execute(params![
-                        s.trace_id,
-                        s.span_id,
-                        s.parent_span_id,
-                        s.is_root,
-                        s.kind.as_str(),
-                        s.name,
-                        s.source,
-                        s.conversation_id,
-                        s.start_us,
-                        s.duration_us,
-                        s.error,
-                        s.model,
-                        s.tool,
-                        s.input_tokens,
-                        s.output_tokens,
-                        serde_json::to_string(&s.attributes).unwrap_or_default(),
-                        s.root_span_id,
-                    ])?;
+                    insert.execute(params_from_iter(span_values(s)))?;
                 }
             }
             if let Some((max_traces, cutoff_us)) = limits {
-                prune(&tx, max_traces, cutoff_us)?;
+                tx.execute(PRUNE_TURNS_SQLITE, [max_traces as i64])?;
+                tx.execute(PRUNE_OLD, [cutoff_us])?;
             }
             tx.commit()?;
             Ok(())
@@ -113,21 +97,12 @@ impl Store {
 
     /// Traces, newest first, with their counts.
     pub async fn list_traces(&self, query: SpanQuery) -> Result<Page<TraceSummary>, StoreError> {
+        let filter = trace_filter(&query);
+        if let Some(pg) = self.postgres() {
+            let items = pg.list_traces(&filter, query.limit + 1).await?;
+            return Ok(page(items, query.limit, |t| &t.root));
+        }
         self.call(move |c| {
-            let mut filter = Filter::new("r");
-            filter.push("r.is_root = 1", None);
-            filter.common(&query);
-            if let Some(id) = &query.conversation_id {
-                filter.push("r.conversation_id = ?", Some(id.clone().into()));
-            }
-            if let Some(source) = &query.source {
-                filter.push("r.source = ?", Some(source.clone().into()));
-            }
-            match query.status.as_deref() {
-                Some("error") => filter.push(FAILED_TRACE, None),
-                Some(_) => filter.push(&format!("NOT {FAILED_TRACE}"), None),
-                None => {}
-            }
             let sql = format!(
                 "SELECT {}, (SELECT json_object('spans', count(*), 'llm', sum(kind = 'llm'), \
                  'tool', sum(kind = 'tool'), 'failed', sum(error IS NOT NULL), \
@@ -138,21 +113,23 @@ impl Store {
                 filter.clauses.join(" AND "),
                 query.limit + 1
             );
-            let items = filter.run(c, &sql, |r| {
-                let root = span_from_row(r)?;
-                let counts: Value =
-                    serde_json::from_str(&r.get::<_, String>(17)?).unwrap_or_default();
-                let count = |k: &str| counts[k].as_f64().unwrap_or(0.0) as i64;
-                Ok(TraceSummary {
-                    spans: count("spans"),
-                    llm_calls: count("llm"),
-                    tool_calls: count("tool"),
-                    failed_spans: count("failed"),
-                    input_tokens: count("in"),
-                    output_tokens: count("out"),
-                    root,
-                })
-            })?;
+            let mut statement = c.prepare(&sql)?;
+            let items = statement
+                .query_map(params_from_iter(filter.values.iter()), |r| {
+                    let counts: Value =
+                        serde_json::from_str(&r.get::<_, String>(17)?).unwrap_or_default();
+                    let count = |k: &str| counts[k].as_f64().unwrap_or(0.0) as i64;
+                    Ok(TraceSummary {
+                        root: span_from_row(r)?,
+                        spans: count("spans"),
+                        llm_calls: count("llm"),
+                        tool_calls: count("tool"),
+                        failed_spans: count("failed"),
+                        input_tokens: count("in"),
+                        output_tokens: count("out"),
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(page(items, query.limit, |t| &t.root))
         })
         .await
@@ -164,102 +141,149 @@ impl Store {
         kind: SpanKind,
         query: SpanQuery,
     ) -> Result<Page<SpanRecord>, StoreError> {
-        self.call(move |c| {
-            let mut filter = Filter::new("r");
-            filter.push("r.kind = ?", Some(kind.as_str().to_string().into()));
-            filter.common(&query);
-            if let Some(model) = &query.model {
-                filter.push("r.model = ?", Some(model.clone().into()));
-            }
-            match query.status.as_deref() {
-                Some("error") => filter.push("r.error IS NOT NULL", None),
-                Some(_) => filter.push("r.error IS NULL", None),
-                None => {}
-            }
-            let sql = format!(
-                "SELECT {} FROM trace_spans r WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {}",
-                prefixed("r"),
-                filter.clauses.join(" AND "),
-                query.limit + 1
-            );
-            let items = filter.run(c, &sql, span_from_row)?;
-            Ok(page(items, query.limit, |s| s))
-        })
-        .await
+        let mut filter = Filter::new("r");
+        filter.push("r.kind = ?", Some(kind.as_str().into()));
+        filter.common(&query);
+        if let Some(model) = &query.model {
+            filter.push("r.model = ?", Some(model.as_str().into()));
+        }
+        match query.status.as_deref() {
+            Some("error") => filter.push("r.error IS NOT NULL", None),
+            Some(_) => filter.push("r.error IS NULL", None),
+            None => {}
+        }
+        let sql = format!(
+            "SELECT {} FROM trace_spans r WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {}",
+            prefixed("r"),
+            filter.clauses.join(" AND "),
+            query.limit + 1
+        );
+        let items = self.read_spans(sql, filter.values).await?;
+        Ok(page(items, query.limit, |s| s))
     }
 
     /// Every span of one trace, in start order.
     pub async fn trace_spans(&self, trace_id: &str) -> Result<Vec<SpanRecord>, StoreError> {
-        let trace_id = trace_id.to_string();
-        self.call(move |c| {
-            let mut statement = c.prepare(&format!(
-                "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id = ?1 ORDER BY start_us, span_id"
-            ))?;
-            let rows = statement
-                .query_map(params![trace_id], span_from_row)?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
-        .await
+        let sql = format!(
+            "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id = ? ORDER BY start_us, span_id"
+        );
+        self.read_spans(sql, vec![trace_id.into()]).await
     }
 
     /// One span by id.
     pub async fn span(&self, span_id: &str) -> Result<Option<SpanRecord>, StoreError> {
-        let span_id = span_id.to_string();
-        self.call(move |c| {
-            let mut statement = c.prepare(&format!(
-                "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE span_id = ?1"
-            ))?;
-            let mut rows = statement.query_map(params![span_id], span_from_row)?;
-            Ok(rows.next().transpose()?)
-        })
-        .await
+        let sql = format!("SELECT {SPAN_COLUMNS} FROM trace_spans WHERE span_id = ?");
+        Ok(self
+            .read_spans(sql, vec![span_id.into()])
+            .await?
+            .into_iter()
+            .next())
     }
 
     /// The LLM and tool spans since `since_us`, oldest first, without their payloads
     /// (for the per-model and per-tool statistics).
     pub async fn step_spans_since(&self, since_us: i64) -> Result<Vec<SpanRecord>, StoreError> {
+        let sql = "SELECT trace_id, span_id, parent_span_id, is_root, kind, name, source, conversation_id, \
+                   start_us, duration_us, error, model, tool, input_tokens, output_tokens, '{}', root_span_id \
+                   FROM trace_spans WHERE kind IN ('llm', 'tool') AND start_us >= ? ORDER BY start_us";
+        self.read_spans(sql.to_string(), vec![since_us.into()])
+            .await
+    }
+
+    /// The most recent failed span, if any.
+    pub async fn last_failed_span(&self) -> Result<Option<SpanRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE error IS NOT NULL \
+             ORDER BY start_us + duration_us DESC LIMIT 1"
+        );
+        Ok(self.read_spans(sql, Vec::new()).await?.into_iter().next())
+    }
+
+    /// Runs a span query (anonymous `?` placeholders) on either backend.
+    async fn read_spans(
+        &self,
+        sql: String,
+        values: Vec<Bound>,
+    ) -> Result<Vec<SpanRecord>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.read_spans(&sql, &values).await;
+        }
         self.call(move |c| {
-            let mut statement = c.prepare(
-                "SELECT trace_id, span_id, parent_span_id, is_root, kind, name, source, conversation_id, \
-                 start_us, duration_us, error, model, tool, input_tokens, output_tokens, '{}', root_span_id \
-                 FROM trace_spans WHERE kind IN ('llm', 'tool') AND start_us >= ?1 ORDER BY start_us",
-            )?;
+            let mut statement = c.prepare(&sql)?;
             let rows = statement
-                .query_map(params![since_us], span_from_row)?
+                .query_map(params_from_iter(values.iter()), |r| span_from_row(r))?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })
         .await
     }
-
-    /// The most recent failed span, if any.
-    pub async fn last_failed_span(&self) -> Result<Option<SpanRecord>, StoreError> {
-        self.call(move |c| {
-            let mut statement = c.prepare(&format!(
-                "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE error IS NOT NULL \
-                 ORDER BY start_us + duration_us DESC LIMIT 1"
-            ))?;
-            let mut rows = statement.query_map([], span_from_row)?;
-            Ok(rows.next().transpose()?)
-        })
-        .await
-    }
 }
 
-/// Keeps the newest `max_traces` turns and deletes every span that started before
-/// `cutoff_us`.
-fn prune(tx: &rusqlite::Transaction, max_traces: usize, cutoff_us: i64) -> rusqlite::Result<()> {
-    tx.execute(
-        "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
-         WHERE is_root = 1 ORDER BY start_us DESC LIMIT -1 OFFSET ?1)",
-        params![max_traces as i64],
-    )?;
-    tx.execute(
-        "DELETE FROM trace_spans WHERE start_us < ?1",
-        params![cutoff_us],
-    )?;
-    Ok(())
+/// Stores a span, replacing an earlier copy (both backends speak this upsert).
+pub(super) const UPSERT_SPAN: &str = "INSERT INTO trace_spans (trace_id, span_id, parent_span_id, \
+    is_root, kind, name, source, conversation_id, start_us, duration_us, error, model, tool, \
+    input_tokens, output_tokens, attributes, root_span_id) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+    ON CONFLICT (span_id) DO UPDATE SET trace_id = excluded.trace_id, \
+    parent_span_id = excluded.parent_span_id, is_root = excluded.is_root, kind = excluded.kind, \
+    name = excluded.name, source = excluded.source, conversation_id = excluded.conversation_id, \
+    start_us = excluded.start_us, duration_us = excluded.duration_us, error = excluded.error, \
+    model = excluded.model, tool = excluded.tool, input_tokens = excluded.input_tokens, \
+    output_tokens = excluded.output_tokens, attributes = excluded.attributes, \
+    root_span_id = excluded.root_span_id";
+
+/// Keeps the newest `?1` turns (SQLite spells "no limit" `LIMIT -1`; PostgreSQL leaves
+/// the limit out).
+const PRUNE_TURNS_SQLITE: &str = "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
+    WHERE is_root = 1 ORDER BY start_us DESC LIMIT -1 OFFSET ?1)";
+pub(super) const PRUNE_TURNS_POSTGRES: &str = "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
+    WHERE is_root = 1 ORDER BY start_us DESC OFFSET $1)";
+
+/// Deletes every span that started before the cutoff.
+pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_spans WHERE start_us < ?1";
+
+/// A span's values in the order of [`UPSERT_SPAN`].
+pub(super) fn span_values(s: &SpanRecord) -> Vec<Bound> {
+    vec![
+        s.trace_id.as_str().into(),
+        s.span_id.as_str().into(),
+        s.parent_span_id.as_deref().into(),
+        i64::from(s.is_root).into(),
+        s.kind.as_str().into(),
+        s.name.as_str().into(),
+        s.source.as_deref().into(),
+        s.conversation_id.as_deref().into(),
+        s.start_us.into(),
+        s.duration_us.into(),
+        s.error.as_deref().into(),
+        s.model.as_deref().into(),
+        s.tool.as_deref().into(),
+        s.input_tokens.into(),
+        s.output_tokens.into(),
+        serde_json::to_string(&s.attributes)
+            .unwrap_or_default()
+            .into(),
+        s.root_span_id.as_str().into(),
+    ]
+}
+
+/// The filter of a trace listing: roots, and the query's conditions.
+fn trace_filter(query: &SpanQuery) -> Filter {
+    let mut filter = Filter::new("r");
+    filter.push("r.is_root = 1", None);
+    filter.common(query);
+    if let Some(id) = &query.conversation_id {
+        filter.push("r.conversation_id = ?", Some(id.as_str().into()));
+    }
+    if let Some(source) = &query.source {
+        filter.push("r.source = ?", Some(source.as_str().into()));
+    }
+    match query.status.as_deref() {
+        Some("error") => filter.push(FAILED_TRACE, None),
+        Some(_) => filter.push(&format!("NOT {FAILED_TRACE}"), None),
+        None => {}
+    }
+    filter
 }
 
 /// A trace with a failed span anywhere in it.
@@ -267,7 +291,7 @@ const FAILED_TRACE: &str =
     "EXISTS (SELECT 1 FROM trace_spans f WHERE f.root_span_id = r.span_id AND f.error IS NOT NULL)";
 
 /// The span columns qualified by a table alias.
-fn prefixed(alias: &str) -> String {
+pub(super) fn prefixed(alias: &str) -> String {
     SPAN_COLUMNS
         .split(", ")
         .map(|c| format!("{alias}.{c}"))
@@ -275,11 +299,12 @@ fn prefixed(alias: &str) -> String {
         .join(", ")
 }
 
-/// WHERE clauses with their positional values, built up one filter at a time.
-struct Filter {
+/// WHERE clauses with their values for anonymous `?` placeholders, in order, built up
+/// one filter at a time.
+pub(super) struct Filter {
     alias: &'static str,
-    clauses: Vec<String>,
-    values: Vec<SqlValue>,
+    pub(super) clauses: Vec<String>,
+    pub(super) values: Vec<Bound>,
 }
 
 impl Filter {
@@ -291,7 +316,7 @@ impl Filter {
         }
     }
 
-    fn push(&mut self, clause: &str, value: Option<SqlValue>) {
+    fn push(&mut self, clause: &str, value: Option<Bound>) {
         self.clauses.push(clause.to_string());
         self.values.extend(value);
     }
@@ -309,21 +334,8 @@ impl Filter {
             self.clauses
                 .push(format!("({a}.start_us, {a}.span_id) < (?, ?)"));
             self.values.push((*start).into());
-            self.values.push(span.clone().into());
+            self.values.push(span.as_str().into());
         }
-    }
-
-    fn run<T>(
-        &self,
-        c: &Connection,
-        sql: &str,
-        read: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
-    ) -> Result<Vec<T>, StoreError> {
-        let mut statement = c.prepare(sql)?;
-        let rows = statement
-            .query_map(params_from_iter(self.values.iter()), read)?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
     }
 }
 
@@ -341,29 +353,28 @@ fn page<T>(mut items: Vec<T>, limit: usize, span: impl Fn(&T) -> &SpanRecord) ->
     Page { items, next }
 }
 
-fn span_from_row(r: &rusqlite::Row) -> rusqlite::Result<SpanRecord> {
-    let attributes: String = r.get(15)?;
-    let attributes = match serde_json::from_str::<Value>(&attributes) {
+pub(super) fn span_from_row<R: RowRead>(r: &R) -> Result<SpanRecord, R::Error> {
+    let attributes = match serde_json::from_str::<Value>(&r.text(15)?) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
     Ok(SpanRecord {
-        trace_id: r.get(0)?,
-        span_id: r.get(1)?,
-        parent_span_id: r.get(2)?,
-        is_root: r.get(3)?,
-        kind: SpanKind::parse(&r.get::<_, String>(4)?),
-        name: r.get(5)?,
-        source: r.get(6)?,
-        conversation_id: r.get(7)?,
-        start_us: r.get(8)?,
-        duration_us: r.get(9)?,
-        error: r.get(10)?,
-        model: r.get(11)?,
-        tool: r.get(12)?,
-        input_tokens: r.get(13)?,
-        output_tokens: r.get(14)?,
+        trace_id: r.text(0)?,
+        span_id: r.text(1)?,
+        parent_span_id: r.optional_text(2)?,
+        is_root: r.flag(3)?,
+        kind: SpanKind::parse(&r.text(4)?),
+        name: r.text(5)?,
+        source: r.optional_text(6)?,
+        conversation_id: r.optional_text(7)?,
+        start_us: r.int(8)?,
+        duration_us: r.int(9)?,
+        error: r.optional_text(10)?,
+        model: r.optional_text(11)?,
+        tool: r.optional_text(12)?,
+        input_tokens: r.optional_int(13)?,
+        output_tokens: r.optional_int(14)?,
         attributes,
-        root_span_id: r.get(16)?,
+        root_span_id: r.text(16)?,
     })
 }

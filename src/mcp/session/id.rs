@@ -1,5 +1,6 @@
 //! What a session id carries and how it is checked: the negotiated version, the
-//! client's capabilities as bits, and the moment it was minted, signed with a key
+//! client's capabilities as bits, the moment it was minted and a tag of the process
+//! that minted it, signed with a key
 //! derived from the bearer secret (minting and verifying are `Sessions::create` and
 //! `Sessions::verify` in `mod.rs`).
 
@@ -34,11 +35,16 @@ pub(super) fn bits_to_caps(bits: u8) -> Value {
     caps
 }
 
+/// Bytes of an id that name the process that minted it (the first of its random part).
+pub(super) const INSTANCE_TAG_LEN: usize = 4;
+
 /// What a session id carries.
 pub(super) struct Minted {
     pub(super) version: &'static str,
     pub(super) client_capabilities: Value,
     pub(super) minted_ms: u64,
+    /// The minting process's random tag.
+    pub(super) instance: [u8; INSTANCE_TAG_LEN],
 }
 
 pub(super) fn unix_ms() -> u64 {

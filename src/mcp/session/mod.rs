@@ -6,10 +6,12 @@
 //! does) is recognised and its session restored instead of being stranded; a forged or
 //! altered id fails the tag check and gets 404.
 //!
-//! **Ended ids cost nothing.** An id also carries the moment it was minted. One minted
-//! by this process that is no longer live has ended (DELETE, eviction) and gets 404, so
-//! no list of ended ids has to grow with traffic. Only restored sessions — minted before
-//! the process started — are remembered when they end, so they are not restored twice.
+//! **Ended ids cost nothing.** An id also carries the moment it was minted and a random
+//! tag of the process that minted it. One minted by this process that is no longer live
+//! has ended (DELETE, eviction) and gets 404, so no list of ended ids has to grow with
+//! traffic. Only restored sessions — minted before the process started, or by another
+//! replica sharing the secret behind a load balancer — are remembered when they end, so
+//! they are not restored twice.
 //!
 //! **Ids end for good.** No id is accepted past its maximum age (`max_age` from its
 //! minting), and an id that ended (DELETE, eviction) is written to the
@@ -242,8 +244,11 @@ pub struct Sessions {
     /// first, in O(1)).
     ended: Mutex<(HashSet<String>, VecDeque<String>)>,
     epoch: Instant,
-    /// When this process started, in Unix milliseconds: ids minted from then on are ours.
+    /// When this process started, in Unix milliseconds.
     started_ms: u64,
+    /// A random tag this process puts in the ids it mints: an id with another tag was
+    /// minted before a restart or by another replica, and may be restored.
+    instance: [u8; INSTANCE_TAG_LEN],
 }
 
 impl Sessions {
@@ -255,6 +260,7 @@ impl Sessions {
             ended: Mutex::default(),
             epoch: Instant::now(),
             started_ms: unix_ms(),
+            instance: rand::random(),
         };
         if let Some(ledger) = &sessions.config.ledger {
             for id in ledger.ended() {
@@ -284,7 +290,8 @@ impl Sessions {
         payload.push(version_index);
         payload.push(caps_to_bits(&caps));
         payload.extend_from_slice(&minted_ms.to_be_bytes());
-        payload.extend_from_slice(&rand::random::<[u8; 12]>());
+        payload.extend_from_slice(&self.instance);
+        payload.extend_from_slice(&rand::random::<[u8; 12 - INSTANCE_TAG_LEN]>());
         let id = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
@@ -294,6 +301,7 @@ impl Sessions {
             version,
             client_capabilities: caps,
             minted_ms,
+            instance: self.instance,
         };
         let session = Arc::new(Session::new(id.clone(), minted, false, self.now()));
         self.insert(session.clone());
@@ -333,7 +341,7 @@ impl Sessions {
         if let Some(ledger) = &self.config.ledger {
             ledger.record_end(&id, minted.minted_ms);
         }
-        if minted.minted_ms < self.started_ms {
+        if minted.instance != self.instance {
             self.remember_ended(id);
         }
     }
@@ -367,14 +375,14 @@ impl Sessions {
         let Some(minted) = self.verify(id) else {
             return Lookup::Unknown;
         };
-        if minted.minted_ms >= self.started_ms
+        if minted.instance == self.instance
             || self.too_old(minted.minted_ms)
             || lock(&self.ended).0.contains(id)
         {
             return Lookup::Ended;
         }
         let session = Arc::new(Session::new(id.to_string(), minted, true, self.now()));
-        tracing::info!(session = %short(id), version = session.version, "restored an MCP session minted before a restart");
+        tracing::info!(session = %short(id), version = session.version, "restored an MCP session minted before a restart or by another replica");
         self.insert(session.clone());
         Lookup::Found(session)
     }
@@ -391,6 +399,7 @@ impl Sessions {
             version: LEGACY_VERSIONS.get(payload[0] as usize)?,
             client_capabilities: bits_to_caps(payload[1]),
             minted_ms: u64::from_be_bytes(payload[2..10].try_into().ok()?),
+            instance: payload[10..10 + INSTANCE_TAG_LEN].try_into().ok()?,
         })
     }
 
@@ -518,6 +527,31 @@ mod tests {
         assert_eq!(short("abc"), "abc");
         assert_eq!(short("ééééééééé"), "éééééééé");
         assert_eq!(short("abcdeféé"), "abcdeféé");
+    }
+
+    #[test]
+    fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
+        // Two processes with the same secret, started before either minted anything:
+        // replicas behind a load balancer.
+        let secret = Some("replica-secret-replica-secret-xx");
+        let a = Sessions::new(secret, config(10));
+        let b = Sessions::new(secret, config(10));
+        let id = a
+            .create("2025-11-25", json!({"elicitation": {}}))
+            .id
+            .clone();
+        let Lookup::Found(restored) = b.get(&id) else {
+            panic!("replica b does not know replica a's session");
+        };
+        assert!(restored.restored);
+        assert_eq!(restored.client_capabilities, json!({"elicitation": {}}));
+        // Ended on b, it stays ended on b.
+        assert!(b.end(&id));
+        assert!(matches!(b.get(&id), Lookup::Ended));
+        // An id b minted itself and ended is not restored either.
+        let own = b.create("2025-11-25", json!({})).id.clone();
+        assert!(b.end(&own));
+        assert!(matches!(b.get(&own), Lookup::Ended));
     }
 
     #[test]

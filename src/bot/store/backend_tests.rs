@@ -1,0 +1,553 @@
+//! Tests every store method on each backend [`test_stores`] gives: SQLite always,
+//! PostgreSQL when `PORTHOLE_TEST_DATABASE_URL` names a server. The same assertions
+//! run on both, so the backends cannot drift apart unnoticed.
+
+use std::time::Duration;
+
+use serde_json::{Map, json};
+
+use super::*;
+use crate::bot::trace::{SpanKind, SpanRecord};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `check` on every test store, naming the backend when it fails.
+macro_rules! on_every_backend {
+    ($check:ident) => {
+        for store in test_stores() {
+            eprintln!("{} on {}", stringify!($check), store.backend_name());
+            $check(store).await;
+        }
+    };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_and_titles() {
+    on_every_backend!(conversations_and_titles_on);
+}
+
+async fn conversations_and_titles_on(store: Store) {
+    let first = store.create_conversation("first").await.unwrap();
+    let second = store.create_conversation("second").await.unwrap();
+    // Timestamps have millisecond precision: make "later" unambiguous.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    store
+        .append_message(&first.id, NewMessage::text(Role::User, "hello"))
+        .await
+        .unwrap();
+    store
+        .set_conversation_title(&second.id, "renamed")
+        .await
+        .unwrap();
+    let listed = store.list_conversations(10).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    // `first` got a message after `second` was made, so it is the most recent.
+    assert_eq!(listed[0].id, first.id);
+    assert_eq!(listed[0].message_count, 1);
+    let renamed = store.get_conversation(&second.id).await.unwrap().unwrap();
+    assert_eq!(renamed.title, "renamed");
+    assert!(store.get_conversation("missing").await.unwrap().is_none());
+    let tool_message = NewMessage {
+        role: Role::Assistant,
+        content: String::new(),
+        tool_calls: Some(vec![ToolCall {
+            id: "call-1".into(),
+            name: "calculator".into(),
+            arguments: json!({"expression": "1+1"}),
+        }]),
+        tool_call_id: None,
+        name: None,
+    };
+    store.append_message(&first.id, tool_message).await.unwrap();
+    let history = store.conversation_history(&first.id).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[1].tool_calls.as_ref().unwrap()[0].name,
+        "calculator"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_created_once_per_name() {
+    on_every_backend!(tasks_are_created_once_per_name_on);
+}
+
+async fn tasks_are_created_once_per_name_on(store: Store) {
+    let task = store
+        .create_task(
+            "nightly",
+            "d",
+            "0 3 * * *",
+            json!({"prompt": "hi"}),
+            None,
+            "admin",
+        )
+        .await
+        .unwrap();
+    assert_eq!(task.run_as, "admin");
+    assert!(task.enabled);
+    assert_eq!(task.action, json!({"prompt": "hi"}));
+    let again = store
+        .create_task("nightly", "d", "0 3 * * *", json!({}), None, "user")
+        .await
+        .unwrap_err();
+    assert!(matches!(again, StoreError::Conflict(_)), "{again}");
+    assert_eq!(store.count_tasks().await.unwrap(), 1);
+    assert_eq!(store.list_tasks().await.unwrap()[0].name, "nightly");
+    assert_eq!(store.get_task(task.id).await.unwrap().unwrap().id, task.id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn due_tasks_are_claimed_once_and_leases_expire() {
+    on_every_backend!(due_tasks_are_claimed_once_on);
+}
+
+async fn due_tasks_are_claimed_once_on(store: Store) {
+    let due = "2020-01-01T00:00:00.000Z".to_string();
+    let task = store
+        .create_task(
+            "due",
+            "",
+            "* * * * *",
+            json!({"prompt": "x"}),
+            Some(due.clone()),
+            "admin",
+        )
+        .await
+        .unwrap();
+    let now = now_rfc3339();
+    let far = Utc::now().timestamp_millis() + 60_000;
+    // Two replicas claim at once: exactly one gets the task.
+    let (a, b) = tokio::join!(
+        store.claim_due_tasks("replica-a", &now, far),
+        store.claim_due_tasks("replica-b", &now, far)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.len() + b.len(), 1, "claimed by a: {a:?}, by b: {b:?}");
+    let winner = if a.is_empty() {
+        "replica-b"
+    } else {
+        "replica-a"
+    };
+    let loser = if a.is_empty() {
+        "replica-a"
+    } else {
+        "replica-b"
+    };
+    assert!(
+        store
+            .claim_due_tasks(loser, &now, far)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!store.mark_task_running(task.id, loser, far).await.unwrap());
+    assert!(
+        store
+            .renew_task_lease(task.id, winner, far + 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .renew_task_lease(task.id, loser, far + 1)
+            .await
+            .unwrap()
+    );
+    // Nothing is interrupted while the lease holds; once it has run out, the run is
+    // marked interrupted and the same due time is claimed again, as a second attempt.
+    assert_eq!(store.interrupt_expired_runs(far - 1).await.unwrap(), 0);
+    assert_eq!(store.interrupt_expired_runs(far + 2).await.unwrap(), 1);
+    let interrupted = store.get_task(task.id).await.unwrap().unwrap();
+    assert_eq!(interrupted.status, "interrupted");
+    assert!(interrupted.last_result.unwrap().contains(winner));
+    let again = store.claim_due_tasks(loser, &now, far).await.unwrap();
+    assert_eq!(again.len(), 1);
+    // The replica that lost its claim cannot overwrite the run now going on.
+    store
+        .finish_task_run(
+            task.id,
+            winner,
+            "ok",
+            "late",
+            Some("2099-01-01T00:00:00.000Z".into()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_task(task.id).await.unwrap().unwrap().status,
+        "running"
+    );
+    store
+        .finish_task_run(
+            task.id,
+            loser,
+            "ok",
+            "done",
+            Some("2099-01-01T00:00:00.000Z".into()),
+        )
+        .await
+        .unwrap();
+    let finished = store.get_task(task.id).await.unwrap().unwrap();
+    assert_eq!(finished.status, "ok");
+    assert_eq!(finished.last_result.as_deref(), Some("done"));
+    let ledger = store
+        .run_sql(
+            "SELECT due_at, replica, attempts, status FROM task_runs",
+            vec![],
+            10,
+            true,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger.rows,
+        vec![vec![json!(due), json!(loser), json!(2), json!("ok")]]
+    );
+    // Not due any more.
+    assert!(
+        store
+            .claim_due_tasks(winner, &now_rfc3339(), far)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_runs_are_reset_at_start() {
+    on_every_backend!(stale_runs_are_reset_on);
+}
+
+async fn stale_runs_are_reset_on(store: Store) {
+    let task = store
+        .create_task(
+            "stale",
+            "",
+            "* * * * *",
+            json!({"prompt": "x"}),
+            None,
+            "user",
+        )
+        .await
+        .unwrap();
+    let far = Utc::now().timestamp_millis() + 60_000;
+    assert!(store.mark_task_running(task.id, "me", far).await.unwrap());
+    assert_eq!(store.reset_stale_running_tasks("me").await.unwrap(), 1);
+    assert_eq!(
+        store.get_task(task.id).await.unwrap().unwrap().status,
+        "interrupted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_settings_and_sessions() {
+    on_every_backend!(memories_settings_and_sessions_on);
+}
+
+async fn memories_settings_and_sessions_on(store: Store) {
+    store.remember("Colour", "blue").await.unwrap();
+    store.remember("Colour", "green").await.unwrap();
+    store.remember("100%_sure", "yes").await.unwrap();
+    assert_eq!(
+        store.recall("colour").await.unwrap(),
+        vec![("Colour".to_string(), "green".to_string())]
+    );
+    // `%` and `_` are literal, not wildcards.
+    assert_eq!(store.recall("0%_").await.unwrap().len(), 1);
+    assert_eq!(store.recall("").await.unwrap().len(), 2);
+
+    store.save_tool_enabled("calculator", false).await.unwrap();
+    store.save_tool_enabled("calculator", true).await.unwrap();
+    store.save_tool_enabled("clock", false).await.unwrap();
+    assert_eq!(
+        store.tool_settings().await.unwrap(),
+        vec![
+            ("calculator".to_string(), true),
+            ("clock".to_string(), false)
+        ]
+    );
+
+    store.record_ended_session("old", 10).await.unwrap();
+    store.record_ended_session("new", 1000).await.unwrap();
+    store.record_ended_session("new", 1000).await.unwrap();
+    assert_eq!(
+        store.ended_sessions(500).await.unwrap(),
+        vec!["new".to_string()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_events_keep_the_newest_and_their_replica() {
+    on_every_backend!(log_events_on);
+}
+
+async fn log_events_on(store: Store) {
+    let events = (0..5)
+        .map(|i| {
+            let level = if i % 2 == 0 { "warn" } else { "error" };
+            (
+                i as i64 * 10,
+                level.to_string(),
+                format!("{{\"message\":\"Event {i}\"}}"),
+            )
+        })
+        .collect();
+    store
+        .append_log_events(events, "replica-1", 4)
+        .await
+        .unwrap();
+    let all = store.log_events(vec![], None, None, 100).await.unwrap();
+    assert_eq!(all.len(), 4, "the oldest beyond `keep` are gone");
+    assert_eq!(all[0].0, "{\"message\":\"Event 4\"}");
+    assert_eq!(all[0].1.as_deref(), Some("replica-1"));
+    let errors = store
+        .log_events(vec!["error".into()], None, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(errors.len(), 2);
+    let found = store
+        .log_events(vec![], Some(15), Some("event 3".into()), 100)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "case-insensitive contains, after a time");
+}
+
+fn span(trace: &str, id: &str, root: &str, kind: SpanKind, start_us: i64) -> SpanRecord {
+    SpanRecord {
+        trace_id: trace.into(),
+        span_id: id.into(),
+        parent_span_id: (id != root).then(|| root.to_string()),
+        is_root: id == root,
+        root_span_id: root.into(),
+        kind,
+        name: id.into(),
+        source: (id == root).then(|| "web".to_string()),
+        conversation_id: Some("c1".into()),
+        start_us,
+        duration_us: 100,
+        error: None,
+        model: (kind == SpanKind::Llm).then(|| "gpt".to_string()),
+        tool: None,
+        input_tokens: (kind == SpanKind::Llm).then_some(7),
+        output_tokens: (kind == SpanKind::Llm).then_some(3),
+        attributes: Map::from_iter([("request".to_string(), json!({"n": 1}))]),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_stored_listed_and_pruned() {
+    on_every_backend!(traces_on);
+}
+
+async fn traces_on(store: Store) {
+    let mut failing_tool = span("t1", "s-tool", "r1", SpanKind::Tool, 1_300);
+    failing_tool.error = Some("boom".into());
+    store
+        .append_spans(
+            vec![
+                span("t1", "r1", "r1", SpanKind::Turn, 1_000),
+                span("t1", "s-llm", "r1", SpanKind::Llm, 1_100),
+                failing_tool,
+                span("t2", "r2", "r2", SpanKind::Turn, 2_000),
+                span("t2", "s-llm2", "r2", SpanKind::Llm, 2_100),
+            ],
+            None,
+        )
+        .await
+        .unwrap();
+    let page = store
+        .list_traces(SpanQuery {
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].root.span_id, "r2");
+    let next = store
+        .list_traces(SpanQuery {
+            limit: 5,
+            after: page.next.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let first = &next.items[0];
+    assert_eq!(first.root.span_id, "r1");
+    assert_eq!((first.spans, first.llm_calls, first.tool_calls), (3, 1, 1));
+    assert_eq!(
+        (first.failed_spans, first.input_tokens, first.output_tokens),
+        (1, 7, 3)
+    );
+    assert_eq!(first.status(), "error");
+    let failed = store
+        .list_traces(SpanQuery {
+            status: Some("error".into()),
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed.items.len(), 1);
+    let llm = store
+        .list_spans(
+            SpanKind::Llm,
+            SpanQuery {
+                model: Some("gpt".into()),
+                limit: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(llm.items.len(), 2);
+    assert_eq!(llm.items[0].attributes["request"], json!({"n": 1}));
+    assert_eq!(store.trace_spans("t1").await.unwrap().len(), 3);
+    assert_eq!(
+        store.span("s-llm").await.unwrap().unwrap().input_tokens,
+        Some(7)
+    );
+    assert_eq!(store.step_spans_since(0).await.unwrap().len(), 3);
+    assert_eq!(
+        store.last_failed_span().await.unwrap().unwrap().span_id,
+        "s-tool"
+    );
+    // Keep one trace: the older turn goes, spans and all.
+    store.append_spans(vec![], Some((1, 0))).await.unwrap();
+    assert!(store.trace_spans("t1").await.unwrap().is_empty());
+    assert_eq!(store.trace_spans("t2").await.unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_is_described() {
+    on_every_backend!(schema_on);
+}
+
+async fn schema_on(store: Store) {
+    let schema = store.describe_schema().await.unwrap();
+    assert_eq!(schema["schema_version"], json!(schema_version()));
+    let tables: Vec<&str> = schema["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "conversations",
+        "messages",
+        "tasks",
+        "embeddings",
+        "memories",
+        "tool_settings",
+        "log_events",
+        "mcp_ended_sessions",
+        "mcp_tasks",
+        "trace_spans",
+        "task_runs",
+    ] {
+        assert!(tables.contains(&expected), "{expected} in {tables:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_query_maps_types_and_runs_the_design_queries() {
+    on_every_backend!(db_query_on);
+}
+
+async fn db_query_on(store: Store) {
+    let c = store.create_conversation("q").await.unwrap();
+    store
+        .append_message(&c.id, NewMessage::text(Role::User, "hi"))
+        .await
+        .unwrap();
+    // The design documents' spellings, unquoted, as they are written there.
+    for sql in [
+        "SELECT * FROM messages ORDER BY createdAt DESC LIMIT 10",
+        "SELECT conversationId, createdAt FROM messages",
+        "SELECT * FROM messages WHERE conversationId NOT IN (SELECT id FROM conversations)",
+    ] {
+        store.run_sql(sql, vec![], 10, true, TIMEOUT).await.unwrap();
+    }
+    let placeholder = if store.backend_name() == "postgres" {
+        "$1"
+    } else {
+        "?1"
+    };
+    let typed = store
+        .run_sql(
+            &format!("SELECT 1 AS i, 2.5 AS f, 'x' AS t, NULL AS n, content FROM messages WHERE role = {placeholder}"),
+            vec![json!("user")],
+            10,
+            true,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(typed.columns, vec!["i", "f", "t", "n", "content"]);
+    assert_eq!(
+        typed.rows,
+        vec![vec![
+            json!(1),
+            json!(2.5),
+            json!("x"),
+            json!(null),
+            json!("hi")
+        ]]
+    );
+    let limited = store
+        .run_sql(
+            "SELECT id FROM messages UNION ALL SELECT id FROM messages",
+            vec![],
+            1,
+            true,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert!(limited.truncated && limited.rows.len() == 1);
+    let written = store
+        .run_sql("DELETE FROM messages", vec![], 10, false, TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(written.rows_affected, Some(1));
+    let refused = store
+        .run_sql("DELETE FROM conversations", vec![], 10, true, TIMEOUT)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("read") || refused.to_string().contains("not authorized"),
+        "{refused}"
+    );
+    assert_eq!(store.list_conversations(5).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_hidden_in_a_with_is_named() {
+    on_every_backend!(hidden_write_on);
+}
+
+async fn hidden_write_on(store: Store) {
+    let hidden = store
+        .describe_statement(
+            "WITH gone AS (DELETE FROM messages RETURNING id) SELECT count(*) FROM gone",
+        )
+        .await;
+    match hidden {
+        Ok(hidden) => {
+            assert!(!hidden.read_only, "{hidden:?}");
+            assert_eq!(hidden.writes, vec!["DELETE on messages".to_string()]);
+        }
+        // SQLite has no data-modifying WITH: the statement cannot run at all.
+        Err(e) => assert_eq!(store.backend_name(), "sqlite", "{e}"),
+    }
+    let dropped = store
+        .describe_statement("DROP TABLE memories")
+        .await
+        .unwrap();
+    assert!(
+        !dropped.read_only && !dropped.writes.is_empty(),
+        "{dropped:?}"
+    );
+}

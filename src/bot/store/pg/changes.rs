@@ -1,0 +1,126 @@
+//! Changes announced between replicas through PostgreSQL's `LISTEN/NOTIFY`, so that,
+//! say, a tool toggled on one replica makes every replica tell its MCP clients that the
+//! tool list changed. No other service is involved: the notification travels on the
+//! database connection the replicas already have.
+//!
+//! One listener task per process holds a dedicated connection (`LISTEN` needs a session
+//! of its own, which a pooled connection is not) and reconnects when it drops; what it
+//! hears is fanned out on a broadcast channel.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use super::super::StoreError;
+use super::Postgres;
+
+/// The channel every replica listens on.
+const CHANNEL: &str = "porthole_changes";
+
+/// How long the listener waits before reconnecting after its connection dropped.
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// A change one replica announced to all (itself included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// The replica that made the change.
+    pub replica: String,
+    /// What changed, e.g. `tools`.
+    pub kind: String,
+}
+
+#[derive(Clone)]
+pub(super) struct Changes {
+    config: tokio_postgres::Config,
+    sender: broadcast::Sender<Change>,
+    listening: Arc<OnceLock<()>>,
+}
+
+impl Changes {
+    pub(super) fn new(config: tokio_postgres::Config) -> Changes {
+        Changes {
+            config,
+            sender: broadcast::channel(256).0,
+            listening: Arc::new(OnceLock::new()),
+        }
+    }
+}
+
+impl Postgres {
+    /// Announces a change to every replica.
+    pub(in super::super) async fn publish_change(&self, change: &Change) -> Result<(), StoreError> {
+        let payload = serde_json::to_string(change).unwrap_or_default();
+        let client = self.client().await?;
+        client
+            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
+            .await?;
+        Ok(())
+    }
+
+    /// The changes announced from now on; the first call starts the listener task.
+    pub(in super::super) fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
+        let receiver = self.changes.sender.subscribe();
+        self.changes.listening.get_or_init(|| {
+            tokio::spawn(listen(
+                self.changes.config.clone(),
+                self.changes.sender.clone(),
+            ));
+        });
+        receiver
+    }
+}
+
+/// Listens on [`CHANNEL`] for as long as the process runs, reconnecting as needed.
+async fn listen(config: tokio_postgres::Config, sender: broadcast::Sender<Change>) {
+    let mut failures: u32 = 0;
+    loop {
+        match listen_once(&config, &sender).await {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                if failures.is_power_of_two() {
+                    tracing::warn!(error = %e, failures, "cannot listen for changes made by other replicas; retrying");
+                }
+            }
+        }
+        tokio::time::sleep(RECONNECT_DELAY).await;
+    }
+}
+
+/// One listening connection, until it drops.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    sender: &broadcast::Sender<Change>,
+) -> Result<(), StoreError> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut stream = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = stream.next().await {
+            match message {
+                Ok(message) => {
+                    if messages_tx.send(message).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    tracing::debug!("listening for changes made by other replicas");
+    while let Some(message) = messages.recv().await {
+        if let AsyncMessage::Notification(notification) = message
+            && let Ok(change) = serde_json::from_str::<Change>(notification.payload())
+        {
+            // No receiver is fine: nobody needs to hear it right now.
+            let _ = sender.send(change);
+        }
+    }
+    driver.abort();
+    Ok(())
+}

@@ -1,0 +1,594 @@
+//! `db_query` on PostgreSQL: one statement of any kind, rows streamed up to a limit, a
+//! time limit, and a read-only mode that PostgreSQL itself enforces — with the SQLite
+//! console's guarantee that nothing a statement does outlives its call.
+//!
+//! How that guarantee is kept:
+//! - every call runs on a connection of its own, opened for the call and closed after
+//!   it, never on a pooled one: whatever session state a statement changes (a
+//!   `set_config(…, false)`, an advisory lock, a temporary table, a prepared
+//!   statement) dies with that connection instead of leaking into the bot's own work;
+//! - the statement runs inside a transaction with `SET LOCAL statement_timeout`; in
+//!   read-only mode the transaction is `READ ONLY` (PostgreSQL refuses every write,
+//!   `nextval`, `SELECT … FOR UPDATE`, DDL) and is always rolled back;
+//! - before anything runs, the statement is refused when it is not one statement, when
+//!   read-only mode gets anything but a query (`SELECT`, `WITH`, `VALUES`, `TABLE`,
+//!   `SHOW`, `EXPLAIN`), when it controls transactions or the session (`BEGIN`, `SET`,
+//!   `LISTEN`, `PREPARE`, `DISCARD`…), copies (`COPY … TO PROGRAM` runs a shell on the
+//!   server), runs anonymous code (`DO`), or calls a function whose effect escapes any
+//!   transaction (`pg_terminate_backend`, `pg_read_file`, `lo_export`, `dblink`…).
+//!
+//! Values map to JSON as on SQLite: integers and floats as numbers (`numeric` too when
+//! it fits), text as strings, NULL as null, `bytea` as `{"base64": …}`, `json`/`jsonb`
+//! as JSON, times as RFC 3339 text, `uuid` as text; any other type as
+//! `{"unsupported_type": …}` with a hint to cast it to text.
+
+use std::time::Duration;
+
+use futures::{StreamExt, pin_mut};
+use serde_json::{Value, json};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::super::sql::statement_kind;
+use super::super::{SqlOutcome, StatementSummary, StoreError};
+use super::Postgres;
+
+/// Statements read-only mode runs (their first keyword).
+const READING_KINDS: &[&str] = &["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN"];
+
+/// Statements refused in every mode: they control the transaction the console wraps
+/// the statement in, change the session, or reach outside the database.
+const REFUSED_KINDS: &[&str] = &[
+    "BEGIN",
+    "START",
+    "COMMIT",
+    "END",
+    "ROLLBACK",
+    "ABORT",
+    "SAVEPOINT",
+    "RELEASE",
+    "PREPARE",
+    "SET",
+    "RESET",
+    "LISTEN",
+    "UNLISTEN",
+    "NOTIFY",
+    "DISCARD",
+    "COPY",
+    "DO",
+    "LOAD",
+    "DECLARE",
+    "FETCH",
+    "MOVE",
+    "CLOSE",
+    "DEALLOCATE",
+    "EXECUTE",
+    "CHECKPOINT",
+    "VACUUM",
+];
+
+/// Functions whose effect escapes any transaction (other sessions, server files, the
+/// server process), refused in every mode wherever they appear in the text.
+const OUTSIDE_FUNCTIONS: &[&str] = &[
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_promote",
+    "pg_switch_wal",
+    "pg_create_restore_point",
+    "pg_log_backend_memory_contexts",
+    "pg_stat_reset",
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_ls_dir",
+    "pg_stat_file",
+    "pg_file_write",
+    "lo_import",
+    "lo_export",
+    "lo_from_bytea",
+    "lo_create",
+    "lo_unlink",
+    "dblink",
+    "pg_notify",
+    "set_config",
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+];
+
+/// Why a statement is refused before it runs, if it is.
+fn refusal(sql: &str, read_only: bool) -> Option<StoreError> {
+    let kind = statement_kind(sql);
+    if REFUSED_KINDS.contains(&kind.as_str())
+        || (read_only && !READING_KINDS.contains(&kind.as_str()))
+    {
+        return Some(StoreError::ReadOnly(if kind.is_empty() {
+            "empty".into()
+        } else {
+            kind
+        }));
+    }
+    // Quoting a name does not hide it: `"pg_read_file"(…)` is the same function. A
+    // Unicode-escaped identifier (`U&"…"`) could spell any name, so it is refused too.
+    let lowered = sql.to_ascii_lowercase();
+    if lowered.contains("u&\"") || lowered.contains("u&'") {
+        return Some(StoreError::Postgres(
+            "Unicode-escaped identifiers or strings (U&\"…\") are not accepted by db_query; \
+             write the name plainly"
+                .into(),
+        ));
+    }
+    let folded = lowered.replace('"', "");
+    OUTSIDE_FUNCTIONS
+        .iter()
+        .find(|f| contains_word(&folded, f))
+        .map(|f| {
+            StoreError::Postgres(format!(
+                "{f} reaches outside the statement's transaction (other sessions, server files \
+                 or the server itself), so db_query does not call it"
+            ))
+        })
+}
+
+/// Whether `text` holds `word` not as part of a longer identifier.
+fn contains_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+impl Postgres {
+    /// A connection for one console call, closed when the returned client drops.
+    async fn own_connection(&self) -> Result<Client, StoreError> {
+        let (client, connection) = self.config.connect(NoTls).await?;
+        tokio::spawn(connection);
+        Ok(client)
+    }
+
+    pub(in super::super) async fn run_sql(
+        &self,
+        sql: &str,
+        params: Vec<Value>,
+        limit: usize,
+        read_only: bool,
+        timeout: Duration,
+    ) -> Result<SqlOutcome, StoreError> {
+        if let Some(refused) = refusal(sql, read_only) {
+            return Err(refused);
+        }
+        let client = self.own_connection().await?;
+        let cancel = client.cancel_token();
+        let work = run_in_transaction(&client, sql, &params, limit, read_only, timeout);
+        // The server's statement_timeout stops the statement; this is the backstop for
+        // a server that does not answer at all.
+        match tokio::time::timeout(timeout + Duration::from_secs(5), work).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                let _ = cancel.cancel_query(NoTls).await;
+                Err(StoreError::Postgres(format!(
+                    "canceling statement due to statement timeout: it ran longer than {} s",
+                    timeout.as_secs()
+                )))
+            }
+        }
+    }
+
+    /// Says what `sql` would change. A statement PostgreSQL can plan is planned
+    /// (`EXPLAIN`, which runs nothing) and its plan's `ModifyTable` nodes name what it
+    /// writes, so a data-modifying `WITH` is caught however it is dressed. One it cannot
+    /// plan (DDL, or a plan that needs parameter values) counts as a write unless its
+    /// first keyword says it only reads.
+    pub(in super::super) async fn describe_statement(
+        &self,
+        sql: &str,
+    ) -> Result<StatementSummary, StoreError> {
+        let kind = statement_kind(sql);
+        let mut writes = Vec::new();
+        let plan = if PLANNABLE_KINDS.contains(&kind.as_str()) {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            let plan = tx
+                .query_opt(&format!("EXPLAIN (FORMAT JSON) {sql}"), &[])
+                .await;
+            tx.rollback().await?;
+            plan.ok()
+                .flatten()
+                .and_then(|row| row.try_get::<_, Value>(0).ok())
+        } else {
+            None
+        };
+        let read_only = match &plan {
+            Some(plan) => {
+                collect_modified_tables(plan, &mut writes);
+                writes.is_empty()
+            }
+            None => {
+                ["SELECT", "VALUES", "TABLE", "SHOW"].contains(&kind.as_str())
+                    || (kind == "EXPLAIN" && !sql.to_ascii_lowercase().contains("analyze"))
+            }
+        };
+        if !read_only && writes.is_empty() {
+            writes.push(leading_words(sql, 3));
+        }
+        writes.sort();
+        writes.dedup();
+        Ok(StatementSummary {
+            kind,
+            read_only,
+            writes,
+        })
+    }
+}
+
+/// Statements `EXPLAIN` can plan without running them.
+const PLANNABLE_KINDS: &[&str] = &[
+    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE",
+];
+
+/// The statement inside its transaction: read-only and rolled back, or committed.
+async fn run_in_transaction(
+    client: &Client,
+    sql: &str,
+    params: &[Value],
+    limit: usize,
+    read_only: bool,
+    timeout: Duration,
+) -> Result<SqlOutcome, StoreError> {
+    client
+        .batch_execute(if read_only {
+            "BEGIN TRANSACTION READ ONLY"
+        } else {
+            "BEGIN"
+        })
+        .await?;
+    client
+        .batch_execute(&format!(
+            "SET LOCAL statement_timeout = {}",
+            timeout.as_millis().max(1)
+        ))
+        .await?;
+    let outcome = run_statement(client, sql, params, limit).await;
+    let end = if read_only || outcome.is_err() {
+        "ROLLBACK"
+    } else {
+        "COMMIT"
+    };
+    client.batch_execute(end).await?;
+    outcome
+}
+
+async fn run_statement(
+    client: &Client,
+    sql: &str,
+    params: &[Value],
+    limit: usize,
+) -> Result<SqlOutcome, StoreError> {
+    let statement: Statement = client.prepare(sql).await?;
+    if statement.params().len() != params.len() {
+        return Err(StoreError::Postgres(format!(
+            "the statement has {} parameter(s) ($1, $2…) but {} value(s) were given in `params`",
+            statement.params().len(),
+            params.len()
+        )));
+    }
+    let bound: Vec<JsonParam> = params.iter().map(JsonParam).collect();
+    let bound_refs: Vec<&(dyn ToSql + Sync)> =
+        bound.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    let columns: Vec<String> = statement
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    if columns.is_empty() {
+        let changed = client.execute(&statement, &bound_refs).await?;
+        return Ok(SqlOutcome {
+            columns,
+            rows: Vec::new(),
+            truncated: false,
+            rows_affected: Some(changed as usize),
+            last_insert_rowid: None,
+        });
+    }
+    let stream = client.query_raw(&statement, bound_refs).await?;
+    pin_mut!(stream);
+    let mut rows = Vec::new();
+    let mut truncated = false;
+    while let Some(row) = stream.next().await {
+        let row = row?;
+        if rows.len() == limit {
+            truncated = true;
+            break;
+        }
+        rows.push((0..row.len()).map(|i| cell(&row, i)).collect());
+    }
+    Ok(SqlOutcome {
+        columns,
+        rows,
+        truncated,
+        rows_affected: None,
+        last_insert_rowid: None,
+    })
+}
+
+/// One value as JSON (see the module docs for the mapping).
+fn cell(row: &tokio_postgres::Row, index: usize) -> Value {
+    use base64::Engine;
+    let column_type = row.columns()[index].type_().clone();
+    let value = match column_type {
+        Type::BOOL => row.try_get::<_, Option<bool>>(index).map(|v| json!(v)),
+        Type::INT2 => row.try_get::<_, Option<i16>>(index).map(|v| json!(v)),
+        Type::INT4 => row.try_get::<_, Option<i32>>(index).map(|v| json!(v)),
+        Type::INT8 => row.try_get::<_, Option<i64>>(index).map(|v| json!(v)),
+        Type::OID => row.try_get::<_, Option<u32>>(index).map(|v| json!(v)),
+        Type::FLOAT4 => row
+            .try_get::<_, Option<f32>>(index)
+            .map(|v| v.map_or(Value::Null, |f| float(f64::from(f)))),
+        Type::FLOAT8 => row
+            .try_get::<_, Option<f64>>(index)
+            .map(|v| v.map_or(Value::Null, float)),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::CHAR => {
+            row.try_get::<_, Option<String>>(index).map(|v| json!(v))
+        }
+        Type::JSON | Type::JSONB => row.try_get::<_, Option<Value>>(index).map(|v| v.unwrap_or(Value::Null)),
+        Type::BYTEA => row.try_get::<_, Option<Vec<u8>>>(index).map(|v| {
+            v.map_or(Value::Null, |b| {
+                json!({"base64": base64::engine::general_purpose::STANDARD.encode(b)})
+            })
+        }),
+        Type::TIMESTAMPTZ => row
+            .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(index)
+            .map(|v| json!(v.map(|t| t.to_rfc3339()))),
+        Type::TIMESTAMP => row
+            .try_get::<_, Option<chrono::NaiveDateTime>>(index)
+            .map(|v| json!(v.map(|t| t.to_string()))),
+        Type::DATE => row
+            .try_get::<_, Option<chrono::NaiveDate>>(index)
+            .map(|v| json!(v.map(|t| t.to_string()))),
+        Type::NUMERIC => row
+            .try_get::<_, Option<Raw>>(index)
+            .map(|v| v.map_or(Value::Null, |raw| numeric(raw.0))),
+        Type::UUID => row
+            .try_get::<_, Option<Raw>>(index)
+            .map(|v| v.map_or(Value::Null, |raw| uuid_text(raw.0))),
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::NAME_ARRAY => row
+            .try_get::<_, Option<Vec<Option<String>>>>(index)
+            .map(|v| json!(v)),
+        Type::INT4_ARRAY => row
+            .try_get::<_, Option<Vec<Option<i32>>>>(index)
+            .map(|v| json!(v)),
+        Type::INT8_ARRAY => row
+            .try_get::<_, Option<Vec<Option<i64>>>>(index)
+            .map(|v| json!(v)),
+        other => row.try_get::<_, Option<Raw>>(index).map(|v| {
+            v.map_or(Value::Null, |_| {
+                json!({
+                    "unsupported_type": other.name(),
+                    "hint": format!("cast the column to text in SQL (… ::text) to see a {} value", other.name()),
+                })
+            })
+        }),
+    };
+    value.unwrap_or_else(|e| json!({"error": e.to_string()}))
+}
+
+fn float(value: f64) -> Value {
+    serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+}
+
+/// A value's raw binary form, for the types decoded here by hand.
+struct Raw<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for Raw<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+fn uuid_text(raw: &[u8]) -> Value {
+    match uuid::Uuid::from_slice(raw) {
+        Ok(id) => json!(id.to_string()),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A `numeric` from its binary form (base-10000 digits): a JSON integer or float when
+/// it fits one exactly enough, otherwise its decimal text.
+fn numeric(raw: &[u8]) -> Value {
+    let text = numeric_text(raw);
+    match text.as_deref() {
+        Some(t) if !t.contains('.') => t
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| json!(t)),
+        Some(t) => match t.parse::<f64>() {
+            Ok(f) if f.is_finite() && t.trim_end_matches('0').len() <= 17 => float(f),
+            _ => json!(t),
+        },
+        None => Value::Null,
+    }
+}
+
+fn numeric_text(raw: &[u8]) -> Option<String> {
+    let word =
+        |i: usize| -> Option<i16> { raw.get(i..i + 2).map(|b| i16::from_be_bytes([b[0], b[1]])) };
+    let (count, weight, sign, scale) = (word(0)?, i32::from(word(2)?), word(4)? as u16, word(6)?);
+    if sign == 0xC000 {
+        return Some("NaN".into());
+    }
+    let digits: Vec<i16> = (0..count.max(0) as usize)
+        .map(|i| word(8 + 2 * i))
+        .collect::<Option<_>>()?;
+    // Digit group `i` is worth 10000^(weight - i).
+    let group = |i: i32| {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| digits.get(i).copied())
+            .unwrap_or(0)
+    };
+    let mut integer = String::new();
+    for i in 0..=weight {
+        if integer.is_empty() {
+            integer = group(i).to_string();
+        } else {
+            integer.push_str(&format!("{:04}", group(i)));
+        }
+    }
+    if integer.is_empty() {
+        integer.push('0');
+    }
+    let scale = scale.max(0) as usize;
+    let mut fraction = String::new();
+    let mut k = 1;
+    while fraction.len() < scale {
+        fraction.push_str(&format!("{:04}", group(weight + k)));
+        k += 1;
+    }
+    fraction.truncate(scale);
+    let sign = if sign == 0x4000 { "-" } else { "" };
+    Some(if fraction.is_empty() {
+        format!("{sign}{integer}")
+    } else {
+        format!("{sign}{integer}.{fraction}")
+    })
+}
+
+/// A `db_query` parameter bound to whatever type PostgreSQL inferred for its slot:
+/// numbers, booleans and text convert; other types ask to be cast in the SQL.
+#[derive(Debug)]
+struct JsonParam<'a>(&'a Value);
+
+impl ToSql for JsonParam<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let value = self.0;
+        if value.is_null() {
+            return Ok(IsNull::Yes);
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match *ty {
+            Type::INT2 => text.parse::<i16>()?.to_sql(ty, out),
+            Type::INT4 => text.parse::<i32>()?.to_sql(ty, out),
+            Type::INT8 => text.parse::<i64>()?.to_sql(ty, out),
+            Type::FLOAT4 => text.parse::<f32>()?.to_sql(ty, out),
+            Type::FLOAT8 => text.parse::<f64>()?.to_sql(ty, out),
+            Type::BOOL => match value {
+                Value::Bool(b) => b.to_sql(ty, out),
+                _ => (!matches!(text.as_str(), "0" | "false" | "")).to_sql(ty, out),
+            },
+            Type::JSON | Type::JSONB => value.to_sql(ty, out),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+                text.to_sql(ty, out)
+            }
+            _ => Err(format!(
+                "a parameter of type {} cannot be given from JSON; write it as text and cast it in the SQL ($1::{})",
+                ty.name(),
+                ty.name()
+            )
+            .into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// The tables a plan's `ModifyTable` nodes write, e.g. `DELETE on messages`.
+fn collect_modified_tables(plan: &Value, writes: &mut Vec<String>) {
+    match plan {
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| collect_modified_tables(item, writes)),
+        Value::Object(node) => {
+            if node.get("Node Type").and_then(Value::as_str) == Some("ModifyTable")
+                && let (Some(operation), Some(table)) = (
+                    node.get("Operation").and_then(Value::as_str),
+                    node.get("Relation Name").and_then(Value::as_str),
+                )
+            {
+                writes.push(match operation {
+                    "Insert" => format!("INSERT into {table}"),
+                    "Update" => format!("UPDATE of {table}"),
+                    "Delete" => format!("DELETE on {table}"),
+                    other => format!("{} on {table}", other.to_ascii_uppercase()),
+                });
+            }
+            node.values()
+                .for_each(|value| collect_modified_tables(value, writes));
+        }
+        _ => {}
+    }
+}
+
+/// The first words of a statement after its comments (`DROP TABLE messages`), for a
+/// statement PostgreSQL cannot plan.
+fn leading_words(sql: &str, count: usize) -> String {
+    let kind = statement_kind(sql);
+    let start = sql.to_ascii_uppercase().find(&kind).unwrap_or(0);
+    sql[start..]
+        .split_whitespace()
+        .take(count)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches(';')
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numerics_decode_from_their_binary_form() {
+        // 12345.678: digits 1, 2345, 6780; weight 1; scale 3.
+        let raw = [0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C];
+        assert_eq!(numeric_text(&raw).unwrap(), "12345.678");
+        // -0.00012: digits 1, 2000; weight -1; scale 5.
+        let raw = [0, 2, 0xFF, 0xFF, 0x40, 0, 0, 5, 0, 1, 0x07, 0xD0];
+        assert_eq!(numeric_text(&raw).unwrap(), "-0.00012");
+        // 42: one digit, weight 0, scale 0.
+        assert_eq!(numeric(&[0, 1, 0, 0, 0, 0, 0, 0, 0, 42]), json!(42));
+    }
+
+    #[test]
+    fn session_changes_and_escapes_are_refused_before_running() {
+        for sql in [
+            "SET search_path = x",
+            "set statement_timeout = 0",
+            "LISTEN x",
+            "COPY messages TO PROGRAM 'id'",
+            "DO $$ BEGIN END $$",
+            "BEGIN",
+            "/* hidden */ COMMIT",
+            "SELECT pg_terminate_backend(1)",
+            "SELECT \"pg_read_file\"('/etc/passwd')",
+            "SELECT U&\"pg\\005fsleep\"(1)",
+            "SELECT set_config('search_path', 'x', false)",
+        ] {
+            assert!(refusal(sql, false).is_some(), "{sql}");
+            assert!(refusal(sql, true).is_some(), "{sql}");
+        }
+        assert!(refusal("DELETE FROM messages", true).is_some());
+        assert!(refusal("DELETE FROM messages", false).is_none());
+        assert!(refusal("SELECT my_pg_read_file_copy FROM t", true).is_none());
+        assert!(refusal("WITH x AS (SELECT 1) SELECT * FROM x", true).is_none());
+        assert!(refusal("SELECT 'you&me'", true).is_none());
+    }
+}

@@ -1,0 +1,330 @@
+//! The PostgreSQL backend, chosen by `DATABASE_URL=postgres://…`: the same tables and
+//! the same meaning as the SQLite store, so several bot replicas can share one database.
+//!
+//! The driver is `tokio-postgres` with a `deadpool-postgres` pool. Both are small,
+//! well-kept and async from the ground up, and they compile far less than `sqlx` (no
+//! macros, no compile-time query checking, no other databases' drivers): the store's
+//! SQL is written by hand anyway, and every statement here is tested against a real
+//! server (`PORTHOLE_TEST_DATABASE_URL`, see `scripts/replicas.sh`).
+//!
+//! Connection loss: a pooled connection whose server went away reports itself closed,
+//! and the pool replaces it at the next checkout; so a PostgreSQL restart fails only the
+//! requests in flight (with an error that says to retry) and the next ones succeed.
+//!
+//! This file holds the pool, the runner of the statements both backends share, and the
+//! error wording; `schema` the migrations, `records` the statements of each record kind
+//! (the scheduler's claim included), `traces` the trace spans, `console` `db_query`, and
+//! `changes` the `LISTEN/NOTIFY` channel between replicas.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use super::StoreError;
+use super::rows::{Bound, numbered_for_postgres};
+use tokio_postgres::types::ToSql;
+
+mod changes;
+mod console;
+mod records;
+mod schema;
+mod traces;
+
+pub use changes::Change;
+
+/// Most connections one replica holds open.
+const POOL_SIZE: usize = 16;
+
+/// How long a request waits for a connection (a new one, or a free one) before it fails.
+const CONNECTION_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether `location` names a PostgreSQL database rather than a SQLite file.
+pub(super) fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// The PostgreSQL store: a pool of connections (cheap to clone).
+#[derive(Clone)]
+pub(super) struct Postgres {
+    pool: Pool,
+    /// For connections outside the pool (`db_query`'s, the change listener's).
+    config: Arc<tokio_postgres::Config>,
+    /// The URL with its password replaced, for messages and `health`.
+    display_url: Arc<str>,
+    changes: changes::Changes,
+}
+
+impl Postgres {
+    /// Connects, runs pending migrations, and builds the pool. Blocks until the
+    /// migrations are done (start-up only), on a thread of its own so it may be called
+    /// from inside the async runtime.
+    pub(super) fn open(url: &str) -> Result<Postgres, StoreError> {
+        let display_url = redact_url(url);
+        let open_error = |reason: String| StoreError::Open {
+            path: display_url.clone(),
+            reason: scrub_password(url, &reason),
+        };
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            open_error(format!(
+                "DATABASE_URL is not a valid PostgreSQL URL ({e}); \
+                 use postgres://user:password@host:port/database"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECTION_WAIT);
+        }
+        config.application_name("porthole");
+        let migration_config = config.clone();
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| schema::migrate_on_own_runtime(migration_config))
+                .join()
+                .unwrap_or_else(|_| Err("the migration thread panicked".to_string()))
+        })
+        .map_err(|reason| {
+            open_error(format!(
+                "{reason}; check that PostgreSQL runs and DATABASE_URL is right"
+            ))
+        })?;
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECTION_WAIT))
+            .create_timeout(Some(CONNECTION_WAIT))
+            .recycle_timeout(Some(CONNECTION_WAIT))
+            .build()
+            .map_err(|e| open_error(format!("cannot build the connection pool: {e}")))?;
+        Ok(Postgres {
+            pool,
+            display_url: display_url.as_str().into(),
+            changes: changes::Changes::new(config.clone()),
+            config: Arc::new(config),
+        })
+    }
+
+    pub(super) fn display_url(&self) -> &str {
+        &self.display_url
+    }
+
+    /// A pooled connection; a broken one is replaced on the way.
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+}
+
+/// A statement from the connection's cache: prepared once per connection, so each later
+/// use is one round trip instead of two. Only for statements whose text takes a bounded
+/// number of forms (the cache of a connection is never emptied).
+async fn cached(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    Ok(client.prepare_cached(sql).await?)
+}
+
+/// Parameters for a tokio-postgres call.
+fn parameters(values: &[Bound]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
+}
+
+impl Postgres {
+    /// Runs one of the statements both backends share (`?N` placeholders); returns how
+    /// many rows it changed.
+    pub(super) async fn execute_shared(
+        &self,
+        sql: &str,
+        values: &[Bound],
+    ) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(&numbered_for_postgres(sql)).await?;
+        Ok(client.execute(&statement, &parameters(values)).await?)
+    }
+}
+
+/// The URL with the password (in the user part or a `password=` parameter) replaced.
+pub fn redact_url(url: &str) -> String {
+    let Some(password) = url_password(url) else {
+        return url.to_string();
+    };
+    url.replacen(&format!(":{password}@"), ":[REDACTED]@", 1)
+        .replace(&format!("password={password}"), "password=[REDACTED]")
+}
+
+/// The password a PostgreSQL URL carries, if any (as written, percent-encoding kept).
+pub fn url_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    if let Some((user_info, _)) = authority.rsplit_once('@')
+        && let Some((_, password)) = user_info.split_once(':')
+        && !password.is_empty()
+    {
+        return Some(password.to_string());
+    }
+    let query = rest.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("password="))
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+}
+
+/// `text` with the URL's password (as written and percent-decoded) removed.
+fn scrub_password(url: &str, text: &str) -> String {
+    match url_password(url) {
+        Some(password) => {
+            let decoded = percent_decode(&password);
+            text.replace(&password, "[REDACTED]")
+                .replace(&decoded, "[REDACTED]")
+        }
+        None => text.to_string(),
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(byte) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What a request that lost its connection is told.
+const CONNECTION_LOST: &str = "the connection to PostgreSQL was lost (the server restarted or \
+    cannot be reached), so this request was not completed; retry it: the bot reconnects by \
+    itself once the server at DATABASE_URL answers again";
+
+/// A PostgreSQL error in words that say what to do about it.
+pub(super) fn explain(error: &tokio_postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        let code = db.code();
+        if [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ]
+        .contains(code)
+        {
+            return format!("{CONNECTION_LOST} ({})", db.message());
+        }
+        let mut text = format!("database error: {} ({})", db.message(), code.code());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!("; {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str(&format!("; hint: {hint}"));
+        }
+        if *code == SqlState::DISK_FULL {
+            text.push_str("; free some space on the database server and retry");
+        }
+        return text;
+    }
+    if error.is_closed()
+        || std::error::Error::source(error).is_some_and(|s| s.is::<std::io::Error>())
+    {
+        return format!("{CONNECTION_LOST} ({error})");
+    }
+    format!("database error: {error}")
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        StoreError::Postgres(explain(&error))
+    }
+}
+
+fn pool_error(error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(e) => e.into(),
+        PoolError::Timeout(_) => StoreError::Postgres(format!(
+            "no PostgreSQL connection could be had within {} s (the server may be down, \
+             restarting or out of connections); retry, and check the server at DATABASE_URL",
+            CONNECTION_WAIT.as_secs()
+        )),
+        other => StoreError::Postgres(format!("database connection pool: {other}")),
+    }
+}
+
+/// Whether an error is a broken uniqueness rule (a task name already taken).
+fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&SqlState::UNIQUE_VIOLATION)
+}
+
+/// For tests and benchmarks: a URL for a fresh, empty schema of the database at
+/// `base_url`, so runs at once never see each other's rows. Panics when the server
+/// cannot be reached (a test set-up failure).
+pub fn fresh_schema_url(base_url: &str) -> String {
+    let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
+    let config: tokio_postgres::Config = base_url.parse().expect("PORTHOLE_TEST_DATABASE_URL");
+    let create = format!("CREATE SCHEMA {schema}");
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async {
+                    let (client, connection) = config.connect(NoTls).await.expect("connect");
+                    tokio::spawn(connection);
+                    client.batch_execute(&create).await.expect("create schema");
+                });
+            })
+            .join()
+            .expect("schema thread");
+    });
+    let separator = if base_url.contains('?') { '&' } else { '?' };
+    format!("{base_url}{separator}options=-csearch_path%3D{schema}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(
+            redact_url("postgres://bot:s3cret@db:5432/porthole"),
+            "postgres://bot:[REDACTED]@db:5432/porthole"
+        );
+        assert_eq!(
+            redact_url("postgresql://db/porthole?user=bot&password=s3cret"),
+            "postgresql://db/porthole?user=bot&password=[REDACTED]"
+        );
+        assert_eq!(
+            redact_url("postgres://bot@db/porthole"),
+            "postgres://bot@db/porthole"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_server_is_a_clear_error_without_the_password() {
+        // Port 1 on loopback: nothing listens there, the connection is refused at once.
+        let url = "postgres://bot:hunter2%21pw@127.0.0.1:1/porthole";
+        let err = Postgres::open(url).err().unwrap().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("[REDACTED]"), "{err}");
+        assert!(err.contains("DATABASE_URL"), "{err}");
+    }
+}
