@@ -1,0 +1,172 @@
+//! The session table: ids that survive restarts but not tampering, the cap, idle and
+//! age limits, and the ledger of ended ids.
+
+use super::*;
+
+fn config(max: usize) -> SessionConfig {
+    SessionConfig {
+        max_sessions: max,
+        ..SessionConfig::default()
+    }
+}
+
+/// Keeps ended ids in memory, as the bot's database does across processes.
+#[derive(Default)]
+struct KeptLedger(Mutex<Vec<String>>);
+
+impl SessionLedger for KeptLedger {
+    fn ended(&self) -> Vec<String> {
+        lock(&self.0).clone()
+    }
+    fn record_end(&self, id: &str, _minted_ms: u64) {
+        lock(&self.0).push(id.to_string());
+    }
+}
+
+#[test]
+fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
+    let secret = Some("0123456789abcdef0123456789abcdef");
+    let ledger = Arc::new(KeptLedger::default());
+    let with_ledger = |max_age| SessionConfig {
+        max_age,
+        ledger: Some(ledger.clone() as Arc<dyn SessionLedger>),
+        ..config(10)
+    };
+    let first = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+    let ended = first.create("2025-11-25", json!({}));
+    let kept = first.create("2025-11-25", json!({}));
+    assert!(first.end(&ended.id));
+    std::thread::sleep(Duration::from_millis(2));
+    let second = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+    assert!(matches!(second.get(&ended.id), Lookup::Ended));
+    assert!(matches!(second.get(&kept.id), Lookup::Found(_)));
+
+    // Past its maximum age an id ends, live or restored.
+    let strict = Sessions::new(secret, with_ledger(Duration::from_millis(1)));
+    let young = strict.create("2025-11-25", json!({}));
+    std::thread::sleep(Duration::from_millis(5));
+    assert!(matches!(strict.get(&young.id), Lookup::Ended));
+    assert!(matches!(strict.get(&kept.id), Lookup::Ended));
+}
+
+/// Found by the `session_id` fuzz target: `short` sliced at byte 8, inside a
+/// multi-byte character.
+#[test]
+fn short_cuts_at_a_character_boundary() {
+    assert_eq!(short("abcdefghij"), "abcdefgh");
+    assert_eq!(short("abc"), "abc");
+    assert_eq!(short("ééééééééé"), "éééééééé");
+    assert_eq!(short("abcdeféé"), "abcdeféé");
+}
+
+#[test]
+fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
+    // Two processes with the same secret, started before either minted anything:
+    // replicas behind a load balancer.
+    let secret = Some("replica-secret-replica-secret-xx");
+    let a = Sessions::new(secret, config(10));
+    let b = Sessions::new(secret, config(10));
+    let id = a
+        .create("2025-11-25", json!({"elicitation": {}}))
+        .id
+        .clone();
+    let Lookup::Found(restored) = b.get(&id) else {
+        panic!("replica b does not know replica a's session");
+    };
+    assert!(restored.restored);
+    assert_eq!(restored.client_capabilities, json!({"elicitation": {}}));
+    // Ended on b, it stays ended on b.
+    assert!(b.end(&id));
+    assert!(matches!(b.get(&id), Lookup::Ended));
+    // An id b minted itself and ended is not restored either.
+    let own = b.create("2025-11-25", json!({})).id.clone();
+    assert!(b.end(&own));
+    assert!(matches!(b.get(&own), Lookup::Ended));
+}
+
+#[test]
+fn ids_survive_a_restart_but_not_tampering_or_deletion() {
+    let secret = Some("0123456789abcdef0123456789abcdef");
+    let before = Sessions::new(secret, config(10));
+    let session = before.create("2025-06-18", json!({"sampling": {}}));
+    assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+
+    // A restart takes longer than the millisecond an id's mint time counts in.
+    std::thread::sleep(Duration::from_millis(2));
+    let after = Sessions::new(secret, config(10));
+    let Lookup::Found(restored) = after.get(&session.id) else {
+        panic!("restart stranded the session");
+    };
+    assert_eq!(restored.version, "2025-06-18");
+    assert!(restored.restored);
+    assert_eq!(restored.client_capabilities, json!({"sampling": {}}));
+
+    let mut forged = session.id.clone();
+    forged.replace_range(0..1, if forged.starts_with('A') { "B" } else { "A" });
+    assert!(matches!(after.get(&forged), Lookup::Unknown));
+    assert!(matches!(after.get("not-a-session"), Lookup::Unknown));
+
+    assert!(after.end(&session.id));
+    assert!(matches!(after.get(&session.id), Lookup::Ended));
+
+    let other_key = Sessions::new(Some("another-secret-another-secret-xx"), config(10));
+    assert!(matches!(other_key.get(&session.id), Lookup::Unknown));
+}
+
+#[test]
+fn cap_evicts_the_longest_idle_session() {
+    let sessions = Sessions::new(None, config(2));
+    let a = sessions.create("2025-11-25", json!({}));
+    std::thread::sleep(Duration::from_millis(5));
+    let b = sessions.create("2025-11-25", json!({}));
+    std::thread::sleep(Duration::from_millis(5));
+    // Touch `a` so `b` becomes the longest idle.
+    assert!(matches!(sessions.get(&a.id), Lookup::Found(_)));
+    let _c = sessions.create("2025-11-25", json!({}));
+    assert_eq!(sessions.live_count(), 2);
+    assert!(matches!(sessions.get(&b.id), Lookup::Ended));
+}
+
+#[test]
+fn ended_ids_are_not_stored_unless_restored() {
+    let secret = Some("0123456789abcdef0123456789abcdef");
+    let before = Sessions::new(secret, config(10));
+    let old = before.create("2025-11-25", json!({}));
+    std::thread::sleep(Duration::from_millis(2));
+
+    let sessions = Sessions::new(secret, config(10));
+    let first = sessions.create("2025-11-25", json!({}));
+    for _ in 0..1000 {
+        sessions.create("2025-11-25", json!({}));
+    }
+    assert_eq!(sessions.live_count(), 10);
+    assert!(matches!(sessions.get(&first.id), Lookup::Ended));
+    assert!(lock(&sessions.ended).0.is_empty(), "own ids need no memory");
+
+    // A restored session that ends is remembered, or it would be restored again.
+    assert!(matches!(sessions.get(&old.id), Lookup::Found(_)));
+    assert!(sessions.end(&old.id));
+    assert!(matches!(sessions.get(&old.id), Lookup::Ended));
+    assert_eq!(lock(&sessions.ended).0.len(), 1);
+}
+
+#[tokio::test]
+async fn resume_replays_events_after_the_last_seen_id() {
+    let sessions = Sessions::new(None, config(2));
+    let s = sessions.create("2025-11-25", json!({}));
+    let (stream, mut first) = s.open_stream(false);
+    s.push(stream, &json!({"n": 1}));
+    drop(first.recv().await); // priming event
+    let seen = first.recv().await.unwrap();
+    assert!(String::from_utf8_lossy(&seen).contains(&format!("id: {stream}-1")));
+    drop(first);
+    s.push(stream, &json!({"n": 2}));
+    s.finish(stream);
+    let mut resumed = s.resume(&format!("{stream}-1")).unwrap();
+    let replayed = resumed.recv().await.unwrap();
+    assert!(String::from_utf8_lossy(&replayed).contains("\"n\":2"));
+    assert!(
+        resumed.recv().await.is_none(),
+        "a finished stream closes after replay"
+    );
+}
