@@ -112,6 +112,25 @@ async fn a_turn_is_one_trace_of_llm_and_tool_spans_joined_to_the_callers_trace()
     app.shutdown().await;
 }
 
+/// The writer gathers spans for a moment before storing them; SQL about traces, sent
+/// right after the turn, still sees all of them.
+#[tokio::test]
+async fn sql_on_trace_spans_right_after_a_turn_sees_the_whole_turn() {
+    let (app, _llm, _reply) = one_tool_turn().await;
+    let result = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT kind, COUNT(*) FROM trace_spans GROUP BY kind ORDER BY kind"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&result)["rows"],
+        json!([["llm", 2], ["tool", 1], ["turn", 1]]),
+        "{result}"
+    );
+    app.shutdown().await;
+}
+
 #[tokio::test]
 async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
     let (app, _llm, _) = one_tool_turn().await;

@@ -100,6 +100,11 @@ impl DiagnosticTool for DbQuery {
                 }
             }
         }
+        // The trace writer gathers spans for a moment before storing them: a statement
+        // about traces sees every turn that has ended, as the trace tools do.
+        if sql.to_ascii_lowercase().contains("trace_spans") {
+            d.bot.tracer.flush().await;
+        }
         let outcome = d
             .bot
             .store
