@@ -12,6 +12,9 @@ pub struct SseDecoder {
     event: Option<String>,
     /// Names of the events completed by the current `push`, in order.
     names: Vec<String>,
+    /// The last byte ended a line with CR: an LF right after it (even in the next chunk)
+    /// belongs to the same line end.
+    after_cr: bool,
 }
 
 /// One complete event: its `event:` name (`message` when it has none) and its data.
@@ -36,15 +39,19 @@ impl SseDecoder {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.names.clear();
         let mut events = Vec::new();
+        // A line ends at CRLF, LF or CR, as the SSE format says.
         for &byte in bytes {
-            if byte == b'\n' {
-                let mut line = std::mem::take(&mut self.line);
-                if line.last() == Some(&b'\r') {
-                    line.pop();
+            match byte {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    self.after_cr = byte == b'\r';
+                    let line = std::mem::take(&mut self.line);
+                    self.take_line(&line, &mut events);
                 }
-                self.take_line(&line, &mut events);
-            } else {
-                self.line.push(byte);
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(byte);
+                }
             }
         }
         events
@@ -110,6 +117,18 @@ mod tests {
         assert_eq!(events, vec!["{\"a\":1}".to_string(), "x\ny".to_string()]);
         assert!(decoder.push(b"data: last").is_empty());
         assert_eq!(decoder.finish().as_deref(), Some("last"));
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_line_and_a_crlf_split_across_chunks_ends_one() {
+        let mut whole = SseDecoder::default();
+        let events = whole.push(b"data: a\rdata: b\r\rdata: c\r\n\r\n");
+        assert_eq!(events, vec!["a\nb".to_string(), "c".to_string()]);
+        let mut split = SseDecoder::default();
+        let mut events = split.push(b"data: x\r");
+        events.extend(split.push(b"\ndata: y\r"));
+        events.extend(split.push(b"\n\r\n"));
+        assert_eq!(events, vec!["x\ny".to_string()]);
     }
 
     #[test]
