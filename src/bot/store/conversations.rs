@@ -146,7 +146,7 @@ impl Store {
             let limit = query.limit.max(1);
             // Fetch one extra row to learn whether more exist.
             let fetch = (limit + 1) as i64;
-            let mut messages = if let Some(after) = query.after {
+            let messages = if let Some(after) = query.after {
                 let mut stmt = c.prepare(&format!(
                     "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id ASC LIMIT ?4"
                 ))?;
@@ -164,15 +164,11 @@ impl Store {
                 rows.reverse();
                 rows
             };
-            let has_more = messages.len() > limit;
-            if has_more {
-                if query.after.is_some() {
-                    messages.truncate(limit);
-                } else {
-                    messages.remove(0);
-                }
-            }
-            Ok(MessagePage { messages, has_more })
+            Ok(MessagePage::from_one_extra(
+                messages,
+                limit,
+                query.after.is_some(),
+            ))
         })
         .await
     }

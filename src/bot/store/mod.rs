@@ -187,6 +187,23 @@ pub struct MessagePage {
     pub has_more: bool,
 }
 
+impl MessagePage {
+    /// A page from `messages` read in page order with one more than `limit`: the extra
+    /// one only says there is more, and is dropped from the far end of the page (the
+    /// newest after an `after` cursor, the oldest otherwise). Both backends read so.
+    pub(super) fn from_one_extra(mut messages: Vec<Message>, limit: usize, after: bool) -> Self {
+        let has_more = messages.len() > limit;
+        if has_more {
+            if after {
+                messages.truncate(limit);
+            } else {
+                messages.remove(0);
+            }
+        }
+        MessagePage { messages, has_more }
+    }
+}
+
 /// Which messages of a conversation to read. Cursors are message ids.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MessageQuery {

@@ -156,7 +156,7 @@ impl Postgres {
         let limit = query.limit.max(1);
         let fetch = (limit + 1) as i64;
         let before = query.before.unwrap_or(i64::MAX);
-        let mut messages = if let Some(after) = query.after {
+        let messages = if let Some(after) = query.after {
             let rows = client
             .query(
                 &cached(&client, &format!(
@@ -179,15 +179,11 @@ impl Postgres {
             rows.reverse();
             rows
         };
-        let has_more = messages.len() > limit;
-        if has_more {
-            if query.after.is_some() {
-                messages.truncate(limit);
-            } else {
-                messages.remove(0);
-            }
-        }
-        Ok(MessagePage { messages, has_more })
+        Ok(MessagePage::from_one_extra(
+            messages,
+            limit,
+            query.after.is_some(),
+        ))
     }
 
     pub(in super::super) async fn conversation_history(
