@@ -348,14 +348,19 @@ fn database_url(vars: &Vars) -> Result<Option<String>, ConfigError> {
     })
 }
 
-/// This machine's name, for the default replica id (`unknown-host` if it has none).
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown-host".to_string())
+/// This machine's name, for the default replica id and `health`/`list_agents`
+/// (`unknown-host` if it has none). Read once: it names the replica for the life of
+/// the process, and reading a file on every `list_agents` call cost a syscall each.
+pub fn hostname() -> &'static str {
+    static HOSTNAME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|name| name.trim().to_string())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "unknown-host".to_string())
+    });
+    &HOSTNAME
 }
 
 /// `LLM_*`: the provider, where it is and which model.

@@ -20,6 +20,10 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Values shorter than this are not redacted by value (too many false hits).
 const MIN_SECRET_LEN: usize = 8;
 
+/// The shortest text any net can match: `://u:p@` (a URL's credentials, 7 bytes) is
+/// the shortest shape, and known values are at least [`MIN_SECRET_LEN`] long.
+const SHORTEST_MATCH: usize = 7;
+
 /// The secret shapes and what replaces each. Word boundaries are ASCII ones: a Unicode
 /// `\b` makes the regex engine fall back to a slow path on any non-ASCII text (an emoji
 /// in a tool result is enough), and every secret shape here is ASCII anyway.
@@ -162,6 +166,11 @@ impl Redactor {
 
     /// Redacts secrets inside free text.
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        // Most strings in a result are short words (a status, an emoji); none of them
+        // can hold a secret, and skipping the scan saves a regex search each.
+        if text.len() < SHORTEST_MATCH {
+            return Cow::Borrowed(text);
+        }
         let mut out = Cow::Borrowed(text);
         for secret in &self.secret_values {
             if out.contains(secret.as_str()) {
@@ -291,5 +300,17 @@ mod tests {
             redactor.redact_text("basic understanding of keys"),
             "basic understanding of keys"
         );
+    }
+
+    #[test]
+    fn the_shortest_secrets_are_still_caught() {
+        let redactor = Redactor::new(["12345678".to_string()]);
+        assert_eq!("://u:p@".len(), SHORTEST_MATCH);
+        for text in ["://u:p@", "secret=x", "12345678"] {
+            assert!(
+                redactor.redact_text(text).contains(REDACTED),
+                "{text} was not redacted"
+            );
+        }
     }
 }

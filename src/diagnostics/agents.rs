@@ -28,9 +28,10 @@ impl DiagnosticTool for ListAgents {
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
-        let agents = d.bot.agents.list();
+        let agents = d.bot.agents.to_json();
+        let count = agents.as_array().map_or(0, Vec::len);
         Ok(done(
-            json!({"count": agents.len(), "agents": agents, "replica": d.bot.replica()}),
+            json!({"count": count, "agents": agents, "replica": d.bot.replica()}),
         ))
     }
 }

@@ -79,6 +79,13 @@ impl AgentRegistry {
             .remove(id);
     }
 
+    /// The agents as a JSON array, serialised under the lock instead of cloned first
+    /// (`list_agents` answers this on every call).
+    pub fn to_json(&self) -> serde_json::Value {
+        let agents = self.agents.read().unwrap_or_else(|p| p.into_inner());
+        serde_json::to_value(agents.values().collect::<Vec<_>>()).unwrap_or_default()
+    }
+
     pub fn list(&self) -> Vec<AgentInfo> {
         self.agents
             .read()

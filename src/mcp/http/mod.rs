@@ -166,12 +166,14 @@ async fn read_json_body(
         return Err(too_large());
     }
     // A client that sends its body slowly (or never finishes it) must not hold a task
-    // forever: the whole body has to arrive within the body timeout.
-    let read = tokio::time::timeout(
-        inner.body_timeout,
-        axum::body::to_bytes(body, inner.max_body_bytes),
-    );
-    let bytes = match read.await {
+    // forever: the whole body has to arrive within the body timeout. Most bodies came
+    // in with the headers, so the timer is armed only when the first read has to wait.
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, inner.max_body_bytes));
+    let read = match futures::poll!(read.as_mut()) {
+        std::task::Poll::Ready(read) => Ok(read),
+        std::task::Poll::Pending => tokio::time::timeout(inner.body_timeout, read).await,
+    };
+    let bytes = match read {
         Ok(Ok(b)) => b,
         Err(_) => {
             return Err(refuse(
