@@ -432,6 +432,10 @@ impl ToolSet {
                 "Invalid arguments for {name}: {problem}"
             ))));
         }
+        if entry.validator.is_valid(&args) {
+            return entry.tool.call(args, ctx).await;
+        }
+        // Invalid: now say why (collecting the errors costs more than the check).
         let problems: Vec<String> = entry
             .validator
             .iter_errors(&args)
@@ -447,13 +451,10 @@ impl ToolSet {
                 }
             })
             .collect();
-        if !problems.is_empty() {
-            return Ok(Outcome::Complete(CallToolResult::error(format!(
-                "Invalid arguments for {name}: {}. See the tool's inputSchema.",
-                problems.join("; ")
-            ))));
-        }
-        entry.tool.call(args, ctx).await
+        Ok(Outcome::Complete(CallToolResult::error(format!(
+            "Invalid arguments for {name}: {}. See the tool's inputSchema.",
+            problems.join("; ")
+        ))))
     }
 }
 
