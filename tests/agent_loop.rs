@@ -455,7 +455,9 @@ async fn retention_spares_the_conversation_of_a_running_turn() {
         "the question and the reply are both stored"
     );
 
-    // The turn is over: a newer conversation, and the next prune takes it.
+    // The turn is over: a newer conversation, and the next prune takes it. Timestamps
+    // have millisecond precision: make "newer" than the turn's reply unambiguous.
+    tokio::time::sleep(Duration::from_millis(5)).await;
     store.create_conversation("after the turn").await.unwrap();
     assert!(
         eventually(3, gone(turn_conversation.clone())).await,
