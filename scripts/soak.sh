@@ -15,14 +15,31 @@
 # time (subscriptions/listen and legacy GET); the MCP server toggled off and on every
 # 20 s. Every reply is checked.
 #
-# Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (with its
-# WAL) and the row counts of trace_spans, conversations and messages. It fails (exit 1)
-# on any error; when RSS grows more than MAX_RSS_GROWTH_PCT (default 25) or the fd count
-# more than MAX_FD_GROWTH (default 24) from the first sample to the last; or when
-# trace_spans grows in the second half of the run while TRACE_MAX_TURNS caps it.
+# The bot keeps its tables within limits, set small here so each reaches its steady
+# state early in the run: TRACE_MAX_TURNS=200 for the traces, CONVERSATION_MAX_COUNT=1000
+# for the conversations every send_message starts (with their messages),
+# MCP_SESSION_MAX_AGE_SECS=120 for the ended session ids the ledger keeps (by default a
+# day's worth, up to 100,000), LOG_DB_MAX_EVENTS (default) for log_events; /mcp tasks
+# expire (the driver asks a 60 s TTL; expired ones are purged every 30 s).
+#
+# Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (file plus
+# WAL, and the WAL alone) and the row counts of trace_spans, conversations, messages,
+# mcp_tasks and mcp_ended_sessions. It fails (exit 1) on any error; when RSS grows more
+# than MAX_RSS_GROWTH_PCT (default 25) or the fd count more than MAX_FD_GROWTH (default
+# 24) from the first sample to the last; when trace_spans, conversations or messages
+# grow by half again in the second half of the run (mid-run sample to the last) while
+# their limits cap them; or when the database with its WAL grows more than
+# MAX_DB_GROWTH_PCT (default 20) in the second half (SQLite reuses the pages a prune
+# frees, so a bounded store stops growing once its tables are full). The database is
+# judged only when the mid-run sample comes after STEADY_SECS (default 120): before
+# that, /mcp tasks are still filling up to their TTL.
 #
 # Environment: SOAK_SECS=600 CLIENTS=64 STREAMS=8 SAMPLE_SECS=30 RUST_LOG=warn
-#   TRACE_MAX_TURNS=200 SERVER_CPU=0-1 CARGO=cargo CARGO_TARGET_DIR SKIP_BUILD=1
+#   TRACE_MAX_TURNS=200 CONVERSATION_MAX_COUNT=1000 SERVER_CPU=0-1 CARGO=cargo
+#   CARGO_TARGET_DIR SKIP_BUILD=1 MCP_SESSION_MAX_AGE_SECS=120 MAX_DB_GROWTH_PCT=20
+#   STEADY_SECS=120
+#   PORTHOLE_BIN=path (run this binary instead of building the release one; a debug
+#   build is far slower, so only for checking the script)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,21 +49,30 @@ STREAMS=${STREAMS:-8}
 SAMPLE_SECS=${SAMPLE_SECS:-30}
 LOG_LEVEL=${RUST_LOG:-warn}
 TRACE_MAX_TURNS=${TRACE_MAX_TURNS:-200}
+CONVERSATION_MAX_COUNT=${CONVERSATION_MAX_COUNT:-1000}
+MCP_SESSION_MAX_AGE_SECS=${MCP_SESSION_MAX_AGE_SECS:-120}
 SERVER_CPU=${SERVER_CPU:-0-1}
 CARGO=${CARGO:-cargo}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 MAX_RSS_GROWTH_PCT=${MAX_RSS_GROWTH_PCT:-25}
 MAX_FD_GROWTH=${MAX_FD_GROWTH:-24}
+MAX_DB_GROWTH_PCT=${MAX_DB_GROWTH_PCT:-20}
+STEADY_SECS=${STEADY_SECS:-120}
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"
 command -v taskset >/dev/null || { echo "taskset (util-linux) is required" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
 
-if [[ -z "${SKIP_BUILD:-}" ]]; then
-  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole)
+if [[ -n "${PORTHOLE_BIN:-}" ]]; then
+  PORTHOLE=$PORTHOLE_BIN
+else
+  if [[ -z "${SKIP_BUILD:-}" ]]; then
+    (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole)
+  fi
+  PORTHOLE="$TARGET_DIR/release/porthole"
 fi
-PORTHOLE="$TARGET_DIR/release/porthole"
+[[ -x "$PORTHOLE" ]] || { echo "no bot binary at $PORTHOLE" >&2; exit 1; }
 
 # The fake model.
 python3 "$ROOT/scripts/soak/fake_openai.py" --stats "$WORK/llm.json" >"$WORK/llm.out" 2>&1 &
@@ -62,7 +88,8 @@ cat >"$WORK/soak/mcp.json" <<JSON
 JSON
 DB="$WORK/soak/soak.db"
 start_porthole soak true DATABASE_PATH="$DB" TRACE_ENABLED=true \
-  TRACE_MAX_TURNS="$TRACE_MAX_TURNS" LLM_PROVIDER=openai \
+  TRACE_MAX_TURNS="$TRACE_MAX_TURNS" CONVERSATION_MAX_COUNT="$CONVERSATION_MAX_COUNT" \
+  MCP_SESSION_MAX_AGE_SECS="$MCP_SESSION_MAX_AGE_SECS" LLM_PROVIDER=openai \
   LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_API_KEY=sk-soak-0123456789abcdef \
   LLM_MODEL=fake-model
 BOT=$PID_soak
@@ -75,17 +102,23 @@ PIDS+=("$DRIVER")
 
 fds() { find "/proc/$BOT/fd" -maxdepth 1 -type l 2>/dev/null | wc -l; }
 db_bytes() { cat "$DB" "$DB-wal" 2>/dev/null | wc -c; }
-rows() { # table: its row count, read-only
-  python3 - "$DB" "$1" <<'PY'
+wal_bytes() { cat "$DB-wal" 2>/dev/null | wc -c; }
+TABLES=(trace_spans conversations messages mcp_tasks mcp_ended_sessions)
+rows() { # the row count of each of TABLES, read-only, in one connection
+  python3 - "$DB" "${TABLES[@]}" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=10)
-print(db.execute(f"SELECT count(*) FROM {sys.argv[2]}").fetchone()[0])
+print(" ".join(str(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in sys.argv[2:]))
 PY
 }
 ops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["total_ops"], d["total_errors"])' "$WORK/driver.json" 2>/dev/null || echo "0 0"; }
 
 echo "soak: ${SOAK_SECS}s, $CLIENTS clients ($((CLIENTS / 2)) modern, $((CLIENTS - CLIENTS / 2)) legacy), $STREAMS streams, bot pid $BOT"
-printf '%8s %10s %5s %12s %12s %13s %9s %8s %7s\n' elapsed rss_kB fds db_bytes trace_spans conversations messages ops errors
+# One sample: the columns below, in this order (read back by name with `field`).
+COLUMNS=(elapsed rss_kB fds db_bytes wal_bytes "${TABLES[@]}" ops errors)
+FORMAT='%7ss %10s %5s %12s %10s %12s %13s %9s %9s %18s %8s %7s\n'
+# shellcheck disable=SC2059
+printf "${FORMAT/\%7ss/%8s}" "${COLUMNS[@]}"
 samples=()
 start=$SECONDS
 while kill -0 "$DRIVER" 2>/dev/null; do
@@ -93,31 +126,62 @@ while kill -0 "$DRIVER" 2>/dev/null; do
   kill -0 "$BOT" 2>/dev/null || { echo "the bot died" >&2; tail -20 "$WORK/soak/out.log" >&2; exit 1; }
   kill -0 "$DRIVER" 2>/dev/null || break
   read -r total errs <<<"$(ops)"
-  line="$((SECONDS - start)) $(vm VmRSS "$BOT") $(fds) $(db_bytes) $(rows trace_spans) $(rows conversations) $(rows messages) $total $errs"
+  line="$((SECONDS - start)) $(vm VmRSS "$BOT") $(fds) $(db_bytes) $(wal_bytes) $(rows) $total $errs"
   samples+=("$line")
-  # shellcheck disable=SC2086
-  printf '%7ss %10s %5s %12s %12s %13s %9s %8s %7s\n' $line
+  # shellcheck disable=SC2059,SC2086
+  printf "$FORMAT" $line
 done
 wait "$DRIVER" || true
 
 echo "driver: $(cat "$WORK/driver.json")"
 echo "fake model: $(cat "$WORK/llm.json" 2>/dev/null)"
 (( ${#samples[@]} >= 2 )) || { echo "FAIL: fewer than two samples (SOAK_SECS too short for SAMPLE_SECS)"; exit 1; }
-read -r _ first_rss first_fds _ _ _ _ _ _ <<<"${samples[0]}"
-read -r _ last_rss last_fds _ _ _ _ _ _ <<<"${samples[-1]}"
-mid=$(( ${#samples[@]} / 2 ))
-read -r _ _ _ _ mid_spans _ _ _ _ <<<"${samples[$mid]}"
-read -r _ _ _ _ last_spans _ _ _ _ <<<"${samples[-1]}"
+# field SAMPLE COLUMN: that column of a sample line.
+field() {
+  local -a values
+  read -r -a values <<<"$1"
+  local i
+  for i in "${!COLUMNS[@]}"; do
+    [[ ${COLUMNS[$i]} == "$2" ]] && { echo "${values[$i]}"; return; }
+  done
+  echo "no column $2" >&2; exit 1
+}
+first=${samples[0]}
+mid=${samples[$(( ${#samples[@]} / 2 ))]}
+last=${samples[-1]}
+first_rss=$(field "$first" rss_kB); last_rss=$(field "$last" rss_kB)
+first_fds=$(field "$first" fds); last_fds=$(field "$last" fds)
 read -r total errors <<<"$(ops)"
 growth=$(( (last_rss - first_rss) * 100 / first_rss ))
-echo "operations $total, errors $errors; RSS ${first_rss} -> ${last_rss} kB (${growth}%), fds ${first_fds} -> ${last_fds}, trace_spans ${mid_spans} (mid-run) -> ${last_spans}"
+echo "operations $total, errors $errors; RSS ${first_rss} -> ${last_rss} kB (${growth}%), fds ${first_fds} -> ${last_fds}"
 status=0
 [[ $errors -eq 0 ]] || { echo "FAIL: $errors errors"; status=1; }
 [[ $total -gt 0 ]] || { echo "FAIL: no operations"; status=1; }
 [[ $growth -le $MAX_RSS_GROWTH_PCT ]] || { echo "FAIL: RSS grew more than ${MAX_RSS_GROWTH_PCT}%"; status=1; }
 [[ $((last_fds - first_fds)) -le $MAX_FD_GROWTH ]] || { echo "FAIL: open fds grew by more than $MAX_FD_GROWTH"; status=1; }
-if (( mid_spans > 0 && last_spans > mid_spans * 3 / 2 )); then
-  echo "FAIL: trace_spans still growing in the second half (TRACE_MAX_TURNS=$TRACE_MAX_TURNS)"; status=1
+# The capped tables: at most half again in the second half (they hover around their cap
+# plus what arrives between two prunes), never the steady climb of an uncapped table.
+for table in trace_spans conversations messages; do
+  at_mid=$(field "$mid" "$table"); at_end=$(field "$last" "$table")
+  echo "$table: ${at_mid} (mid-run) -> ${at_end}"
+  if (( at_mid > 0 && at_end > at_mid * 3 / 2 )); then
+    echo "FAIL: $table still growing in the second half (TRACE_MAX_TURNS=$TRACE_MAX_TURNS, CONVERSATION_MAX_COUNT=$CONVERSATION_MAX_COUNT)"; status=1
+  fi
+done
+mid_db=$(field "$mid" db_bytes); last_db=$(field "$last" db_bytes)
+echo "database with WAL: ${mid_db} (mid-run) -> ${last_db} bytes; WAL $(field "$mid" wal_bytes) -> $(field "$last" wal_bytes) bytes"
+db_judged=true
+if (( $(field "$mid" elapsed) < STEADY_SECS )); then
+  db_judged=false
+  echo "database size not judged: the mid-run sample is before ${STEADY_SECS}s, when /mcp tasks are still filling up (run longer)"
+elif (( last_db > mid_db * (100 + MAX_DB_GROWTH_PCT) / 100 )); then
+  echo "FAIL: the database grew more than ${MAX_DB_GROWTH_PCT}% in the second half"; status=1
 fi
-[[ $status -eq 0 ]] && echo "PASS: no errors; RSS, fds and trace tables bounded"
+if [[ $status -eq 0 ]]; then
+  if $db_judged; then
+    echo "PASS: no errors; RSS, fds, trace tables, conversations and the database size bounded"
+  else
+    echo "PASS: no errors; RSS, fds, trace tables and conversations bounded (database size not judged)"
+  fi
+fi
 exit $status

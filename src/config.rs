@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::bot::store::ConversationLimits;
 use crate::tool_filter::ToolFilter;
 
 /// A configuration value that could not be used.
@@ -87,6 +88,9 @@ pub struct Config {
     /// `PORTHOLE_REPLICA_ID`: names this process among replicas sharing one database
     /// (default: hostname and process id).
     pub replica_id: String,
+    /// `CONVERSATION_MAX_COUNT`/`CONVERSATION_MAX_AGE_SECS`: how much chat history the
+    /// store keeps (by default all of it).
+    pub conversations: ConversationLimits,
     pub llm: LlmConfig,
     pub agent_max_steps: usize,
     pub tool_timeout: Duration,
@@ -186,8 +190,29 @@ impl Vars<'_> {
         }
     }
 
-    /// An include/exclude pair of comma-separated tool-name globs; a bad pattern is
-    /// reported against the variable that holds it.
+    /// A limit that `0` (or leaving it unset) switches off: `None`, or a whole number in
+    /// `min..=max`. `off` says what `0` means, for the error message.
+    fn optional_limit(
+        &self,
+        name: &'static str,
+        min: u64,
+        max: u64,
+        off: &str,
+    ) -> Result<Option<u64>, ConfigError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(v) => match v.parse::<u64>() {
+                Ok(0) => Ok(None),
+                Ok(n) if n >= min && n <= max => Ok(Some(n)),
+                _ => Err(ConfigError {
+                    variable: name,
+                    value: v,
+                    allowed: format!("0 ({off}) or a whole number from {min} to {max}"),
+                }),
+            },
+        }
+    }
+
     /// A whole number of seconds in `min..=max`.
     fn seconds(
         &self,
@@ -199,6 +224,8 @@ impl Vars<'_> {
         Ok(Duration::from_secs(self.number(name, default, min, max)?))
     }
 
+    /// An include/exclude pair of comma-separated tool-name globs; a bad pattern is
+    /// reported against the variable that holds it.
     fn tool_filter(
         &self,
         include: &'static str,
@@ -272,6 +299,7 @@ impl Config {
             replica_id: vars
                 .raw("PORTHOLE_REPLICA_ID")
                 .unwrap_or_else(|| format!("{}-{}", hostname(), std::process::id())),
+            conversations: conversation_limits(&vars)?,
             llm,
             agent_max_steps: vars.number("AGENT_MAX_STEPS", 8usize, 1, 100)?,
             tool_timeout: vars.seconds("TOOL_TIMEOUT_SECS", 30, 1, 3600)?,
@@ -345,6 +373,29 @@ fn database_url(vars: &Vars) -> Result<Option<String>, ConfigError> {
         allowed: "a PostgreSQL URL such as postgres://user:password@127.0.0.1:5432/porthole \
                   (leave it unset to use the SQLite file DATABASE_PATH)"
             .into(),
+    })
+}
+
+/// `CONVERSATION_MAX_COUNT` and `CONVERSATION_MAX_AGE_SECS`. Both default to 0, which
+/// keeps everything: the store is the user's chat history, and nothing of it goes unless
+/// they ask. The age has the traces' floor of a minute, so no conversation can expire
+/// between a user's message and the next.
+fn conversation_limits(vars: &Vars) -> Result<ConversationLimits, ConfigError> {
+    let max_count = vars.optional_limit(
+        "CONVERSATION_MAX_COUNT",
+        1,
+        1_000_000_000,
+        "keep every conversation",
+    )?;
+    let max_age = vars.optional_limit(
+        "CONVERSATION_MAX_AGE_SECS",
+        60,
+        10 * 365 * 24 * 3600,
+        "keep conversations of any age",
+    )?;
+    Ok(ConversationLimits {
+        max_count: max_count.map(|n| n as usize),
+        max_age: max_age.map(Duration::from_secs),
     })
 }
 
@@ -586,6 +637,56 @@ mod tests {
             c.secret_values()
                 .contains(&"Bearer tok-123456789".to_string())
         );
+    }
+
+    #[test]
+    fn conversation_limits_default_to_keeping_everything() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.conversations, ConversationLimits::default());
+        let c = config(&[
+            ("CONVERSATION_MAX_COUNT", "0"),
+            ("CONVERSATION_MAX_AGE_SECS", "0"),
+        ])
+        .unwrap();
+        assert_eq!(c.conversations, ConversationLimits::default());
+        let c = config(&[
+            ("CONVERSATION_MAX_COUNT", "5000"),
+            ("CONVERSATION_MAX_AGE_SECS", "2592000"),
+        ])
+        .unwrap();
+        assert_eq!(c.conversations.max_count, Some(5000));
+        assert_eq!(
+            c.conversations.max_age,
+            Some(Duration::from_secs(2_592_000))
+        );
+    }
+
+    #[test]
+    fn bad_conversation_limits_name_the_variable_and_the_off_switch() {
+        for (variable, value, allowed) in [
+            (
+                "CONVERSATION_MAX_COUNT",
+                "-1",
+                "0 (keep every conversation) or a whole number from 1 to 1000000000",
+            ),
+            ("CONVERSATION_MAX_COUNT", "lots", "from 1 to 1000000000"),
+            (
+                "CONVERSATION_MAX_COUNT",
+                "1000000001",
+                "from 1 to 1000000000",
+            ),
+            (
+                "CONVERSATION_MAX_AGE_SECS",
+                "30",
+                "0 (keep conversations of any age) or a whole number from 60 to 315360000",
+            ),
+            ("CONVERSATION_MAX_AGE_SECS", "7d", "from 60 to 315360000"),
+        ] {
+            let err = config(&[(variable, value)]).unwrap_err();
+            assert_eq!(err.variable, variable);
+            assert_eq!(err.value, value);
+            assert!(err.to_string().contains(allowed), "{err}");
+        }
     }
 
     #[test]

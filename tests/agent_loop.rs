@@ -356,3 +356,112 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
     );
     app.shutdown().await;
 }
+
+/// Polls `check` every 50 ms for up to `secs` seconds; whether it came true.
+async fn eventually<F, Fut>(secs: u64, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Conversation retention never deletes the conversation a turn is working on: with
+/// `CONVERSATION_MAX_COUNT=1`, conversations made during a slow turn push the turn's own
+/// out of the newest one, and the retention task prunes them, yet the turn's stays and
+/// the turn stores its reply. Once the turn is over, the next prune removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_spares_the_conversation_of_a_running_turn() {
+    let llm = fake_llm::start(vec![Turn::Slow(3000, vec!["slow ", "answer"])]).await;
+    let base = format!("{}/v1", llm.url());
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", &base),
+        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
+        ("LLM_MODEL", "fake-model"),
+        ("CONVERSATION_MAX_COUNT", "1"),
+    ])
+    .await;
+    let store = app.bot.store.clone();
+    let turn = tokio::spawn({
+        let bot = app.bot.clone();
+        async move {
+            bot.supervisor
+                .send(None, "take your time", &ExecContext::new(&["user"]), None)
+                .await
+        }
+    });
+    let turn_started = || {
+        let store = store.clone();
+        async move { store.list_conversations(10).await.unwrap().len() == 1 }
+    };
+    assert!(
+        eventually(5, turn_started).await,
+        "the turn starts its conversation"
+    );
+    let turn_conversation = store.list_conversations(10).await.unwrap()[0].id.clone();
+    let mut newer = Vec::new();
+    for i in 0..3 {
+        let c = store
+            .create_conversation(&format!("newer {i}"))
+            .await
+            .unwrap();
+        newer.push(c.id);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let gone = |id: String| {
+        let store = store.clone();
+        move || {
+            let (store, id) = (store.clone(), id.clone());
+            async move { store.get_conversation(&id).await.unwrap().is_none() }
+        }
+    };
+    assert!(
+        eventually(3, gone(newer[1].clone())).await,
+        "the retention task prunes beyond the newest conversation"
+    );
+    assert!(store.get_conversation(&newer[0]).await.unwrap().is_none());
+    assert!(
+        !turn.is_finished(),
+        "the model is still answering (the test relies on it)"
+    );
+    assert!(
+        store
+            .get_conversation(&turn_conversation)
+            .await
+            .unwrap()
+            .is_some(),
+        "the turn's conversation is held"
+    );
+
+    let reply = turn.await.unwrap().unwrap();
+    assert_eq!(reply.conversation_id, turn_conversation);
+    assert_eq!(reply.response, "slow answer");
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    let history = store
+        .conversation_history(&turn_conversation)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.len(),
+        2,
+        "the question and the reply are both stored"
+    );
+
+    // The turn is over: a newer conversation, and the next prune takes it. Timestamps
+    // have millisecond precision: make "newer" than the turn's reply unambiguous.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    store.create_conversation("after the turn").await.unwrap();
+    assert!(
+        eventually(3, gone(turn_conversation.clone())).await,
+        "without a turn holding it, the conversation goes like any other"
+    );
+    app.shutdown().await;
+}

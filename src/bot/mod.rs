@@ -10,6 +10,7 @@ pub mod agents;
 pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
+pub mod retention;
 pub mod skills;
 pub mod stats;
 pub mod store;
@@ -95,6 +96,8 @@ fn operational_settings(config: &Config) -> serde_json::Value {
         "scheduler_enabled": config.scheduler_enabled,
         "web_console_forwarding": config.web_console_forwarding,
         "database": if config.database_url.is_some() { "postgres" } else if config.database_path == ":memory:" { "in memory" } else { "file" },
+        "conversation_max_count": config.conversations.max_count,
+        "conversation_max_age_secs": config.conversations.max_age.map(|age| age.as_secs()),
     })
 }
 
@@ -292,6 +295,7 @@ impl Bot {
             config.replica_id.clone(),
         ));
         let skills = load_skills(&config);
+        retention::spawn_conversation_retention(store.clone(), config.conversations);
 
         Ok(Arc::new(Bot {
             redactor,

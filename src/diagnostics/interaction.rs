@@ -94,7 +94,9 @@ impl DiagnosticTool for SendMessage {
                 "trace_id": reply.trace_id,
             }))),
             Ok(Err(AgentError::UnknownConversation(id))) => Ok(failed(format!(
-                "no conversation with id `{id}`; omit conversation_id to start one, or call list_conversations"
+                "no conversation with id `{id}` (never made, or deleted by conversation retention: \
+                 CONVERSATION_MAX_COUNT, CONVERSATION_MAX_AGE_SECS); omit conversation_id to start \
+                 one, or call list_conversations"
             ))),
             Ok(Err(e)) => Ok(failed(e.to_string())),
             Err(_) => Ok(failed(format!(

@@ -124,7 +124,10 @@ fn emit(events: &Events, event: AgentEvent) {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("conversation {0} does not exist")]
+    #[error(
+        "conversation {0} does not exist (it never did, or the retention limits \
+         CONVERSATION_MAX_COUNT/CONVERSATION_MAX_AGE_SECS removed it)"
+    )]
     UnknownConversation(String),
     #[error("the message is empty; send some text")]
     EmptyMessage,

@@ -114,15 +114,21 @@ impl Supervisor {
         if content.is_empty() {
             return Err(AgentError::EmptyMessage);
         }
-        let conversation = match conversation_id {
-            Some(id) => self
-                .store
-                .get_conversation(id)
-                .await?
-                .ok_or_else(|| AgentError::UnknownConversation(id.to_string()))?,
+        // Held from before the turn first reads or writes it until the turn ends, so
+        // conversation retention never deletes it under the turn.
+        let (conversation, _held) = match conversation_id {
+            Some(id) => {
+                let held = self.store.hold_conversation(id).await;
+                let conversation = self
+                    .store
+                    .get_conversation(id)
+                    .await?
+                    .ok_or_else(|| AgentError::UnknownConversation(id.to_string()))?;
+                (conversation, held)
+            }
             None => {
                 let title: String = content.chars().take(60).collect();
-                self.store.create_conversation(&title).await?
+                self.store.create_held_conversation(&title).await?
             }
         };
         emit(&events, AgentEvent::Conversation(conversation.id.clone()));

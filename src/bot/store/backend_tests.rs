@@ -276,6 +276,13 @@ async fn memories_settings_and_sessions_on(store: Store) {
         store.ended_sessions(500).await.unwrap(),
         vec!["new".to_string()]
     );
+    // What a running ledger prunes as sessions end: ids past their age go.
+    store.record_ended_session("newer", 3000).await.unwrap();
+    store.prune_ended_sessions(2000).await.unwrap();
+    assert_eq!(
+        store.ended_sessions(0).await.unwrap(),
+        vec!["newer".to_string()]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -550,4 +557,174 @@ async fn hidden_write_on(store: Store) {
         !dropped.read_only && !dropped.writes.is_empty(),
         "{dropped:?}"
     );
+}
+
+/// One number a query returns (counts).
+async fn count(store: &Store, sql: &str) -> i64 {
+    let outcome = store.run_sql(sql, vec![], 1, true, TIMEOUT).await.unwrap();
+    outcome.rows[0][0].as_i64().unwrap()
+}
+
+/// The ids of the conversations left, sorted.
+async fn conversation_ids(store: &Store) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .list_conversations(1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn sorted(ids: &[&String]) -> Vec<String> {
+    let mut ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// `n` conversations with two messages each, each later than the one before.
+async fn chats(store: &Store, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let c = store
+            .create_conversation(&format!("chat {i}"))
+            .await
+            .unwrap();
+        for role in [Role::User, Role::Assistant] {
+            store
+                .append_message(&c.id, NewMessage::text(role, format!("{i}")))
+                .await
+                .unwrap();
+        }
+        ids.push(c.id);
+        // Timestamps have millisecond precision: make "later" unambiguous.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    ids
+}
+
+const ORPHAN_MESSAGES: &str =
+    "SELECT COUNT(*) FROM messages WHERE conversation_id NOT IN (SELECT id FROM conversations)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_beyond_the_count_go_with_their_messages() {
+    on_every_backend!(prune_by_count_on);
+}
+
+async fn prune_by_count_on(store: Store) {
+    let ids = chats(&store, 5).await;
+    // A message makes the oldest conversation the most recently active one.
+    store
+        .append_message(&ids[0], NewMessage::text(Role::User, "back again"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .prune_conversations(ConversationLimits::default())
+            .await
+            .unwrap(),
+        0,
+        "no limit set: nothing goes"
+    );
+    assert_eq!(conversation_ids(&store).await.len(), 5);
+
+    let three = ConversationLimits {
+        max_count: Some(3),
+        max_age: None,
+    };
+    assert_eq!(store.prune_conversations(three).await.unwrap(), 2);
+    assert_eq!(
+        conversation_ids(&store).await,
+        sorted(&[&ids[0], &ids[3], &ids[4]]),
+        "the newest three by last activity stay"
+    );
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM messages").await, 7);
+    assert_eq!(count(&store, ORPHAN_MESSAGES).await, 0);
+    assert_eq!(
+        store.prune_conversations(three).await.unwrap(),
+        0,
+        "within the limit"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_idle_too_long_go_with_their_messages() {
+    on_every_backend!(prune_by_age_on);
+}
+
+async fn prune_by_age_on(store: Store) {
+    let ids = chats(&store, 3).await;
+    for old in [&ids[0], &ids[1]] {
+        store
+            .run_sql(
+                &format!(
+                    "UPDATE conversations SET updated_at = '2000-01-01T00:00:00.000Z' WHERE id = '{old}'"
+                ),
+                vec![],
+                1,
+                false,
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+    }
+    let a_day = ConversationLimits {
+        max_count: None,
+        max_age: Some(Duration::from_secs(24 * 3600)),
+    };
+    assert_eq!(store.prune_conversations(a_day).await.unwrap(), 2);
+    assert_eq!(conversation_ids(&store).await, vec![ids[2].clone()]);
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM messages").await, 2);
+    assert_eq!(count(&store, ORPHAN_MESSAGES).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_conversation_is_never_pruned() {
+    on_every_backend!(held_conversation_on);
+}
+
+async fn held_conversation_on(store: Store) {
+    let ids = chats(&store, 3).await;
+    let only_one = ConversationLimits {
+        max_count: Some(1),
+        max_age: Some(Duration::from_secs(60)),
+    };
+    // The oldest, and idle too long as well: a turn holds it all the same.
+    store
+        .run_sql(
+            &format!(
+                "UPDATE conversations SET updated_at = '2000-01-01T00:00:00.000Z' WHERE id = '{}'",
+                ids[0]
+            ),
+            vec![],
+            1,
+            false,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    let held = store.hold_conversation(&ids[0]).await;
+    let second_turn = store.hold_conversation(&ids[0]).await;
+    let (new, new_held) = store.create_held_conversation("new turn").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let newest = chats(&store, 1).await;
+    assert_eq!(store.prune_conversations(only_one).await.unwrap(), 2);
+    assert_eq!(
+        conversation_ids(&store).await,
+        sorted(&[&ids[0], &new.id, &newest[0]]),
+        "held conversations stay beyond both limits"
+    );
+    drop(held);
+    drop(new_held);
+    assert_eq!(store.prune_conversations(only_one).await.unwrap(), 1);
+    assert!(
+        store.get_conversation(&ids[0]).await.unwrap().is_some(),
+        "another turn still holds it"
+    );
+    drop(second_turn);
+    assert_eq!(store.prune_conversations(only_one).await.unwrap(), 1);
+    assert_eq!(conversation_ids(&store).await, vec![newest[0].clone()]);
+    assert_eq!(count(&store, ORPHAN_MESSAGES).await, 0);
 }

@@ -1,4 +1,5 @@
-//! Conversations and their messages: create, list, page through, append.
+//! Conversations and their messages: create, list, page through, append. How long they
+//! are kept is `retention`'s business.
 
 use super::*;
 
@@ -8,26 +9,38 @@ pub(super) const MESSAGE_SELECT: &str = "SELECT id, conversation_id, role, conte
 
 impl Store {
     pub async fn create_conversation(&self, title: &str) -> Result<Conversation, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.create_conversation(title).await;
-        }
-        let title = title.to_string();
-        self.call(move |c| {
-            let id = uuid::Uuid::new_v4().to_string();
-            let now = now_rfc3339();
-            c.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                params![id, title, now],
-            )?;
-            Ok(Conversation {
-                id,
-                title,
-                created_at: now.clone(),
-                updated_at: now,
-                message_count: 0,
+        self.insert_conversation(uuid::Uuid::new_v4().to_string(), title)
+            .await
+    }
+
+    /// Stores a new, empty conversation under `id` (and counts it for retention).
+    pub(super) async fn insert_conversation(
+        &self,
+        id: String,
+        title: &str,
+    ) -> Result<Conversation, StoreError> {
+        let conversation = if let Some(pg) = self.postgres() {
+            pg.insert_conversation(id, title).await?
+        } else {
+            let title = title.to_string();
+            self.call(move |c| {
+                let now = now_rfc3339();
+                c.execute(
+                    "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+                    params![id, title, now],
+                )?;
+                Ok(Conversation {
+                    id,
+                    title,
+                    created_at: now.clone(),
+                    updated_at: now,
+                    message_count: 0,
+                })
             })
-        })
-        .await
+            .await?
+        };
+        self.count_created_conversation();
+        Ok(conversation)
     }
 
     pub async fn get_conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {

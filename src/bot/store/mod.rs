@@ -12,7 +12,8 @@
 //!
 //! This file holds the types and the connection; each kind of record has its own file
 //! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
-//! `ended_sessions`, `mcp_tasks`, `traces`), `schema` the migrations, `sql` the
+//! `ended_sessions`, `mcp_tasks`, `traces`), `retention` how long conversations are kept
+//! (and which a turn holds), `schema` the migrations, `sql` the
 //! console behind `db_query`, `rows` what both backends share (reading a row, binding a
 //! parameter, one statement text for both), and `pg` the PostgreSQL backend.
 
@@ -30,6 +31,7 @@ mod log_events;
 mod mcp_tasks;
 mod memories;
 mod pg;
+mod retention;
 mod rows;
 mod schema;
 mod sql;
@@ -38,6 +40,7 @@ mod tool_settings;
 mod traces;
 
 pub use mcp_tasks::StoredTaskRow;
+pub use retention::{ConversationHold, ConversationLimits};
 pub use sql::{SqlOutcome, StatementSummary};
 pub use traces::{Page, SpanQuery, TraceSummary};
 
@@ -235,6 +238,8 @@ pub struct Store {
     backend: Backend,
     /// The SQLite path, or the PostgreSQL URL with its password redacted.
     path: Arc<str>,
+    /// The conversations turns hold, for retention (see [`retention`]).
+    activity: Arc<retention::ConversationActivity>,
 }
 
 #[derive(Clone)]
@@ -253,6 +258,7 @@ impl Store {
             return Ok(Store {
                 path: postgres.display_url().into(),
                 backend: Backend::Postgres(Arc::new(postgres)),
+                activity: Arc::default(),
             });
         }
         Self::open_sqlite(location)
@@ -289,6 +295,7 @@ impl Store {
         Ok(Store {
             backend: Backend::Sqlite(Arc::new(Mutex::new(conn))),
             path: path.into(),
+            activity: Arc::default(),
         })
     }
 

@@ -138,6 +138,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
         status TEXT NOT NULL,
         PRIMARY KEY (task_id, due_at)
     );",
+    // 10: conversations by last activity, for retention (keep the newest N, delete
+    // those idle too long) without reading the whole table.
+    "CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
 ];
 
 /// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
@@ -184,6 +187,10 @@ impl Store {
     }
 }
 
+/// The size the WAL file is cut back to after a checkpoint (bytes): above what the
+/// automatic checkpoint lets it reach, so it is not cut and regrown in normal use.
+const WAL_SIZE_LIMIT: i64 = 16 * 1024 * 1024;
+
 pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Reading the schema first surfaces "file is not a database" before any pragma.
@@ -193,6 +200,10 @@ pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Checkpoints keep the WAL near 1000 pages (4 MiB), but the file never shrinks: a
+    // reader that held a checkpoint back leaves it at its largest. This cuts it back
+    // once a checkpoint completes, so the file's size stays bounded.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
+use crate::bot::retention::Pruning;
 use crate::bot::store::Store;
 use crate::redact::Redactor;
 
@@ -52,7 +53,7 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
-        let mut pruning = Pruning::default();
+        let mut pruning = Pruning::new(PRUNE_EVERY_TURNS, PRUNE_EVERY);
         loop {
             let first = match receiver.try_recv() {
                 Ok(message) => message,
@@ -128,32 +129,11 @@ impl Writer {
     }
 }
 
-/// When to apply the count and age limits: not on every batch (the delete costs more
-/// than the insert), but after every few turns, at least once a second while turns
-/// arrive, and whenever a reader flushes (so what it reads is within the limits).
-#[derive(Default)]
-struct Pruning {
-    roots_since: usize,
-    last: Option<std::time::Instant>,
-}
-
-/// Turns stored between two prunes at most (unless a reader flushes first).
+/// Turns stored between two applications of the count and age limits at most (unless
+/// a reader flushes first, so what it reads is within them), and at least once a second
+/// while turns arrive: the delete costs more than the insert (see [`Pruning`]).
 const PRUNE_EVERY_TURNS: usize = 16;
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
-
-impl Pruning {
-    fn due(&mut self, new_roots: usize, flushing: bool) -> bool {
-        self.roots_since += new_roots;
-        let stale = self.last.is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
-        let due =
-            (self.roots_since > 0 && (flushing || stale)) || self.roots_since >= PRUNE_EVERY_TURNS;
-        if due {
-            self.roots_since = 0;
-            self.last = Some(std::time::Instant::now());
-        }
-        due
-    }
-}
 
 /// Redacts every secret the process knows from a span, then cuts its payloads.
 fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize) {
@@ -208,25 +188,6 @@ pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn limits_are_applied_every_few_turns_and_on_every_flush() {
-        let mut pruning = Pruning::default();
-        assert!(
-            pruning.due(1, false),
-            "the first turn prunes (nothing pruned yet)"
-        );
-        assert!(
-            !pruning.due(1, false),
-            "the next one within the second waits"
-        );
-        assert!(pruning.due(0, true), "a reader's flush prunes what waited");
-        assert!(!pruning.due(0, true), "nothing new: nothing to prune");
-        assert!(
-            pruning.due(PRUNE_EVERY_TURNS, false),
-            "many turns at once prune"
-        );
-    }
 
     #[test]
     fn payloads_over_the_limit_are_cut_and_marked() {

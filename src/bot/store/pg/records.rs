@@ -1,4 +1,5 @@
-//! The PostgreSQL statements of each record kind: conversations and messages, tasks,
+//! The PostgreSQL statements of each record kind: conversations and messages (and their
+//! retention), tasks,
 //! memories, tool settings, ended sessions, log events and `/mcp` tasks. Each method
 //! has the name, arguments and meaning of the `Store` method that calls it; rows are
 //! read by the same `…_from_row` functions as on SQLite.
@@ -8,7 +9,9 @@ use serde_json::Value;
 use super::super::conversations::{
     CONVERSATION_SELECT, MESSAGE_SELECT, conversation_from_row, message_from_row,
 };
+use super::super::ended_sessions::{PRUNE_ENDED_SESSIONS_BY_AGE, PRUNE_ENDED_SESSIONS_BY_COUNT};
 use super::super::log_events::contains_pattern;
+use super::super::retention::{PRUNE_BY_AGE_POSTGRES, PRUNE_BY_COUNT_POSTGRES};
 use super::super::rows::numbered_for_postgres;
 use super::super::tasks::{OPEN_RUN, TASK_COLUMNS, TASK_SELECT, task_from_row};
 use super::super::{
@@ -16,6 +19,10 @@ use super::super::{
     now_rfc3339,
 };
 use super::{Postgres, cached, is_unique_violation};
+
+/// A fixed key for `pg_try_advisory_xact_lock`: one replica prunes conversations at a
+/// time.
+const RETENTION_LOCK: i64 = 0x7265_7465_6e74_696f; // "retentio"
 
 /// Collects rows read by a `…_from_row` function.
 fn read_all<T>(
@@ -26,12 +33,12 @@ fn read_all<T>(
 }
 
 impl Postgres {
-    pub(in super::super) async fn create_conversation(
+    pub(in super::super) async fn insert_conversation(
         &self,
+        id: String,
         title: &str,
     ) -> Result<Conversation, StoreError> {
         let client = self.client().await?;
-        let id = uuid::Uuid::new_v4().to_string();
         let now = now_rfc3339();
         client
             .execute(
@@ -46,6 +53,45 @@ impl Postgres {
             updated_at: now,
             message_count: 0,
         })
+    }
+
+    /// The PostgreSQL side of `Store::prune_conversations`: both limits in one
+    /// transaction, under an advisory lock so replicas prune one at a time (a replica
+    /// that finds it taken skips this round: another is pruning the same rows).
+    pub(in super::super) async fn prune_conversations(
+        &self,
+        keep: Option<i64>,
+        cutoff: Option<String>,
+        held: Vec<String>,
+    ) -> Result<usize, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let locked: bool = tx
+            .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&RETENTION_LOCK])
+            .await?
+            .try_get(0)?;
+        if !locked {
+            return Ok(0);
+        }
+        let mut deleted = 0;
+        if let Some(keep) = keep {
+            deleted += tx
+                .execute(
+                    &tx.prepare_cached(PRUNE_BY_COUNT_POSTGRES).await?,
+                    &[&keep, &held],
+                )
+                .await?;
+        }
+        if let Some(cutoff) = cutoff {
+            deleted += tx
+                .execute(
+                    &tx.prepare_cached(PRUNE_BY_AGE_POSTGRES).await?,
+                    &[&cutoff, &held],
+                )
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(deleted as usize)
     }
 
     pub(in super::super) async fn get_conversation(
@@ -348,33 +394,31 @@ impl Postgres {
             .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
     }
 
-    pub(in super::super) async fn ended_sessions(
+    pub(in super::super) async fn prune_ended_sessions(
         &self,
-        minted_after_ms: u64,
+        minted_after_ms: i64,
         kept: i64,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            &tx.prepare_cached(&numbered_for_postgres(PRUNE_ENDED_SESSIONS_BY_AGE))
+                .await?,
+            &[&minted_after_ms],
+        )
+        .await?;
+        tx.execute(
+            &tx.prepare_cached(&numbered_for_postgres(PRUNE_ENDED_SESSIONS_BY_COUNT))
+                .await?,
+            &[&kept],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(in super::super) async fn ended_session_ids(&self) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
-        client
-            .execute(
-                &cached(
-                    &client,
-                    "DELETE FROM mcp_ended_sessions WHERE minted_ms < $1",
-                )
-                .await?,
-                &[&(minted_after_ms as i64)],
-            )
-            .await?;
-        client
-            .execute(
-                &cached(
-                    &client,
-                    "DELETE FROM mcp_ended_sessions WHERE id NOT IN
-                   (SELECT id FROM mcp_ended_sessions ORDER BY minted_ms DESC LIMIT $1)",
-                )
-                .await?,
-                &[&kept],
-            )
-            .await?;
         let rows = client
             .query(
                 &cached(&client, "SELECT id FROM mcp_ended_sessions").await?,

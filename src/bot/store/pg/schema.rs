@@ -149,6 +149,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
         status TEXT NOT NULL,
         PRIMARY KEY (task_id, due_at)
     );",
+    // 10: conversations by last activity, for retention.
+    "CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
