@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
-use crate::bot::store::Store;
+use crate::bot::store::{Prune, Store};
 use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
@@ -52,7 +52,7 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
-        let mut pruning = Pruning::default();
+        let mut pruning = Pruning::new(self.settings.max_turns);
         loop {
             let first = match receiver.try_recv() {
                 Ok(message) => message,
@@ -83,8 +83,10 @@ impl Writer {
                 };
             }
             let roots = batch.iter().filter(|s| s.is_root).count();
-            let prune = pruning.due(roots, !flushes.is_empty());
-            self.write(std::mem::take(&mut batch), prune).await;
+            let prune_turns = pruning.due(roots, !flushes.is_empty());
+            if !batch.is_empty() || !flushes.is_empty() {
+                self.write(std::mem::take(&mut batch), prune_turns).await;
+            }
             if flushes.iter().any(|(_, export)| *export)
                 && let Some(exporter) = &self.exporter
             {
@@ -96,11 +98,10 @@ impl Writer {
         }
     }
 
-    /// Stores `spans` (pruning in the same transaction when `prune`).
-    async fn write(&self, mut spans: Vec<SpanRecord>, prune: bool) {
-        if spans.is_empty() && !prune {
-            return;
-        }
+    /// Stores `spans` and, in the same transaction, deletes what is older than the age
+    /// limit (a seek on the start index: cheap) and, when `prune_turns`, the turns beyond
+    /// the count limit.
+    async fn write(&self, mut spans: Vec<SpanRecord>, prune_turns: bool) {
         // Redaction and cutting are CPU work: off the async workers the turns run on.
         let redactor = self.redactor.clone();
         let max_payload_bytes = self.settings.max_payload_bytes;
@@ -118,38 +119,46 @@ impl Writer {
         if let Some(exporter) = &self.exporter {
             exporter.export(&spans);
         }
-        let cutoff_us = chrono::Utc::now().timestamp_micros()
-            - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX);
-        let limits = prune.then_some((self.settings.max_turns, cutoff_us));
-        if let Err(error) = self.store.append_spans(spans, limits).await {
+        let prune = Prune {
+            keep_turns: prune_turns.then_some(self.settings.max_turns),
+            before_us: Some(
+                chrono::Utc::now().timestamp_micros()
+                    - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
+            ),
+        };
+        if let Err(error) = self.store.append_spans(spans, prune).await {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
         }
     }
 }
 
-/// When to apply the count and age limits: not on every batch (the delete costs more
-/// than the insert), but after every few turns, at least once a second while turns
-/// arrive, and whenever a reader flushes (so what it reads is within the limits).
-#[derive(Default)]
+/// When to apply the count limit. Cutting back to `TRACE_MAX_TURNS` finds the oldest
+/// turn to keep by walking the newest turns in the roots index, so it costs in proportion
+/// to the limit (up to 1,000,000 turns); the count may therefore overshoot by a slack (a
+/// twentieth of the limit, at least 16 turns) before it is cut back, which spreads that
+/// walk over many turns. A reader's flush cuts back whatever arrived since, so what it
+/// reads is within the limit.
 struct Pruning {
-    roots_since: usize,
-    last: Option<std::time::Instant>,
+    slack: usize,
+    turns_since: usize,
 }
 
-/// Turns stored between two prunes at most (unless a reader flushes first).
-const PRUNE_EVERY_TURNS: usize = 16;
-const PRUNE_EVERY: Duration = Duration::from_secs(1);
-
 impl Pruning {
-    fn due(&mut self, new_roots: usize, flushing: bool) -> bool {
-        self.roots_since += new_roots;
-        let stale = self.last.is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
-        let due =
-            (self.roots_since > 0 && (flushing || stale)) || self.roots_since >= PRUNE_EVERY_TURNS;
+    /// The first batch cuts back (the limit may have been lowered since the last run).
+    fn new(max_turns: usize) -> Pruning {
+        let slack = (max_turns / 20).max(16);
+        Pruning {
+            slack,
+            turns_since: slack,
+        }
+    }
+
+    fn due(&mut self, new_turns: usize, flushing: bool) -> bool {
+        self.turns_since += new_turns;
+        let due = self.turns_since >= self.slack || (flushing && self.turns_since > 0);
         if due {
-            self.roots_since = 0;
-            self.last = Some(std::time::Instant::now());
+            self.turns_since = 0;
         }
         due
     }
@@ -210,22 +219,15 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn limits_are_applied_every_few_turns_and_on_every_flush() {
-        let mut pruning = Pruning::default();
-        assert!(
-            pruning.due(1, false),
-            "the first turn prunes (nothing pruned yet)"
-        );
-        assert!(
-            !pruning.due(1, false),
-            "the next one within the second waits"
-        );
-        assert!(pruning.due(0, true), "a reader's flush prunes what waited");
-        assert!(!pruning.due(0, true), "nothing new: nothing to prune");
-        assert!(
-            pruning.due(PRUNE_EVERY_TURNS, false),
-            "many turns at once prune"
-        );
+    fn the_count_limit_is_applied_after_a_slack_of_turns_and_on_every_flush() {
+        let mut pruning = Pruning::new(1_000);
+        assert_eq!(pruning.slack, 50, "a twentieth of the limit");
+        assert!(pruning.due(1, false), "the first batch cuts back");
+        assert!(!pruning.due(49, false), "within the slack: no cut");
+        assert!(pruning.due(1, false), "the slack is used up");
+        assert!(!pruning.due(0, true), "nothing new: nothing to cut");
+        assert!(pruning.due(1, true), "a reader's flush cuts what waited");
+        assert_eq!(Pruning::new(2).slack, 16, "at least 16 turns");
     }
 
     #[test]
