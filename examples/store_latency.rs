@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use porthole::bot::store::{MessageQuery, NewMessage, Role, SpanQuery, Store};
+use porthole::bot::store::{MessageQuery, NewMessage, Prune, Role, SpanQuery, Store};
 use porthole::bot::trace::{SpanKind, SpanRecord};
 use serde_json::{Map, json};
 
@@ -155,7 +155,10 @@ async fn run(store: &Store, count: usize) -> Vec<(&'static str, Timings)> {
         "append_spans (a turn of 4 spans)",
         measure(count, |i| async move {
             let spans = (0..4).map(|j| span(i, j)).collect();
-            store.append_spans(spans, None).await.expect("spans");
+            store
+                .append_spans(spans, Prune::default())
+                .await
+                .expect("spans");
         })
         .await,
     ));

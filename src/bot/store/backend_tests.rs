@@ -360,7 +360,7 @@ async fn traces_on(store: Store) {
                 span("t2", "r2", "r2", SpanKind::Turn, 2_000),
                 span("t2", "s-llm2", "r2", SpanKind::Llm, 2_100),
             ],
-            None,
+            Prune::default(),
         )
         .await
         .unwrap();
@@ -422,7 +422,16 @@ async fn traces_on(store: Store) {
         "s-tool"
     );
     // Keep one trace: the older turn goes, spans and all.
-    store.append_spans(vec![], Some((1, 0))).await.unwrap();
+    store
+        .append_spans(
+            vec![],
+            Prune {
+                keep_turns: Some(1),
+                before_us: Some(0),
+            },
+        )
+        .await
+        .unwrap();
     assert!(store.trace_spans("t1").await.unwrap().is_empty());
     assert_eq!(store.trace_spans("t2").await.unwrap().len(), 2);
 }

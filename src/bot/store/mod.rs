@@ -42,7 +42,7 @@ mod traces;
 pub use mcp_tasks::StoredTaskRow;
 pub use retention::{ConversationHold, ConversationLimits};
 pub use sql::{SqlOutcome, StatementSummary};
-pub use traces::{Page, SpanQuery, TraceSummary};
+pub use traces::{Page, Prune, SpanQuery, TraceSummary};
 
 use pg::Postgres;
 pub use pg::{Change, fresh_schema_url, redact_url, url_password};
@@ -448,6 +448,70 @@ mod tests {
             store.recall("col").await.unwrap(),
             vec![("colour".to_string(), "blue".to_string())]
         );
+    }
+
+    /// Migration 10 changes the indexes of `trace_spans` only: the spans stored before it
+    /// are still read, listed and pruned after it.
+    #[tokio::test]
+    async fn trace_spans_survive_the_index_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traced.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&MIGRATIONS[..9].join("\n")).unwrap();
+            conn.pragma_update(None, "user_version", 9).unwrap();
+            for (id, root, is_root, start) in [("r1", "r1", 1, 1_000), ("l1", "r1", 0, 1_100)] {
+                conn.execute(
+                    "INSERT INTO trace_spans (span_id, trace_id, is_root, kind, name, start_us, \
+                     duration_us, attributes, root_span_id) VALUES (?1, 't1', ?2, ?3, ?1, ?4, 5, '{}', ?5)",
+                    rusqlite::params![id, is_root, if is_root == 1 { "turn" } else { "llm" }, start, root],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(store.trace_spans("t1").await.unwrap().len(), 2);
+        assert_eq!(store.span("l1").await.unwrap().unwrap().root_span_id, "r1");
+        let listed = store
+            .list_traces(SpanQuery {
+                limit: 5,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(listed.items.len(), 1);
+        assert_eq!(listed.items[0].spans, 2, "counted through the new index");
+        let indexes: Vec<String> = store
+            .call(|c| {
+                let mut s = c.prepare(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trace_spans' \
+                     AND sql IS NOT NULL ORDER BY name",
+                )?;
+                Ok(s.query_map([], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            indexes,
+            [
+                "trace_spans_by_start",
+                "trace_spans_by_turn",
+                "trace_spans_failed",
+                "trace_spans_roots"
+            ]
+        );
+        store
+            .append_spans(
+                Vec::new(),
+                Prune {
+                    keep_turns: Some(0),
+                    before_us: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(store.trace_spans("t1").await.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -141,6 +141,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 10: conversations by last activity, for retention (keep the newest N, delete
     // those idle too long) without reading the whole table.
     "CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
+    // 11: trace_spans with fewer, cheaper indexes, the rows kept (only indexes change).
+    // Each stored span cost a b-tree insert and later a delete in each of six indexes; now
+    // four, two of them on roots or failures only. A turn is found by (trace_id,
+    // root_span_id), so one index serves both a trace and a turn; the kind index goes
+    // (span listings walk the start index newest first); the roots and start indexes end
+    // in span_id, so listings in (start_us, span_id) order need no sort; last_error
+    // reads the newest failure from a partial index instead of scanning every span.
+    "DROP INDEX trace_spans_by_trace;
+    DROP INDEX trace_spans_by_turn;
+    DROP INDEX trace_spans_roots;
+    DROP INDEX trace_spans_by_kind;
+    DROP INDEX trace_spans_by_start;
+    CREATE INDEX trace_spans_by_turn ON trace_spans(trace_id, root_span_id);
+    CREATE INDEX trace_spans_roots ON trace_spans(start_us, span_id) WHERE is_root = 1;
+    CREATE INDEX trace_spans_by_start ON trace_spans(start_us, span_id);
+    CREATE INDEX trace_spans_failed ON trace_spans(start_us + duration_us) WHERE error IS NOT NULL;",
 ];
 
 /// Tables with their columns, indexes and row counts (for `porthole://db/schema`).

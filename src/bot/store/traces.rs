@@ -37,6 +37,15 @@ pub struct SpanQuery {
     pub limit: usize,
 }
 
+/// What [`Store::append_spans`] deletes in the transaction that stores the spans.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prune {
+    /// Keep this many turns, the newest; the others go, spans and all.
+    pub keep_turns: Option<usize>,
+    /// Delete every span that started before this (µs since the epoch).
+    pub before_us: Option<i64>,
+}
+
 /// A trace as listed: its root span and what happened under it.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceSummary {
@@ -66,28 +75,32 @@ pub struct Page<T> {
 }
 
 impl Store {
-    /// Stores finished spans in one transaction (a span stored twice keeps its last
-    /// copy). With `limits` = (traces to keep, cutoff in µs), the same transaction then
-    /// keeps the newest traces and deletes every span that started before the cutoff.
+    /// Stores finished spans in one transaction, then deletes what `prune` says in the
+    /// same one. Each span is stored once (the tracer sends a span when it ends, and
+    /// span ids are random), so this is a plain insert: a span id stored twice fails the
+    /// batch.
     pub async fn append_spans(
         &self,
         spans: Vec<SpanRecord>,
-        limits: Option<(usize, i64)>,
+        prune: Prune,
     ) -> Result<(), StoreError> {
         if let Some(pg) = self.postgres() {
-            return pg.append_spans(spans, limits).await;
+            return pg.append_spans(spans, prune).await;
         }
         self.call(move |c| {
             let tx = c.transaction()?;
             {
-                let mut insert = tx.prepare_cached(UPSERT_SPAN)?;
+                let mut insert = tx.prepare_cached(INSERT_SPAN)?;
                 for s in &spans {
                     insert.execute(params_from_iter(span_values(s)))?;
                 }
             }
-            if let Some((max_traces, cutoff_us)) = limits {
-                tx.execute(PRUNE_TURNS_SQLITE, [max_traces as i64])?;
-                tx.execute(PRUNE_OLD, [cutoff_us])?;
+            if let Some(keep) = prune.keep_turns {
+                tx.prepare_cached(PRUNE_TURNS_SQLITE)?
+                    .execute([keep as i64])?;
+            }
+            if let Some(before_us) = prune.before_us {
+                tx.prepare_cached(PRUNE_OLD)?.execute([before_us])?;
             }
             tx.commit()?;
             Ok(())
@@ -107,7 +120,7 @@ impl Store {
                 "SELECT {}, (SELECT json_object('spans', count(*), 'llm', sum(kind = 'llm'), \
                  'tool', sum(kind = 'tool'), 'failed', sum(error IS NOT NULL), \
                  'in', total(input_tokens), 'out', total(output_tokens)) \
-                 FROM trace_spans s WHERE s.root_span_id = r.span_id) \
+                 FROM trace_spans s WHERE {IN_TURN}) \
                  FROM trace_spans r WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {}",
                 prefixed("r"),
                 filter.clauses.join(" AND "),
@@ -219,30 +232,30 @@ impl Store {
     }
 }
 
-/// Stores a span, replacing an earlier copy (both backends speak this upsert).
-pub(super) const UPSERT_SPAN: &str = "INSERT INTO trace_spans (trace_id, span_id, parent_span_id, \
+/// Stores a span (both backends speak it).
+pub(super) const INSERT_SPAN: &str = "INSERT INTO trace_spans (trace_id, span_id, parent_span_id, \
     is_root, kind, name, source, conversation_id, start_us, duration_us, error, model, tool, \
     input_tokens, output_tokens, attributes, root_span_id) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
-    ON CONFLICT (span_id) DO UPDATE SET trace_id = excluded.trace_id, \
-    parent_span_id = excluded.parent_span_id, is_root = excluded.is_root, kind = excluded.kind, \
-    name = excluded.name, source = excluded.source, conversation_id = excluded.conversation_id, \
-    start_us = excluded.start_us, duration_us = excluded.duration_us, error = excluded.error, \
-    model = excluded.model, tool = excluded.tool, input_tokens = excluded.input_tokens, \
-    output_tokens = excluded.output_tokens, attributes = excluded.attributes, \
-    root_span_id = excluded.root_span_id";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+
+/// The spans `s` of the turn whose root is `r`. A turn is looked up by its trace id and
+/// root span id together: the one index `trace_spans_by_turn` serves both a trace and a
+/// turn (migration 10).
+pub(super) const IN_TURN: &str = "s.trace_id = r.trace_id AND s.root_span_id = r.span_id";
 
 /// Keeps the newest `?1` turns (SQLite spells "no limit" `LIMIT -1`; PostgreSQL leaves
 /// the limit out).
-const PRUNE_TURNS_SQLITE: &str = "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
-    WHERE is_root = 1 ORDER BY start_us DESC LIMIT -1 OFFSET ?1)";
-pub(super) const PRUNE_TURNS_POSTGRES: &str = "DELETE FROM trace_spans WHERE root_span_id IN (SELECT span_id FROM trace_spans \
-    WHERE is_root = 1 ORDER BY start_us DESC OFFSET $1)";
+const PRUNE_TURNS_SQLITE: &str = "DELETE FROM trace_spans WHERE (trace_id, root_span_id) IN \
+    (SELECT trace_id, span_id FROM trace_spans WHERE is_root = 1 \
+    ORDER BY start_us DESC LIMIT -1 OFFSET ?1)";
+pub(super) const PRUNE_TURNS_POSTGRES: &str = "DELETE FROM trace_spans WHERE (trace_id, root_span_id) IN \
+    (SELECT trace_id, span_id FROM trace_spans WHERE is_root = 1 \
+    ORDER BY start_us DESC OFFSET $1)";
 
 /// Deletes every span that started before the cutoff.
 pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_spans WHERE start_us < ?1";
 
-/// A span's values in the order of [`UPSERT_SPAN`].
+/// A span's values in the order of [`INSERT_SPAN`].
 pub(super) fn span_values(s: &SpanRecord) -> Vec<Bound> {
     vec![
         s.trace_id.as_str().into(),
@@ -278,17 +291,16 @@ fn trace_filter(query: &SpanQuery) -> Filter {
     if let Some(source) = &query.source {
         filter.push("r.source = ?", Some(source.as_str().into()));
     }
+    // A trace with a failed span anywhere in it.
+    let failed =
+        format!("EXISTS (SELECT 1 FROM trace_spans s WHERE {IN_TURN} AND s.error IS NOT NULL)");
     match query.status.as_deref() {
-        Some("error") => filter.push(FAILED_TRACE, None),
-        Some(_) => filter.push(&format!("NOT {FAILED_TRACE}"), None),
+        Some("error") => filter.push(&failed, None),
+        Some(_) => filter.push(&format!("NOT {failed}"), None),
         None => {}
     }
     filter
 }
-
-/// A trace with a failed span anywhere in it.
-const FAILED_TRACE: &str =
-    "EXISTS (SELECT 1 FROM trace_spans f WHERE f.root_span_id = r.span_id AND f.error IS NOT NULL)";
 
 /// The span columns qualified by a table alias.
 pub(super) fn prefixed(alias: &str) -> String {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
-use crate::bot::store::Store;
+use crate::bot::store::{Prune, Store};
 use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
@@ -53,7 +53,7 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
-        let mut pruning = Pruning::new(PRUNE_EVERY_TURNS, PRUNE_EVERY);
+        let mut pruning = Pruning::new(count_slack(self.settings.max_turns), Duration::MAX);
         loop {
             let first = match receiver.try_recv() {
                 Ok(message) => message,
@@ -84,8 +84,10 @@ impl Writer {
                 };
             }
             let roots = batch.iter().filter(|s| s.is_root).count();
-            let prune = pruning.due(roots, !flushes.is_empty());
-            self.write(std::mem::take(&mut batch), prune).await;
+            let prune_turns = pruning.due(roots, !flushes.is_empty());
+            if !batch.is_empty() || !flushes.is_empty() {
+                self.write(std::mem::take(&mut batch), prune_turns).await;
+            }
             if flushes.iter().any(|(_, export)| *export)
                 && let Some(exporter) = &self.exporter
             {
@@ -97,11 +99,10 @@ impl Writer {
         }
     }
 
-    /// Stores `spans` (pruning in the same transaction when `prune`).
-    async fn write(&self, mut spans: Vec<SpanRecord>, prune: bool) {
-        if spans.is_empty() && !prune {
-            return;
-        }
+    /// Stores `spans` and, in the same transaction, deletes what is older than the age
+    /// limit (a seek on the start index: cheap) and, when `prune_turns`, the turns beyond
+    /// the count limit.
+    async fn write(&self, mut spans: Vec<SpanRecord>, prune_turns: bool) {
         // Redaction and cutting are CPU work: off the async workers the turns run on.
         let redactor = self.redactor.clone();
         let max_payload_bytes = self.settings.max_payload_bytes;
@@ -119,21 +120,30 @@ impl Writer {
         if let Some(exporter) = &self.exporter {
             exporter.export(&spans);
         }
-        let cutoff_us = chrono::Utc::now().timestamp_micros()
-            - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX);
-        let limits = prune.then_some((self.settings.max_turns, cutoff_us));
-        if let Err(error) = self.store.append_spans(spans, limits).await {
+        let prune = Prune {
+            keep_turns: prune_turns.then_some(self.settings.max_turns),
+            before_us: Some(
+                chrono::Utc::now().timestamp_micros()
+                    - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
+            ),
+        };
+        if let Err(error) = self.store.append_spans(spans, prune).await {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
         }
     }
 }
 
-/// Turns stored between two applications of the count and age limits at most (unless
-/// a reader flushes first, so what it reads is within them), and at least once a second
-/// while turns arrive: the delete costs more than the insert (see [`Pruning`]).
-const PRUNE_EVERY_TURNS: usize = 16;
-const PRUNE_EVERY: Duration = Duration::from_secs(1);
+/// How many turns past `TRACE_MAX_TURNS` the store may hold before the count limit is
+/// applied. Cutting back finds the oldest turn to keep by walking the newest turns in
+/// the roots index, so it costs in proportion to the limit (up to 1,000,000 turns); a
+/// slack of a twentieth of the limit (at least 16 turns) spreads that walk over many
+/// turns. The first batch cuts back (the limit may have been lowered since the last
+/// run), and a reader's flush cuts back whatever arrived since, so what it reads is
+/// within the limit; no period forces a cut ([`Pruning`] with `Duration::MAX`).
+fn count_slack(max_turns: usize) -> usize {
+    (max_turns / 20).max(16)
+}
 
 /// Redacts every secret the process knows from a span, then cuts its payloads.
 fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize) {
@@ -188,6 +198,18 @@ pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_count_limit_is_applied_after_a_slack_of_turns_and_on_every_flush() {
+        let mut pruning = Pruning::new(count_slack(1_000), Duration::MAX);
+        assert_eq!(count_slack(1_000), 50, "a twentieth of the limit");
+        assert!(pruning.due(1, false), "the first batch cuts back");
+        assert!(!pruning.due(49, false), "within the slack: no cut");
+        assert!(pruning.due(1, false), "the slack is used up");
+        assert!(!pruning.due(0, true), "nothing new: nothing to cut");
+        assert!(pruning.due(1, true), "a reader's flush cuts what waited");
+        assert_eq!(count_slack(2), 16, "at least 16 turns");
+    }
 
     #[test]
     fn payloads_over_the_limit_are_cut_and_marked() {

@@ -151,6 +151,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );",
     // 10: conversations by last activity, for retention.
     "CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
+    // 11: cheaper trace_spans indexes (the rows stay; see the SQLite form).
+    "DROP INDEX trace_spans_by_trace;
+    DROP INDEX trace_spans_by_turn;
+    DROP INDEX trace_spans_roots;
+    DROP INDEX trace_spans_by_kind;
+    DROP INDEX trace_spans_by_start;
+    CREATE INDEX trace_spans_by_turn ON trace_spans(trace_id, root_span_id);
+    CREATE INDEX trace_spans_roots ON trace_spans(start_us, span_id) WHERE is_root = 1;
+    CREATE INDEX trace_spans_by_start ON trace_spans(start_us, span_id);
+    CREATE INDEX trace_spans_failed ON trace_spans((start_us + duration_us)) WHERE error IS NOT NULL;",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

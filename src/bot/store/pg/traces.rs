@@ -5,8 +5,8 @@
 use super::super::StoreError;
 use super::super::rows::{Bound, numbered_for_postgres};
 use super::super::traces::{
-    Filter, PRUNE_OLD, PRUNE_TURNS_POSTGRES, TraceSummary, UPSERT_SPAN, prefixed, span_from_row,
-    span_values,
+    Filter, IN_TURN, INSERT_SPAN, PRUNE_OLD, PRUNE_TURNS_POSTGRES, Prune, TraceSummary, prefixed,
+    span_from_row, span_values,
 };
 use super::{Postgres, parameters};
 use crate::bot::trace::SpanRecord;
@@ -15,21 +15,22 @@ impl Postgres {
     pub(in super::super) async fn append_spans(
         &self,
         spans: Vec<SpanRecord>,
-        limits: Option<(usize, i64)>,
+        prune: Prune,
     ) -> Result<(), StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let upsert = tx
-            .prepare_cached(&numbered_for_postgres(UPSERT_SPAN))
+        let insert = tx
+            .prepare_cached(&numbered_for_postgres(INSERT_SPAN))
             .await?;
         for span in &spans {
             let values = span_values(span);
-            tx.execute(&upsert, &parameters(&values)).await?;
+            tx.execute(&insert, &parameters(&values)).await?;
         }
-        if let Some((max_traces, cutoff_us)) = limits {
-            tx.execute(PRUNE_TURNS_POSTGRES, &[&(max_traces as i64)])
-                .await?;
-            tx.execute(&numbered_for_postgres(PRUNE_OLD), &[&cutoff_us])
+        if let Some(keep) = prune.keep_turns {
+            tx.execute(PRUNE_TURNS_POSTGRES, &[&(keep as i64)]).await?;
+        }
+        if let Some(before_us) = prune.before_us {
+            tx.execute(&numbered_for_postgres(PRUNE_OLD), &[&before_us])
                 .await?;
         }
         tx.commit().await?;
@@ -54,7 +55,7 @@ impl Postgres {
                count(*) FILTER (WHERE s.error IS NOT NULL) AS failed, \
                COALESCE(sum(s.input_tokens), 0)::bigint AS input_tokens, \
                COALESCE(sum(s.output_tokens), 0)::bigint AS output_tokens \
-               FROM trace_spans s WHERE s.root_span_id = r.span_id) n \
+               FROM trace_spans s WHERE {IN_TURN}) n \
              ORDER BY r.start_us DESC, r.span_id DESC",
             prefixed("r"),
             filter.clauses.join(" AND "),
