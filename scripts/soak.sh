@@ -19,14 +19,15 @@
 # state early in the run: TRACE_MAX_TURNS=200 for the traces, CONVERSATION_MAX_COUNT=1000
 # for the conversations every send_message starts (with their messages),
 # MCP_SESSION_MAX_AGE_SECS=120 for the ended session ids the ledger keeps (by default a
-# day's worth, up to 100,000), LOG_DB_MAX_EVENTS (default) for log_events; /mcp tasks
-# expire (the driver asks a 60 s TTL; expired ones are purged every 30 s).
+# day's worth, up to 100,000), LOG_DB_MAX_EVENTS (default) for log_events, and
+# MCP_TASK_TTL_SECS=60 for /mcp tasks (2026-07-28 tasks name no ttl, so the bot's default,
+# an hour, would hold every task of a 10-minute run; expired ones are purged every 30 s).
 #
 # Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (file plus
 # WAL, and the WAL alone) and the row counts of trace_spans, conversations, messages,
 # mcp_tasks and mcp_ended_sessions. It fails (exit 1) on any error; when RSS grows more
 # than MAX_RSS_GROWTH_PCT (default 25) or the fd count more than MAX_FD_GROWTH (default
-# 24) from the first sample to the last; when trace_spans, conversations or messages
+# 24) from the first sample to the last; when trace_spans, conversations, messages or mcp_tasks
 # grow by half again in the second half of the run (mid-run sample to the last) while
 # their limits cap them; or when the database with its WAL grows more than
 # MAX_DB_GROWTH_PCT (default 20) in the second half (SQLite reuses the pages a prune
@@ -36,7 +37,8 @@
 #
 # Environment: SOAK_SECS=600 CLIENTS=64 STREAMS=8 SAMPLE_SECS=30 RUST_LOG=warn
 #   TRACE_MAX_TURNS=200 CONVERSATION_MAX_COUNT=1000 SERVER_CPU=0-1 CARGO=cargo
-#   CARGO_TARGET_DIR SKIP_BUILD=1 MCP_SESSION_MAX_AGE_SECS=120 MAX_DB_GROWTH_PCT=20
+#   CARGO_TARGET_DIR SKIP_BUILD=1 MCP_SESSION_MAX_AGE_SECS=120 MCP_TASK_TTL_SECS=60
+#   MAX_DB_GROWTH_PCT=20
 #   STEADY_SECS=120
 #   PORTHOLE_BIN=path (run this binary instead of building the release one; a debug
 #   build is far slower, so only for checking the script)
@@ -51,6 +53,7 @@ LOG_LEVEL=${RUST_LOG:-warn}
 TRACE_MAX_TURNS=${TRACE_MAX_TURNS:-200}
 CONVERSATION_MAX_COUNT=${CONVERSATION_MAX_COUNT:-1000}
 MCP_SESSION_MAX_AGE_SECS=${MCP_SESSION_MAX_AGE_SECS:-120}
+MCP_TASK_TTL_SECS=${MCP_TASK_TTL_SECS:-60}
 SERVER_CPU=${SERVER_CPU:-0-1}
 CARGO=${CARGO:-cargo}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -89,7 +92,8 @@ JSON
 DB="$WORK/soak/soak.db"
 start_porthole soak true DATABASE_PATH="$DB" TRACE_ENABLED=true \
   TRACE_MAX_TURNS="$TRACE_MAX_TURNS" CONVERSATION_MAX_COUNT="$CONVERSATION_MAX_COUNT" \
-  MCP_SESSION_MAX_AGE_SECS="$MCP_SESSION_MAX_AGE_SECS" LLM_PROVIDER=openai \
+  MCP_SESSION_MAX_AGE_SECS="$MCP_SESSION_MAX_AGE_SECS" MCP_TASK_TTL_SECS="$MCP_TASK_TTL_SECS" \
+  LLM_PROVIDER=openai \
   LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_API_KEY=sk-soak-0123456789abcdef \
   LLM_MODEL=fake-model
 BOT=$PID_soak
@@ -161,11 +165,11 @@ status=0
 [[ $((last_fds - first_fds)) -le $MAX_FD_GROWTH ]] || { echo "FAIL: open fds grew by more than $MAX_FD_GROWTH"; status=1; }
 # The capped tables: at most half again in the second half (they hover around their cap
 # plus what arrives between two prunes), never the steady climb of an uncapped table.
-for table in trace_spans conversations messages; do
+for table in trace_spans conversations messages mcp_tasks; do
   at_mid=$(field "$mid" "$table"); at_end=$(field "$last" "$table")
   echo "$table: ${at_mid} (mid-run) -> ${at_end}"
   if (( at_mid > 0 && at_end > at_mid * 3 / 2 )); then
-    echo "FAIL: $table still growing in the second half (TRACE_MAX_TURNS=$TRACE_MAX_TURNS, CONVERSATION_MAX_COUNT=$CONVERSATION_MAX_COUNT)"; status=1
+    echo "FAIL: $table still growing in the second half (TRACE_MAX_TURNS=$TRACE_MAX_TURNS, CONVERSATION_MAX_COUNT=$CONVERSATION_MAX_COUNT, MCP_TASK_TTL_SECS=$MCP_TASK_TTL_SECS, MCP_SESSION_MAX_AGE_SECS=$MCP_SESSION_MAX_AGE_SECS)"; status=1
   fi
 done
 mid_db=$(field "$mid" db_bytes); last_db=$(field "$last" db_bytes)

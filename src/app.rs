@@ -71,6 +71,7 @@ pub struct Logging {
 fn task_config(bot: &Bot) -> TaskConfig {
     TaskConfig {
         store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
+        ttl: bot.config.mcp.task_ttl,
         ..TaskConfig::default()
     }
 }

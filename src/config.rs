@@ -65,6 +65,9 @@ pub struct McpServerConfig {
     pub max_sessions: usize,
     pub session_idle: Duration,
     pub session_max_age: Duration,
+    /// `MCP_TASK_TTL_SECS`: how long a `/mcp` task and its result are kept when the
+    /// client names no ttl (2026-07-28 tasks never do).
+    pub task_ttl: Duration,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
     pub send_message_timeout: Duration,
@@ -497,6 +500,7 @@ fn mcp_config(vars: &Vars) -> Result<McpServerConfig, ConfigError> {
         max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
         session_idle: vars.seconds("MCP_SESSION_IDLE_SECS", 3600, 1, 7 * 24 * 3600)?,
         session_max_age: vars.seconds("MCP_SESSION_MAX_AGE_SECS", 24 * 3600, 60, 30 * 24 * 3600)?,
+        task_ttl: vars.seconds("MCP_TASK_TTL_SECS", 3600, 10, 7 * 24 * 3600)?,
         allowed_origins: vars.list("MCP_ALLOWED_ORIGINS"),
         allowed_hosts: vars.list("MCP_ALLOWED_HOSTS"),
         send_message_timeout: vars.seconds("MCP_SEND_MESSAGE_TIMEOUT_SECS", 300, 1, 3600)?,
@@ -581,6 +585,14 @@ mod tests {
         assert_eq!(c.llm.provider, LlmProviderKind::Offline);
         assert!(!c.mcp.enabled);
         assert_eq!(c.mcp.log_buffer_size, 1000);
+    }
+
+    #[test]
+    fn task_ttl_defaults_to_an_hour_and_says_its_range() {
+        assert_eq!(config(&[]).unwrap().mcp.task_ttl, Duration::from_secs(3600));
+        let e = config(&[("MCP_TASK_TTL_SECS", "5")]).unwrap_err();
+        assert_eq!(e.variable, "MCP_TASK_TTL_SECS");
+        assert!(e.to_string().contains("10"), "{e}");
     }
 
     #[test]

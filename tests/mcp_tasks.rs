@@ -93,6 +93,27 @@ async fn send_message_as_a_task_is_polled_to_completion() {
 }
 
 #[tokio::test]
+async fn the_task_ttl_is_configurable_and_bounds_the_task() {
+    let (app, _llm) = bot_with_llm(
+        vec![Turn::Text(vec!["kept briefly"])],
+        &[("MCP_TASK_TTL_SECS", "10")],
+    )
+    .await;
+    let reply = tasks_call(
+        &app,
+        "tools/call",
+        json!({"name": "send_message", "arguments": {"content": "hello"}}),
+    )
+    .await;
+    assert_eq!(reply.result()["ttlMs"], 10_000, "{}", reply.raw);
+    let task_id = start_send_message(&reply);
+    let done = poll_until_settled(&app, &task_id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["ttlMs"], 10_000);
+    app.shutdown().await;
+}
+
+#[tokio::test]
 async fn cancelling_a_send_message_task_stops_the_agent_and_keeps_the_conversation() {
     let (app, llm) = bot_with_llm(vec![Turn::Hang, Turn::Text(vec!["second reply"])], &[]).await;
     let reply = tasks_call(
