@@ -450,7 +450,7 @@ mod tests {
         );
     }
 
-    /// Migration 10 changes the indexes of `trace_spans` only: the spans stored before it
+    /// Migration 11 changes the indexes of `trace_spans` only: the spans stored before it
     /// are still read, listed and pruned after it.
     #[tokio::test]
     async fn trace_spans_survive_the_index_migration() {

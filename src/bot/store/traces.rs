@@ -240,7 +240,7 @@ pub(super) const INSERT_SPAN: &str = "INSERT INTO trace_spans (trace_id, span_id
 
 /// The spans `s` of the turn whose root is `r`. A turn is looked up by its trace id and
 /// root span id together: the one index `trace_spans_by_turn` serves both a trace and a
-/// turn (migration 10).
+/// turn (migration 11).
 pub(super) const IN_TURN: &str = "s.trace_id = r.trace_id AND s.root_span_id = r.span_id";
 
 /// Keeps the newest `?1` turns (SQLite spells "no limit" `LIMIT -1`; PostgreSQL leaves
