@@ -25,10 +25,10 @@ impl Store {
             let title = title.to_string();
             self.call(move |c| {
                 let now = now_rfc3339();
-                c.execute(
+                c.prepare_cached(
                     "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                    params![id, title, now],
-                )?;
+                )?
+                .execute(params![id, title, now])?;
                 Ok(Conversation {
                     id,
                     title,
@@ -49,12 +49,11 @@ impl Store {
         }
         let id = id.to_string();
         self.call(move |c| {
-            Ok(c.query_row(
-                &format!("{CONVERSATION_SELECT} WHERE c.id = ?1"),
-                [id],
-                |r| conversation_from_row(r),
+            Ok(
+                c.prepare_cached(&format!("{CONVERSATION_SELECT} WHERE c.id = ?1"))?
+                    .query_row([id], |r| conversation_from_row(r))
+                    .optional()?,
             )
-            .optional()?)
         })
         .await
     }
@@ -65,7 +64,7 @@ impl Store {
             return pg.list_conversations(limit).await;
         }
         self.call(move |c| {
-            let mut stmt = c.prepare(&format!(
+            let mut stmt = c.prepare_cached(&format!(
                 "{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT ?1"
             ))?;
             let rows = stmt.query_map([limit as i64], |r| conversation_from_row(r))?;
@@ -102,10 +101,11 @@ impl Store {
         self.call(move |c| {
             let tx = c.transaction()?;
             let now = now_rfc3339();
-            let updated = tx.execute(
-                "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
-                params![conversation_id, now],
-            )?;
+            // Cached statements here and above: every turn runs them (at least two
+            // messages each), and the SQL need not be parsed anew each time.
+            let updated = tx
+                .prepare_cached("UPDATE conversations SET updated_at = ?2 WHERE id = ?1")?
+                .execute(params![conversation_id, now])?;
             if updated == 0 {
                 return Err(StoreError::NotFound(format!(
                     "conversation {conversation_id} does not exist"
@@ -115,10 +115,11 @@ impl Store {
                 .tool_calls
                 .as_ref()
                 .map(|calls| serde_json::to_string(calls).unwrap_or_default());
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
+            )?
+            .execute(params![
                     conversation_id,
                     message.role.as_str(),
                     message.content,
@@ -160,7 +161,7 @@ impl Store {
             // Fetch one extra row to learn whether more exist.
             let fetch = (limit + 1) as i64;
             let messages = if let Some(after) = query.after {
-                let mut stmt = c.prepare(&format!(
+                let mut stmt = c.prepare_cached(&format!(
                     "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id ASC LIMIT ?4"
                 ))?;
                 let before = query.before.unwrap_or(i64::MAX);
@@ -168,7 +169,7 @@ impl Store {
                     .collect::<Result<Vec<_>, _>>()?
             } else {
                 let before = query.before.unwrap_or(i64::MAX);
-                let mut stmt = c.prepare(&format!(
+                let mut stmt = c.prepare_cached(&format!(
                     "{MESSAGE_SELECT} WHERE conversation_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
                 ))?;
                 let mut rows = stmt
@@ -196,7 +197,7 @@ impl Store {
         }
         let conversation_id = conversation_id.to_string();
         self.call(move |c| {
-            let mut stmt = c.prepare(&format!(
+            let mut stmt = c.prepare_cached(&format!(
                 "{MESSAGE_SELECT} WHERE conversation_id = ?1 ORDER BY id ASC"
             ))?;
             let rows = stmt.query_map([conversation_id], |r| message_from_row(r))?;
