@@ -81,37 +81,12 @@ if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
 fi
 
 # ---- servers ------------------------------------------------------------------------
-# wait_for FILE REGEX: echoes the first capture group of REGEX once FILE has it.
-wait_for() {
-  local file=$1 regex=$2
-  for _ in $(seq 1 200); do
-    if [[ -s "$file" ]] && grep -Eq "$regex" "$file"; then
-      grep -Eo "$regex" "$file" | head -1 | sed -E "s#$regex#\\1#"
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "server did not start; its output:" >&2
-  cat "$file" >&2
-  return 1
-}
-
 start_porthole main true
 PORT=$PORT_main
 MCP_URL="http://127.0.0.1:$PORT/mcp"
 # The ceiling answers exactly what the bot answers: one real modern call, saved.
-curl -sS -m 10 -o "$WORK/result.json" -H 'Content-Type: application/json' \
-  -H 'Accept: application/json, text/event-stream' -H "Authorization: Bearer $TOKEN" \
-  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H "Mcp-Name: $TOOL" \
-  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$TOOL"'","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
-  "$MCP_URL"
-grep -q '"result"' "$WORK/result.json" || { echo "the bot gave no result for $TOOL:" >&2; cat "$WORK/result.json" >&2; exit 1; }
-( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$WORK/result.json" \
-    taskset -c "$SERVER_CPU" "$CEILING" >"$WORK/ceiling.log" 2>&1 ) &
-PIDS+=("$!")
-CEILING_PID=$!
-CEILING_PORT=$(wait_for "$WORK/ceiling.log" 'listening on 127\.0\.0\.1:([0-9]+)')
-CEILING_URL="http://127.0.0.1:$CEILING_PORT/mcp"
+save_bot_result "$MCP_URL" "$TOOL" "$WORK/result.json"
+start_ceiling "$CEILING" "$WORK/result.json"
 KINDS="ceiling modern legacy"
 if [[ $PEERS == 1 ]]; then
   # rmcp twice: stateless (the modern request) and with sessions (the legacy request).
@@ -160,21 +135,6 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS_PER_SEC=$(getconf CLK_TCK)
 
 # ---- legacy sessions ----------------------------------------------------------------
-H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
-   -H "Authorization: Bearer $TOKEN")
-# open_session URL: initializes a 2025-11-25 session there and prints its id.
-open_session() {
-  local url=$1 id code
-  curl -sS -m 10 -D "$WORK/init.hdr" -o "$WORK/init.body" "${H[@]}" \
-    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-    "$url"
-  id=$(grep -i '^mcp-session-id:' "$WORK/init.hdr" | cut -d: -f2 | tr -d ' \r')
-  [[ -n "$id" ]] || { echo "initialize at $url gave no Mcp-Session-Id:" >&2; cat "$WORK/init.hdr" "$WORK/init.body" >&2; exit 1; }
-  code=$(curl -sS -m 10 -o /dev/null -w '%{http_code}' "${H[@]}" -H "Mcp-Session-Id: $id" \
-    -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url")
-  [[ "$code" == 202 ]] || { echo "notifications/initialized at $url answered $code" >&2; exit 1; }
-  echo "$id"
-}
 SESSION=$(open_session "$MCP_URL")
 if [[ $PEERS == 1 ]]; then RMCP_SESSION=$(open_session "$RMCP1_URL"); fi
 session_of() { case $1 in rmcp_legacy) echo "$RMCP_SESSION" ;; *) echo "$SESSION" ;; esac; }

@@ -45,25 +45,12 @@ start_porthole main true
 URL="http://127.0.0.1:$PORT_main/mcp"
 PID=$PID_main
 SESSION=""
-mcp_post() {
-  curl -sS -m 10 -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H "Authorization: Bearer $TOKEN" "$@"
-}
-if [[ $KIND == legacy ]]; then
-  SESSION=$(mcp_post -D - -o /dev/null -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"profile","version":"1"}}}' "$URL" \
-    | awk 'tolower($1)=="mcp-session-id:"{print $2}' | tr -d '\r')
-  mcp_post -o /dev/null -H "Mcp-Session-Id: $SESSION" -H 'MCP-Protocol-Version: 2025-11-25' \
-    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$URL"
-fi
+[[ $KIND == legacy ]] && SESSION=$(open_session "$URL")
 if [[ $KIND == ceiling ]]; then
-  mcp_post -o "$WORK/result.json" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H "Mcp-Name: $TOOL" \
-    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$TOOL"'","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' "$URL"
-  ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$WORK/result.json" \
-      taskset -c "$SERVER_CPU" "$ROOT/target/release/examples/bare_axum" >"$WORK/ceiling.log" 2>&1 ) &
-  PID=$!
-  PIDS+=("$PID")
-  for _ in $(seq 1 100); do grep -q listening "$WORK/ceiling.log" 2>/dev/null && break; sleep 0.05; done
-  URL="http://127.0.0.1:$(grep -Eo '127\.0\.0\.1:[0-9]+' "$WORK/ceiling.log" | head -1 | cut -d: -f2)/mcp"
+  save_bot_result "$URL" "$TOOL" "$WORK/result.json"
+  start_ceiling "$ROOT/target/release/examples/bare_axum" "$WORK/result.json"
+  PID=$CEILING_PID
+  URL=$CEILING_URL
   FRAMES=${FRAMES_CEILING:-"Handler<(M,T1,T2),S>>::call::{{closure}} bare_axum::json_reply"}
 fi
 

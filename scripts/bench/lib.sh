@@ -1,4 +1,5 @@
-# Shared by scripts/bench.sh, scripts/memory.sh and scripts/soak.sh (sourced, not run).
+# Shared by scripts/bench.sh, scripts/profile.sh, scripts/memory.sh and scripts/soak.sh
+# (sourced, not run).
 # Sourcing it sets TOKEN (random), WORK (a scratch dir) and PIDS, and removes both the
 # started processes and WORK on exit. The functions expect LOG_LEVEL, SERVER_CPU, PORTHOLE.
 
@@ -49,6 +50,60 @@ start_porthole() {
 
 # vm KEY PID: a /proc/PID/status value in kB (VmRSS, VmHWM, ...).
 vm() { awk -v k="$1:" '$1==k{print $2}' "/proc/$2/status"; }
+
+# wait_for FILE REGEX: echoes the first capture group of REGEX once FILE has it.
+wait_for() {
+  local file=$1 regex=$2
+  for _ in $(seq 1 200); do
+    if [[ -s "$file" ]] && grep -Eq "$regex" "$file"; then
+      grep -Eo "$regex" "$file" | head -1 | sed -E "s#$regex#\\1#"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "server did not start; its output:" >&2
+  cat "$file" >&2
+  return 1
+}
+
+# The headers every request to a bot carries.
+H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+   -H "Authorization: Bearer $TOKEN")
+
+# save_bot_result URL TOOL FILE: one real modern `tools/call` of TOOL, its reply saved in
+# FILE (for the ceiling and the peers, which answer exactly what the bot answered).
+save_bot_result() {
+  local url=$1 tool=$2 file=$3
+  curl -sS -m 10 -o "$file" "${H[@]}" \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H "Mcp-Name: $tool" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$tool"'","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    "$url"
+  grep -q '"result"' "$file" || { echo "the bot gave no result for $tool:" >&2; cat "$file" >&2; exit 1; }
+}
+
+# start_ceiling BINARY RESULT_FILE: the ceiling (examples/bare_axum.rs) answering that
+# result, pinned to SERVER_CPU. Sets CEILING_PID and CEILING_URL.
+start_ceiling() {
+  ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$2" \
+      taskset -c "$SERVER_CPU" "$1" >"$WORK/ceiling.log" 2>&1 ) &
+  CEILING_PID=$!
+  PIDS+=("$CEILING_PID")
+  CEILING_URL="http://127.0.0.1:$(wait_for "$WORK/ceiling.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
+}
+
+# open_session URL: initializes a 2025-11-25 session there and prints its id.
+open_session() {
+  local url=$1 id code
+  curl -sS -m 10 -D "$WORK/init.hdr" -o "$WORK/init.body" "${H[@]}" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+    "$url"
+  id=$(grep -i '^mcp-session-id:' "$WORK/init.hdr" | cut -d: -f2 | tr -d ' \r')
+  [[ -n "$id" ]] || { echo "initialize at $url gave no Mcp-Session-Id:" >&2; cat "$WORK/init.hdr" "$WORK/init.body" >&2; exit 1; }
+  code=$(curl -sS -m 10 -o /dev/null -w '%{http_code}' "${H[@]}" -H "Mcp-Session-Id: $id" \
+    -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url")
+  [[ "$code" == 202 ]] || { echo "notifications/initialized at $url answered $code" >&2; exit 1; }
+  echo "$id"
+}
 
 # ensure_wrk: installs wrk from Debian if it is missing.
 ensure_wrk() {

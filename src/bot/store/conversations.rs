@@ -107,14 +107,9 @@ impl Store {
                 .prepare_cached("UPDATE conversations SET updated_at = ?2 WHERE id = ?1")?
                 .execute(params![conversation_id, now])?;
             if updated == 0 {
-                return Err(StoreError::NotFound(format!(
-                    "conversation {conversation_id} does not exist"
-                )));
+                return Err(no_such_conversation(&conversation_id));
             }
-            let tool_calls = message
-                .tool_calls
-                .as_ref()
-                .map(|calls| serde_json::to_string(calls).unwrap_or_default());
+            let tool_calls = message.tool_calls_json();
             tx.prepare_cached(
                 "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -181,6 +181,18 @@ impl NewMessage {
             name: None,
         }
     }
+
+    /// The tool calls as the JSON text both backends store.
+    fn tool_calls_json(&self) -> Option<String> {
+        self.tool_calls
+            .as_ref()
+            .map(|calls| serde_json::to_string(calls).unwrap_or_default())
+    }
+}
+
+/// The error both backends give for a message to a conversation that is not there.
+fn no_such_conversation(id: &str) -> StoreError {
+    StoreError::NotFound(format!("conversation {id} does not exist"))
 }
 
 /// A page of messages and whether more exist beyond it in the direction read.

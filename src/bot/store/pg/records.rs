@@ -16,7 +16,7 @@ use super::super::rows::numbered_for_postgres;
 use super::super::tasks::{OPEN_RUN, TASK_COLUMNS, TASK_SELECT, task_from_row};
 use super::super::{
     Conversation, Message, MessagePage, MessageQuery, NewMessage, StoreError, StoredTaskRow, Task,
-    now_rfc3339,
+    no_such_conversation, now_rfc3339,
 };
 use super::{Postgres, cached, is_unique_violation};
 
@@ -157,14 +157,9 @@ impl Postgres {
             )
             .await?;
         if updated == 0 {
-            return Err(StoreError::NotFound(format!(
-                "conversation {conversation_id} does not exist"
-            )));
+            return Err(no_such_conversation(conversation_id));
         }
-        let tool_calls = message
-            .tool_calls
-            .as_ref()
-            .map(|calls| serde_json::to_string(calls).unwrap_or_default());
+        let tool_calls = message.tool_calls_json();
         let row = tx
             .query_one(
                 &tx.prepare_cached("INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
