@@ -38,7 +38,34 @@ pub(crate) enum Unfinished {
 }
 
 /// A handler's end: its result, or why there is none.
-pub(crate) type Finished = Result<Result<Value, RpcError>, Unfinished>;
+pub(crate) type Finished = Result<Result<MethodResult, RpcError>, Unfinished>;
+
+/// A method's result: a value, or JSON text the method wrote itself (a tool's result,
+/// whose structured content is serialised once and written out as it is).
+#[derive(Debug)]
+pub(crate) enum MethodResult {
+    Value(Value),
+    Json(String),
+}
+
+impl MethodResult {
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            MethodResult::Value(value) => value,
+            MethodResult::Json(text) => serde_json::from_str(&text).unwrap_or_default(),
+        }
+    }
+
+    /// Appends the result's JSON text to `out`.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            MethodResult::Value(value) => {
+                let _ = serde_json::to_writer(out, value);
+            }
+            MethodResult::Json(text) => out.extend_from_slice(text.as_bytes()),
+        }
+    }
+}
 
 /// What becomes of a call whose HTTP request goes away.
 pub(crate) enum Lifetime {

@@ -10,13 +10,20 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use super::ServerInner;
+use super::call::MethodResult;
 use super::context::RequestContext;
 use super::guard::Access;
 use super::jsonrpc::RpcError;
 use super::protocol::{self, Era, META_SERVER_INFO, log_level_rank};
 use super::skills::SKILLS_EXTENSION;
 use super::tasks::{TASKS_EXTENSION, TaskMethod, missing_tasks_capability};
-use super::tool::{InputRequired, Outcome, TaskSupport};
+use super::tool::{CallToolResult, InputRequired, Outcome, TaskSupport};
+
+/// What `tools/call` came to: a task handle, or the tool's own outcome.
+enum ToolCall {
+    Task(Value),
+    Ran(Outcome<CallToolResult>),
+}
 
 /// Every request method the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +187,7 @@ impl ServerInner {
         method: Method,
         params: &Map<String, Value>,
         ctx: &RequestContext,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<MethodResult, RpcError> {
         let outcome = match method {
             Method::Initialize => Outcome::Complete(self.initialize(params)),
             Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead => {
@@ -205,7 +212,15 @@ impl ServerInner {
             Method::ToolsList => {
                 Outcome::Complete(page("tools", self.tools.listing(ctx.access), params)?)
             }
-            Method::ToolsCall => self.call_tool(params, ctx).await?,
+            Method::ToolsCall => match self.call_tool(params, ctx).await? {
+                ToolCall::Task(handle) => Outcome::Complete(handle),
+                ToolCall::Ran(Outcome::Complete(result)) => {
+                    return Ok(MethodResult::Json(
+                        result.render(self.tool_result_tail(&ctx.era)),
+                    ));
+                }
+                ToolCall::Ran(Outcome::InputRequired(input)) => Outcome::InputRequired(input),
+            },
             Method::ResourcesList => {
                 let all: Vec<Value> = self.resources.iter().flat_map(|r| r.resources()).collect();
                 Outcome::Complete(page("resources", &all, params)?)
@@ -254,6 +269,24 @@ impl ServerInner {
             Method::CompletionComplete => Outcome::Complete(self.complete(params).await?),
         };
         self.shape(method, outcome, &ctx.era)
+            .map(MethodResult::Value)
+    }
+
+    /// What [`ServerInner::shape`] adds to a complete tool result, as JSON members to
+    /// append to it: nothing in the legacy era; `resultType` and the server's info in
+    /// `_meta` in the modern one (written once per server).
+    fn tool_result_tail(&self, era: &Era) -> &str {
+        if !era.is_modern() {
+            return "";
+        }
+        self.modern_tool_result_tail.get_or_init(|| {
+            let mut meta = Map::new();
+            meta.insert(META_SERVER_INFO.into(), self.server_info());
+            format!(
+                ",\"resultType\":\"complete\",\"_meta\":{}",
+                Value::Object(meta)
+            )
+        })
     }
 
     /// `tools/list` without a cursor, served from a cache of its serialised result.
@@ -330,7 +363,7 @@ impl ServerInner {
         &self,
         params: &Map<String, Value>,
         ctx: &RequestContext,
-    ) -> Result<Outcome<Value>, RpcError> {
+    ) -> Result<ToolCall, RpcError> {
         let name = required_str(params, "name")?;
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         if !(args.is_null() || args.is_object()) {
@@ -349,7 +382,7 @@ impl ServerInner {
             if support != TaskSupport::Forbidden && wanted && tool.starts_task(&args, ctx) {
                 let ttl = legacy_task_ttl(params);
                 let task = self.start_tool_task(name, args, ctx, ttl).await?;
-                return Ok(Outcome::Complete(match ctx.era {
+                return Ok(ToolCall::Task(match ctx.era {
                     Era::Modern(_) => task.create_result(),
                     Era::Legacy(_) => json!({"task": task.legacy()}),
                 }));
@@ -358,7 +391,7 @@ impl ServerInner {
                 return Err(missing_tasks_capability());
             }
         }
-        self.invoke_tool(name, args, ctx).await
+        self.invoke_tool(name, args, ctx).await.map(ToolCall::Ran)
     }
 
     /// Runs a tool and redacts its result, with an audit line; shared by plain calls
@@ -368,7 +401,7 @@ impl ServerInner {
         name: &str,
         args: Value,
         ctx: &RequestContext,
-    ) -> Result<Outcome<Value>, RpcError> {
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
         let started = Instant::now();
         let outcome = self.tools.call(name, args, ctx).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -381,7 +414,7 @@ impl ServerInner {
                     self.redactor.redact(s);
                 }
                 let status = if result.is_error { "tool_error" } else { "ok" };
-                (status, Ok(Outcome::Complete(result.into_json())))
+                (status, Ok(Outcome::Complete(result)))
             }
             Ok(Outcome::InputRequired(input)) => {
                 ("input_required", Ok(Outcome::InputRequired(input)))

@@ -93,6 +93,8 @@ pub(crate) struct ServerInner {
     /// never changes after build, so it is shaped and serialised once.
     /// Indexed by access (full, read-only), then era (legacy, modern).
     tools_list_cache: [[std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2]; 2],
+    /// What the modern era adds to every complete tool result, as JSON members.
+    modern_tool_result_tail: std::sync::OnceLock<String>,
     /// Requests answered with a task handle, and the tasks' store.
     tasks: tasks::TaskEngine,
     /// The skills served through the Skills extension, if a folder was given.
@@ -286,6 +288,7 @@ impl McpServerBuilder {
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
                 tools_list_cache: Default::default(),
+                modern_tool_result_tail: Default::default(),
                 tasks,
                 skills: self.skills,
                 this: this.clone(),

@@ -159,25 +159,42 @@ impl CallToolResult {
         }
     }
 
-    /// The `CallToolResult` object, moving the values in.
-    pub fn into_json(self) -> Value {
-        let mut result = serde_json::Map::with_capacity(3);
-        let content = match (&self.structured, self.content.is_empty()) {
-            (Some(structured), true) => vec![json!({
-                "type": "text",
-                // Compact: indentation would cost the model tokens and say nothing.
-                "text": serde_json::to_string(structured).unwrap_or_default(),
-            })],
-            _ => self.content,
-        };
-        result.insert("content".into(), Value::Array(content));
-        if let Some(structured) = self.structured {
-            result.insert("structuredContent".into(), structured);
+    /// The `CallToolResult` object as JSON text, with `tail` (more members, already
+    /// JSON, each led by a comma) at its end. A structured result is serialised once:
+    /// those bytes are both `structuredContent` and, quoted, the text block (compact:
+    /// indentation would cost the model tokens and say nothing), so the reply is
+    /// written around them instead of walking the value again.
+    pub fn render(&self, tail: &str) -> String {
+        let mut json = Vec::with_capacity(1024);
+        json.extend_from_slice(b"{\"content\":");
+        match (&self.structured, self.content.is_empty()) {
+            (Some(structured), true) => {
+                let structured = serde_json::to_string(structured).unwrap_or_default();
+                json.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
+                let _ = serde_json::to_writer(&mut json, &structured);
+                json.extend_from_slice(b"}],\"structuredContent\":");
+                json.extend_from_slice(structured.as_bytes());
+            }
+            (structured, _) => {
+                let _ = serde_json::to_writer(&mut json, &self.content);
+                if let Some(structured) = structured {
+                    json.extend_from_slice(b",\"structuredContent\":");
+                    let _ = serde_json::to_writer(&mut json, structured);
+                }
+            }
         }
         if self.is_error {
-            result.insert("isError".into(), Value::Bool(true));
+            json.extend_from_slice(b",\"isError\":true");
         }
-        Value::Object(result)
+        json.extend_from_slice(tail.as_bytes());
+        json.push(b'}');
+        // Every piece is UTF-8: serde_json's output, ASCII, or `tail`, a `&str`.
+        String::from_utf8(json).unwrap_or_default()
+    }
+
+    /// The `CallToolResult` object as a value (task results, which are stored).
+    pub fn to_json(&self) -> Value {
+        serde_json::from_str(&self.render("")).unwrap_or_default()
     }
 }
 
@@ -521,5 +538,51 @@ mod alias_tests {
         );
         let mut not_object = json!([1]);
         assert!(rename_aliases(&mut not_object, &aliases).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+
+    fn rendered(result: &CallToolResult, tail: &str) -> Value {
+        serde_json::from_str(&result.render(tail)).expect("rendered results are JSON")
+    }
+
+    #[test]
+    fn a_structured_result_is_its_own_text_block() {
+        let structured = json!({"quote": "say \"hi\"\n", "n": [1, 2], "emoji": "🦀"});
+        let result = rendered(&CallToolResult::structured(structured.clone()), "");
+        assert_eq!(result["structuredContent"], structured);
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), structured);
+        assert!(!text.contains('\n'), "compact text: {text}");
+        assert_eq!(result["content"][0]["type"], "text");
+        assert!(result.get("isError").is_none());
+    }
+
+    #[test]
+    fn errors_text_and_the_tail_are_written_as_given() {
+        let tail = r#","resultType":"complete","_meta":{"k":"v"}"#;
+        let result = rendered(&CallToolResult::error("no such table: x"), tail);
+        assert_eq!(
+            result,
+            json!({
+                "content": [{"type": "text", "text": "no such table: x"}],
+                "isError": true,
+                "resultType": "complete",
+                "_meta": {"k": "v"},
+            })
+        );
+        let both = CallToolResult {
+            content: vec![json!({"type": "text", "text": "custom"})],
+            structured: Some(json!({"a": 1})),
+            is_error: false,
+        };
+        assert_eq!(
+            rendered(&both, ""),
+            json!({"content": [{"type": "text", "text": "custom"}], "structuredContent": {"a": 1}})
+        );
+        assert_eq!(both.to_json(), rendered(&both, ""));
     }
 }

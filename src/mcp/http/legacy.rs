@@ -123,7 +123,7 @@ async fn initialize(
     );
     let result = inner.dispatch(Method::Initialize, params, &ctx).await;
     let mut response = match result {
-        Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r)),
+        Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r.into_value())),
         Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
     };
     if let Ok(value) = HeaderValue::from_str(&session.id) {

@@ -50,10 +50,22 @@ pub(super) fn modern_status(error: &RpcError) -> StatusCode {
     }
 }
 
+/// A response message written around its result's JSON text, without building the
+/// envelope as a value.
+fn response_bytes(id: &Value, write_result: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1024);
+    bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = serde_json::to_writer(&mut bytes, id);
+    bytes.extend_from_slice(b",\"result\":");
+    write_result(&mut bytes);
+    bytes.push(b'}');
+    bytes
+}
+
 /// The response message for a finished handler; `None` if it was cancelled.
 pub(super) fn final_message(id: &Value, result: Finished) -> Option<Value> {
     match result {
-        Ok(Ok(value)) => Some(jsonrpc::response(id, value)),
+        Ok(Ok(answer)) => Some(jsonrpc::response(id, answer.into_value())),
         Ok(Err(error)) => Some(jsonrpc::error_response(Some(id), &error)),
         Err(Unfinished::Panicked) => {
             tracing::error!(target: "porthole::mcp::dispatch", ?id, "an MCP handler panicked");
@@ -75,44 +87,25 @@ pub(super) fn raw_reply(
     result: &serde_json::value::RawValue,
     accept: Accepts,
 ) -> Response {
-    #[derive(serde::Serialize)]
-    struct Envelope<'a> {
-        jsonrpc: &'static str,
-        id: &'a Value,
-        result: &'a serde_json::value::RawValue,
-    }
-    let body = serde_json::to_vec(&Envelope {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
-    .unwrap_or_default();
-    let (content_type, body) = if accept.json {
-        ("application/json", body)
-    } else {
-        let mut event = b"event: message\ndata: ".to_vec();
-        event.extend_from_slice(&body);
-        event.extend_from_slice(b"\n\n");
-        ("text/event-stream", event)
-    };
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
-        body,
-    )
-        .into_response()
+    let body = response_bytes(id, |bytes| bytes.extend_from_slice(result.get().as_bytes()));
+    message_reply(StatusCode::OK, body, accept)
 }
 
-/// The reply for a handler that sent nothing before its result: JSON, or a one-event
-/// SSE stream for a client that accepts only `text/event-stream`.
-pub(super) fn final_reply(id: &Value, result: Finished, modern: bool, accept: Accepts) -> Response {
+/// One response message as the body: JSON, or one SSE event for a client that accepts
+/// only `text/event-stream`.
+fn message_reply(status: StatusCode, message: Vec<u8>, accept: Accepts) -> Response {
     if accept.json {
-        return final_json(id, result, modern);
+        return (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            message,
+        )
+            .into_response();
     }
-    let message = final_message(id, result).unwrap_or_else(|| {
-        jsonrpc::error_response(Some(id), &RpcError::internal("Request cancelled"))
-    });
-    let mut response = Response::new(Body::from(sse_event(&message)));
+    let mut response = Response::new(Body::from(sse_data(&message)));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -122,17 +115,21 @@ pub(super) fn final_reply(id: &Value, result: Finished, modern: bool, accept: Ac
     response
 }
 
-pub(super) fn final_json(id: &Value, result: Finished, modern: bool) -> Response {
+/// The reply for a handler that sent nothing before its result: JSON, or a one-event
+/// SSE stream for a client that accepts only `text/event-stream`. Modern errors about
+/// the request's shape get their 4xx status on JSON replies.
+pub(super) fn final_reply(id: &Value, result: Finished, modern: bool, accept: Accepts) -> Response {
     let status = match &result {
-        Ok(Err(error)) if modern => modern_status(error),
+        Ok(Err(error)) if modern && accept.json => modern_status(error),
         _ => StatusCode::OK,
     };
-    match final_message(id, result) {
-        Some(message) => json_body(status, &message),
-        None => rpc_error(
-            StatusCode::OK,
-            Some(id),
-            &RpcError::internal("Request cancelled"),
-        ),
-    }
+    let message = match result {
+        Ok(Ok(answer)) => response_bytes(id, |bytes| answer.write(bytes)),
+        unfinished_or_failed => {
+            json_bytes(&final_message(id, unfinished_or_failed).unwrap_or_else(|| {
+                jsonrpc::error_response(Some(id), &RpcError::internal("Request cancelled"))
+            }))
+        }
+    };
+    message_reply(status, message, accept)
 }

@@ -76,8 +76,14 @@ pub(super) fn keepalive(period: Duration) -> tokio::time::Interval {
 
 /// One plain (modern) SSE event.
 pub(super) fn sse_event(message: &Value) -> Bytes {
-    let mut event = b"event: message\ndata: ".to_vec();
-    let _ = serde_json::to_writer(&mut event, message);
+    sse_data(&serde_json::to_vec(message).unwrap_or_default())
+}
+
+/// One plain (modern) SSE event carrying `message`, a JSON-RPC message's text.
+pub(super) fn sse_data(message: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(message.len() + 24);
+    event.extend_from_slice(b"event: message\ndata: ");
+    event.extend_from_slice(message);
     event.extend_from_slice(b"\n\n");
     Bytes::from(event)
 }

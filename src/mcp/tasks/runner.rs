@@ -151,7 +151,7 @@ impl ServerInner {
             ctx.input_responses = round.responses.take();
             ctx.request_state = round.state.take();
             match self.invoke_tool(name, args.clone(), &ctx).await? {
-                Outcome::Complete(result) => return Ok(result),
+                Outcome::Complete(result) => return Ok(result.to_json()),
                 Outcome::InputRequired(input) => {
                     number += 1;
                     round = self.await_inputs(id, number, input, &mut inputs).await?;
