@@ -144,6 +144,56 @@ fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
+/// Reads a body that holds one request in its usual shape (`jsonrpc` "2.0", a string
+/// or integer `id`, a string `method`, `params` an object, null or absent) straight
+/// into an [`Incoming::Request`], without building the envelope as a `Value` first.
+/// `None` for anything else: notifications, responses, batches, and every odd or
+/// invalid body, which [`parse_message`] then reads and explains. Where both accept
+/// a body, they give the same message (the `jsonrpc` fuzz target checks this).
+pub fn parse_plain_request(body: &[u8]) -> Option<Incoming> {
+    #[derive(serde::Deserialize)]
+    struct Plain<'a> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        id: Value,
+        method: String,
+        #[serde(default)]
+        params: Params,
+    }
+    /// `params` as sent: absent, null, or an object (anything else fails the read).
+    #[derive(Default)]
+    enum Params {
+        #[default]
+        Absent,
+        Null,
+        Object(Map<String, Value>),
+    }
+    impl<'de> serde::Deserialize<'de> for Params {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Params, D::Error> {
+            Ok(Option::<Map<String, Value>>::deserialize(d)?.map_or(Params::Null, Params::Object))
+        }
+    }
+    // serde reads a struct from an array too; an array body is a batch.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    let plain: Plain = serde_json::from_slice(body).ok()?;
+    if plain.jsonrpc != "2.0" || !valid_id(&plain.id) {
+        return None;
+    }
+    let (params, has_params) = match plain.params {
+        Params::Absent => (Map::new(), false),
+        Params::Null => (Map::new(), true),
+        Params::Object(params) => (params, true),
+    };
+    Some(Incoming::Request {
+        id: plain.id,
+        method: plain.method,
+        params,
+        has_params,
+    })
+}
+
 /// Interprets one JSON value as a JSON-RPC message.
 pub fn parse_message(value: Value) -> Result<Incoming, Rejected> {
     let Value::Object(mut object) = value else {
@@ -217,6 +267,42 @@ pub fn parse_message(value: Value) -> Result<Incoming, Rejected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plain_request_path_reads_only_what_the_general_path_reads_alike() {
+        let same = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
+            r#" {"method":"ping","id":"a","jsonrpc":"2.0","extra":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#,
+        ];
+        for body in same {
+            let fast = parse_plain_request(body.as_bytes()).expect(body);
+            let general = parse_message(serde_json::from_str(body).unwrap()).unwrap();
+            assert_eq!(fast, general, "{body}");
+        }
+        let null_params = parse_plain_request(same[2].as_bytes()).unwrap();
+        assert!(matches!(
+            null_params,
+            Incoming::Request {
+                has_params: true,
+                ..
+            }
+        ));
+        let left_to_the_general_path = [
+            r#"["2.0",1,"ping"]"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            "{",
+        ];
+        for body in left_to_the_general_path {
+            assert_eq!(parse_plain_request(body.as_bytes()), None, "{body}");
+        }
+    }
 
     #[test]
     fn parses_each_kind_and_keeps_id_types() {

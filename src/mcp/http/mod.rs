@@ -72,8 +72,8 @@ pub(crate) async fn handle_post(
         Ok(accept) => accept,
         Err(refusal) => return refusal,
     };
-    let value = match read_json_body(&inner, headers, body).await {
-        Ok(value) => value,
+    let body = match read_body(&inner, headers, body).await {
+        Ok(body) => body,
         Err(refusal) => return refusal,
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
@@ -83,17 +83,29 @@ pub(crate) async fn handle_post(
         .get::<Access>()
         .copied()
         .unwrap_or(Access::ReadOnly);
-    if let Value::Array(items) = value {
-        return legacy_batch(&inner, headers, access, session_id.as_deref(), items).await;
-    }
-    let message = match jsonrpc::parse_message(value) {
-        Ok(m) => m,
-        Err(rejected) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                rejected.id.as_ref(),
-                &rejected.error,
-            );
+    // Most bodies are one request in the usual shape, read without a `Value` envelope;
+    // the rest (batches, notifications, responses, odd or invalid bodies) take the
+    // general path, which also explains what is wrong.
+    let message = match jsonrpc::parse_plain_request(&body) {
+        Some(request) => request,
+        None => {
+            let value = match parse_json(&body) {
+                Ok(value) => value,
+                Err(refusal) => return refusal,
+            };
+            if let Value::Array(items) = value {
+                return legacy_batch(&inner, headers, access, session_id.as_deref(), items).await;
+            }
+            match jsonrpc::parse_message(value) {
+                Ok(message) => message,
+                Err(rejected) => {
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        rejected.id.as_ref(),
+                        &rejected.error,
+                    );
+                }
+            }
         }
     };
     if is_bare(headers, session_id.as_deref(), &message) {
@@ -142,12 +154,12 @@ fn check_media_types(headers: &HeaderMap) -> Result<Accepts, Response> {
     Ok(accept)
 }
 
-/// Reads the whole body within the size and time limits and parses it as JSON.
-async fn read_json_body(
+/// Reads the whole body within the size and time limits.
+async fn read_body(
     inner: &ServerInner,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Value, Response> {
+) -> Result<Bytes, Response> {
     let too_large = || {
         refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -187,7 +199,13 @@ async fn read_json_body(
         }
         Ok(Err(_)) => return Err(too_large()),
     };
-    serde_json::from_slice(&bytes).map_err(|e| {
+    Ok(bytes)
+}
+
+/// The body as JSON, or the parse error's refusal.
+#[allow(clippy::result_large_err)]
+fn parse_json(body: &[u8]) -> Result<Value, Response> {
+    serde_json::from_slice(body).map_err(|e| {
         rpc_error(
             StatusCode::BAD_REQUEST,
             None,
