@@ -122,10 +122,12 @@ async fn initialize(
         None,
     );
     let result = inner.dispatch(Method::Initialize, params, &ctx).await;
-    let mut response = match result {
-        Ok(r) => json_body(StatusCode::OK, &jsonrpc::response(id, r.into_value())),
-        Err(e) => rpc_error(StatusCode::OK, Some(id), &e),
+    // The answer to `initialize` is JSON whatever the client accepts, as it has been.
+    let json = Accepts {
+        json: true,
+        sse: false,
     };
+    let mut response = final_reply(id, Ok(result), false, json);
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response
             .headers_mut()
