@@ -316,6 +316,7 @@ fn turn_overhead(_: &mut Criterion) {
     // Warm-up: connections, the page cache, the allocator.
     timed(&untraced, false);
     timed(&traced, true);
+    let waits_before = [&untraced, &traced].map(|bot| bot.store.writer_waits().unwrap_or_default());
     let mut ratios = Vec::with_capacity(rounds);
     let (mut off_total, mut on_total) = (Duration::ZERO, Duration::ZERO);
     for round in 0..rounds {
@@ -332,15 +333,24 @@ fn turn_overhead(_: &mut Criterion) {
     }
     ratios.sort_by(f64::total_cmp);
     let per_turn = |total: Duration| total.as_secs_f64() * 1e6 / (rounds * turns) as f64;
+    // Time the turns (and the trace writer) spent queued for the store's one writer
+    // connection: the part of the overhead that is waiting, not work.
+    let [untraced_waits, traced_waits] = [&untraced, &traced]
+        .map(|bot| bot.store.writer_waits().unwrap_or_default())
+        .map(|after| after.total);
+    let waited = |index: usize, after: Duration| per_turn(after - waits_before[index].total);
     let percent = |ratio: f64| (ratio - 1.0) * 100.0;
     println!(
         "trace/turn_overhead: {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
-         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} µs untraced, {:.0} µs traced",
+         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} µs untraced, {:.0} µs traced; \
+         queued for the store's writer connection {:.1} µs untraced, {:.1} µs traced per turn",
         percent(ratios[rounds / 2]),
         percent(ratios[rounds / 4]),
         percent(ratios[rounds * 3 / 4]),
         per_turn(off_total),
         per_turn(on_total),
+        waited(0, untraced_waits),
+        waited(1, traced_waits),
     );
 }
 

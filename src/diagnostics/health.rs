@@ -16,7 +16,7 @@ impl DiagnosticTool for Health {
             "health",
             "Bot health",
             "The bot's vital signs: uptime, resident memory, WebSocket clients, LLM provider and model, \
-             active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size, and turn tracing \
+             active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size and how often writers queued for it, and turn tracing \
              (spans recorded, dropped because the writer fell behind, dropped by the OpenTelemetry exporter).",
         )
         .output(
@@ -67,6 +67,7 @@ impl DiagnosticTool for Health {
                 "backend": bot.store.backend_name(),
                 "path": bot.store.path(),
                 "size_bytes": bot.store.file_size(),
+                "writer_waits": bot.store.writer_waits(),
             },
             "bot_tools": bot.tools.len(),
             "traces": {

@@ -18,13 +18,14 @@
 //! parameter, one statement text for both), and `pg` the PostgreSQL backend.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{SecondsFormat, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod connection;
 mod conversations;
 mod ended_sessions;
 mod log_events;
@@ -38,6 +39,9 @@ mod sql;
 mod tasks;
 mod tool_settings;
 mod traces;
+
+use connection::WriterConnection;
+pub use connection::WriterWaits;
 
 pub use mcp_tasks::StoredTaskRow;
 pub use retention::{ConversationHold, ConversationLimits};
@@ -256,7 +260,7 @@ pub struct Store {
 
 #[derive(Clone)]
 enum Backend {
-    Sqlite(Arc<Mutex<Connection>>),
+    Sqlite(Arc<WriterConnection>),
     Postgres(Arc<Postgres>),
 }
 
@@ -305,7 +309,7 @@ impl Store {
         })?;
         migrate(&mut conn).map_err(|e| open_error(format!("migration failed: {e}")))?;
         Ok(Store {
-            backend: Backend::Sqlite(Arc::new(Mutex::new(conn))),
+            backend: Backend::Sqlite(Arc::new(WriterConnection::new(conn))),
             path: path.into(),
             activity: Arc::default(),
         })
@@ -314,6 +318,15 @@ impl Store {
     /// Where the data is: the SQLite path, or the PostgreSQL URL without its password.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// How often and how long callers waited for the SQLite writer connection since
+    /// start-up (see [`connection`]); `None` on PostgreSQL, whose pool has no such queue.
+    pub fn writer_waits(&self) -> Option<WriterWaits> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Some(conn.waits()),
+            Backend::Postgres(_) => None,
+        }
     }
 
     /// `sqlite` or `postgres`.
@@ -354,14 +367,9 @@ impl Store {
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
         let conn = self.sqlite_connection()?;
-        tokio::task::spawn_blocking(move || {
-            // A panic while holding the lock poisons it; the connection itself is still
-            // usable, so recover it rather than failing every later call.
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
-        })
-        .await
-        .map_err(|_| StoreError::WorkerGone)?
+        tokio::task::spawn_blocking(move || f(&mut conn.lock()))
+            .await
+            .map_err(|_| StoreError::WorkerGone)?
     }
 
     /// Announces a change to every replica sharing the database (PostgreSQL
@@ -379,7 +387,7 @@ impl Store {
         self.postgres().map(Postgres::subscribe_changes)
     }
 
-    fn sqlite_connection(&self) -> Result<Arc<Mutex<Connection>>, StoreError> {
+    fn sqlite_connection(&self) -> Result<Arc<WriterConnection>, StoreError> {
         match &self.backend {
             Backend::Sqlite(conn) => Ok(conn.clone()),
             Backend::Postgres(_) => Err(StoreError::Postgres(
@@ -419,6 +427,42 @@ mod backend_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn callers_that_queue_for_the_writer_connection_are_counted() {
+        let store = Store::open(":memory:").unwrap();
+        store.call(|_| Ok(())).await.unwrap();
+        assert_eq!(
+            store.writer_waits().unwrap().count,
+            0,
+            "a free connection is no wait"
+        );
+
+        let (holding, held) = std::sync::mpsc::channel();
+        let holder = store.clone();
+        let slow = tokio::spawn(async move {
+            holder
+                .call(move |_| {
+                    holding.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(60));
+                    Ok(())
+                })
+                .await
+        });
+        tokio::task::spawn_blocking(move || held.recv().unwrap())
+            .await
+            .unwrap();
+        store.call(|_| Ok(())).await.unwrap();
+        slow.await.unwrap().unwrap();
+
+        let waits = store.writer_waits().unwrap();
+        assert_eq!(waits.count, 1, "{waits:?}");
+        assert!(waits.total >= Duration::from_millis(30), "{waits:?}");
+        let shown = serde_json::to_value(waits).unwrap();
+        assert_eq!(shown["count"], 1);
+        assert!(shown["total_ms"].as_f64().unwrap() >= 30.0, "{shown}");
+    }
 
     #[tokio::test]
     async fn migrations_run_on_fresh_and_existing_databases() {

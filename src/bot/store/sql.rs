@@ -23,6 +23,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::connection::WriterConnection;
 use super::{BUSY_TIMEOUT, Store, StoreError};
 
 /// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
@@ -227,7 +228,7 @@ fn sql_param(value: &Value) -> rusqlite::types::Value {
 /// database is a file; the writer otherwise.
 enum ReadOnlyConnection {
     Own(Connection),
-    Shared(Arc<Mutex<Connection>>),
+    Shared(Arc<WriterConnection>),
 }
 
 impl Store {
@@ -252,7 +253,7 @@ impl Store {
         let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
         let work = tokio::task::spawn_blocking(move || {
             if !read_only {
-                let mut guard = writer.lock().unwrap_or_else(|p| p.into_inner());
+                let mut guard = writer.lock();
                 let _ = interrupt_tx.send(guard.get_interrupt_handle());
                 return execute_one(&mut guard, &sql, &params, limit);
             }
@@ -272,7 +273,7 @@ impl Store {
                     run_read_only(&mut own, &sql, &params, limit)
                 }
                 ReadOnlyConnection::Shared(writer) => {
-                    let mut guard = writer.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut guard = writer.lock();
                     let _ = interrupt_tx.send(guard.get_interrupt_handle());
                     let outcome = run_read_only(&mut guard, &sql, &params, limit);
                     guard.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
