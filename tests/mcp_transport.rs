@@ -774,3 +774,33 @@ async fn legacy_cancellation_stops_the_work() {
     let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_tool_result_carries_what_its_era_adds_and_nothing_else() {
+    let app = start_bot(&[]).await;
+    let args = json!({"name": "list_agents", "arguments": {}});
+    let modern_reply = modern(&app, 1, "tools/call", args.clone()).await;
+    assert_eq!(modern_reply.status, 200, "{}", modern_reply.raw);
+    let result = modern_reply.result();
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "porthole"
+    );
+    assert!(result.get("ttlMs").is_none(), "tools/call is not cacheable");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        result["structuredContent"]
+    );
+
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let legacy_reply = legacy(&app, &session, 2, "tools/call", args).await;
+    let result = legacy_reply.result();
+    assert!(
+        result["structuredContent"].is_object(),
+        "{}",
+        legacy_reply.raw
+    );
+    assert!(result.get("resultType").is_none() && result.get("_meta").is_none());
+}

@@ -272,20 +272,20 @@ impl ServerInner {
             .map(MethodResult::Value)
     }
 
-    /// What [`ServerInner::shape`] adds to a complete tool result, as JSON members to
-    /// append to it: nothing in the legacy era; `resultType` and the server's info in
-    /// `_meta` in the modern one (written once per server).
+    /// What [`ServerInner::shape`] adds to a complete tool result in `era`, as JSON
+    /// members to append to it (each led by a comma): `shape` run once per era on an
+    /// empty result, so a tool result written as text gets exactly what a shaped value
+    /// would.
     fn tool_result_tail(&self, era: &Era) -> &str {
-        if !era.is_modern() {
-            return "";
-        }
-        self.modern_tool_result_tail.get_or_init(|| {
-            let mut meta = Map::new();
-            meta.insert(META_SERVER_INFO.into(), self.server_info());
-            format!(
-                ",\"resultType\":\"complete\",\"_meta\":{}",
-                Value::Object(meta)
-            )
+        self.tool_result_tail[usize::from(era.is_modern())].get_or_init(|| {
+            let shaped = self
+                .shape(Method::ToolsCall, Outcome::Complete(json!({})), era)
+                .unwrap_or_default()
+                .to_string();
+            match shaped.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(members) if !members.is_empty() => format!(",{members}"),
+                _ => String::new(),
+            }
         })
     }
 

@@ -93,8 +93,9 @@ pub(crate) struct ServerInner {
     /// never changes after build, so it is shaped and serialised once.
     /// Indexed by access (full, read-only), then era (legacy, modern).
     tools_list_cache: [[std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2]; 2],
-    /// What the modern era adds to every complete tool result, as JSON members.
-    modern_tool_result_tail: std::sync::OnceLock<String>,
+    /// What each era adds to every complete tool result, as JSON members (legacy,
+    /// modern).
+    tool_result_tail: [std::sync::OnceLock<String>; 2],
     /// Requests answered with a task handle, and the tasks' store.
     tasks: tasks::TaskEngine,
     /// The skills served through the Skills extension, if a folder was given.
@@ -288,7 +289,7 @@ impl McpServerBuilder {
                 keepalive: self.keepalive,
                 shutdown: tokio::sync::watch::channel(false).0,
                 tools_list_cache: Default::default(),
-                modern_tool_result_tail: Default::default(),
+                tool_result_tail: Default::default(),
                 tasks,
                 skills: self.skills,
                 this: this.clone(),

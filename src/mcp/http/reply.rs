@@ -12,13 +12,18 @@ pub(super) fn json_bytes(message: &impl serde::Serialize) -> Vec<u8> {
 }
 
 pub(super) fn json_body(status: StatusCode, body: &Value) -> Response {
+    json_response(status, json_bytes(body))
+}
+
+/// A JSON text as an `application/json` response.
+fn json_response(status: StatusCode, json: Vec<u8>) -> Response {
     (
         status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        json_bytes(body),
+        json,
     )
         .into_response()
 }
@@ -95,15 +100,7 @@ pub(super) fn raw_reply(
 /// only `text/event-stream`.
 fn message_reply(status: StatusCode, message: Vec<u8>, accept: Accepts) -> Response {
     if accept.json {
-        return (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            message,
-        )
-            .into_response();
+        return json_response(status, message);
     }
     let mut response = Response::new(Body::from(sse_data(&message)));
     let headers = response.headers_mut();

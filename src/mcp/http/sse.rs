@@ -76,14 +76,20 @@ pub(super) fn keepalive(period: Duration) -> tokio::time::Interval {
 
 /// One plain (modern) SSE event.
 pub(super) fn sse_event(message: &Value) -> Bytes {
-    sse_data(&serde_json::to_vec(message).unwrap_or_default())
+    sse_frame(|event| {
+        let _ = serde_json::to_writer(event, message);
+    })
 }
 
 /// One plain (modern) SSE event carrying `message`, a JSON-RPC message's text.
 pub(super) fn sse_data(message: &[u8]) -> Bytes {
-    let mut event = Vec::with_capacity(message.len() + 24);
-    event.extend_from_slice(b"event: message\ndata: ");
-    event.extend_from_slice(message);
+    sse_frame(|event| event.extend_from_slice(message))
+}
+
+/// An SSE `message` event whose data `write_data` appends.
+fn sse_frame(write_data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut event = b"event: message\ndata: ".to_vec();
+    write_data(&mut event);
     event.extend_from_slice(b"\n\n");
     Bytes::from(event)
 }
