@@ -19,7 +19,11 @@
 //!   on 127.0.0.1), one bot with `TRACE_ENABLED=false` and one with `true`, in
 //!   interleaved rounds; the median ratio is the recording cost of a turn, the
 //!   writer's work included (`TRACE_TURN_ROUNDS`, `TRACE_TURN_TURNS` to change the
-//!   sample).
+//!   sample). It also prints the process CPU per turn of each bot, the closing flush's
+//!   share and the queueing for the store's writer connection. `TRACE_TURN_BURN_US=N`
+//!   (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead: untraced turns beside a
+//!   thread burning N µs of CPU every 50 ms, so the cost of recording can be set
+//!   against the cost of any background CPU on the same machine.
 //! - `trace/store_growth`: the database file (checkpointed) after 200 turns with tracing
 //!   on, minus the same with tracing off, divided by 200.
 //!
@@ -291,67 +295,166 @@ async fn one_turn(bot: &Bot) {
 /// The recording cost on a whole turn, as a ratio: turns with tracing off and on,
 /// interleaved in rounds (the order alternates, so drift hits both sides alike), each
 /// traced round ending with a timed flush so the writer's work is counted too. Each bot
-/// has its own database file, as a real bot does.
+/// has its own database file, as a real bot does. Besides the wall time, each round's
+/// CPU time (the whole process, so the writer's thread too) is taken, so the line also
+/// says how much CPU recording adds per turn.
+///
+/// With `TRACE_TURN_BURN_US=N` it runs a control instead: the second bot is untraced
+/// too, and during its rounds a thread burns N µs of CPU every 50 ms (the writer's
+/// rhythm), at normal priority or, with `TRACE_TURN_BURN_IDLE=1`, at `SCHED_IDLE`. That
+/// says what background CPU, any background CPU, costs a turn on this machine.
 fn turn_overhead(_: &mut Criterion) {
     let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
     let turns: usize = env_number("TRACE_TURN_TURNS", 200);
+    let burn = std::env::var("TRACE_TURN_BURN_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_micros);
     let rt = runtime();
     let llm = rt.block_on(fake_llm::start(Vec::new()));
     let dir = tempfile::tempdir().expect("temp dir");
     let database = |name: &str| dir.path().join(name).display().to_string();
     let untraced = rt.block_on(bot(&llm.url(), false, &database("untraced.db")));
-    let traced = rt.block_on(bot(&llm.url(), true, &database("traced.db")));
-    let timed = |bot: &Bot, flush: bool| {
+    let second = rt.block_on(bot(&llm.url(), burn.is_none(), &database("second.db")));
+    let burner = burn.map(Burner::start);
+    // One round: the wall time of `turns` turns (and, for the second bot, the flush),
+    // the process CPU time meanwhile, and the flush's own wall time.
+    let timed = |bot: &Bot, second_bot: bool| {
+        if let Some(burner) = &burner {
+            burner.set(second_bot);
+        }
         rt.block_on(async {
-            let started = Instant::now();
+            let (started, cpu) = (Instant::now(), process_cpu());
             for _ in 0..turns {
                 one_turn(bot).await;
             }
-            if flush {
+            let flushing = Instant::now();
+            if second_bot {
                 bot.tracer.flush().await;
             }
-            started.elapsed()
+            let flush = flushing.elapsed();
+            (started.elapsed(), process_cpu() - cpu, flush)
         })
     };
     // Warm-up: connections, the page cache, the allocator.
     timed(&untraced, false);
-    timed(&traced, true);
-    let waits_before = [&untraced, &traced].map(|bot| bot.store.writer_waits().unwrap_or_default());
+    timed(&second, true);
+    let waits_before = [&untraced, &second].map(|bot| bot.store.writer_waits().unwrap_or_default());
     let mut ratios = Vec::with_capacity(rounds);
-    let (mut off_total, mut on_total) = (Duration::ZERO, Duration::ZERO);
+    let (mut off, mut on) = (Round::default(), Round::default());
     for round in 0..rounds {
-        let (off, on) = if round % 2 == 0 {
-            let off = timed(&untraced, false);
-            (off, timed(&traced, true))
+        let (first_off, first_on) = if round % 2 == 0 {
+            let first = timed(&untraced, false);
+            (first, timed(&second, true))
         } else {
-            let on = timed(&traced, true);
-            (timed(&untraced, false), on)
+            let first = timed(&second, true);
+            (timed(&untraced, false), first)
         };
-        off_total += off;
-        on_total += on;
-        ratios.push(on.as_secs_f64() / off.as_secs_f64());
+        off.add(first_off);
+        on.add(first_on);
+        ratios.push(first_on.0.as_secs_f64() / first_off.0.as_secs_f64());
     }
     ratios.sort_by(f64::total_cmp);
     let per_turn = |total: Duration| total.as_secs_f64() * 1e6 / (rounds * turns) as f64;
     // Time the turns (and the trace writer) spent queued for the store's one writer
     // connection: the part of the overhead that is waiting, not work.
-    let [untraced_waits, traced_waits] = [&untraced, &traced]
-        .map(|bot| bot.store.writer_waits().unwrap_or_default())
-        .map(|after| after.total);
-    let waited = |index: usize, after: Duration| per_turn(after - waits_before[index].total);
+    let waited = [&untraced, &second].map(|bot| bot.store.writer_waits().unwrap_or_default().total);
+    let waited = |index: usize| per_turn(waited[index] - waits_before[index].total);
     let percent = |ratio: f64| (ratio - 1.0) * 100.0;
+    let what = match burn {
+        None => "untraced / traced".to_string(),
+        Some(burn) => format!(
+            "control, untraced both / the second beside a thread burning {} µs per 50 ms{}",
+            burn.as_micros(),
+            if std::env::var_os("TRACE_TURN_BURN_IDLE").is_some() {
+                " at SCHED_IDLE"
+            } else {
+                ""
+            }
+        ),
+    };
     println!(
-        "trace/turn_overhead: {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
-         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} µs untraced, {:.0} µs traced; \
-         queued for the store's writer connection {:.1} µs untraced, {:.1} µs traced per turn",
+        "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
+         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
+         {:.0} / {:.0} µs; the closing flush {:.1} µs per turn; queued for the store's writer \
+         connection {:.1} / {:.1} µs per turn",
         percent(ratios[rounds / 2]),
         percent(ratios[rounds / 4]),
         percent(ratios[rounds * 3 / 4]),
-        per_turn(off_total),
-        per_turn(on_total),
-        waited(0, untraced_waits),
-        waited(1, traced_waits),
+        per_turn(off.wall),
+        per_turn(on.wall),
+        per_turn(off.cpu),
+        per_turn(on.cpu),
+        per_turn(on.flush),
+        waited(0),
+        waited(1),
     );
+}
+
+/// The totals of one bot's rounds.
+#[derive(Default)]
+struct Round {
+    wall: Duration,
+    cpu: Duration,
+    flush: Duration,
+}
+
+impl Round {
+    fn add(&mut self, (wall, cpu, flush): (Duration, Duration, Duration)) {
+        self.wall += wall;
+        self.cpu += cpu;
+        self.flush += flush;
+    }
+}
+
+/// The CPU time (user and system) of the whole process so far.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a valid value.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// The control's background thread: while switched on, it spins for its burn every
+/// 50 ms, the rhythm of the trace writer's batches.
+struct Burner {
+    on: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Burner {
+    fn start(burn: Duration) -> Burner {
+        let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let idle = std::env::var_os("TRACE_TURN_BURN_IDLE").is_some();
+        let switch = on.clone();
+        std::thread::spawn(move || {
+            if idle {
+                let param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: pid 0 is this thread; the parameter is valid for SCHED_IDLE.
+                let done = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                assert_eq!(done, 0, "cannot set SCHED_IDLE");
+            }
+            loop {
+                if switch.load(std::sync::atomic::Ordering::Relaxed) {
+                    let started = Instant::now();
+                    while started.elapsed() < burn {
+                        std::hint::spin_loop();
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Burner { on }
+    }
+
+    fn set(&self, on: bool) {
+        self.on.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn env_number(name: &str, default: usize) -> usize {
