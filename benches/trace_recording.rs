@@ -306,19 +306,21 @@ async fn one_turn(bot: &Bot) {
 fn turn_overhead(_: &mut Criterion) {
     let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
     let turns: usize = env_number("TRACE_TURN_TURNS", 200);
-    let burn = std::env::var("TRACE_TURN_BURN_US")
+    let control = std::env::var("TRACE_TURN_BURN_US")
         .ok()
         .and_then(|v| v.parse().ok())
-        .map(Duration::from_micros);
+        .map(|micros| Control {
+            burn: Duration::from_micros(micros),
+            idle: std::env::var_os("TRACE_TURN_BURN_IDLE").is_some(),
+        });
     let rt = runtime();
     let llm = rt.block_on(fake_llm::start(Vec::new()));
     let dir = tempfile::tempdir().expect("temp dir");
     let database = |name: &str| dir.path().join(name).display().to_string();
     let untraced = rt.block_on(bot(&llm.url(), false, &database("untraced.db")));
-    let second = rt.block_on(bot(&llm.url(), burn.is_none(), &database("second.db")));
-    let burner = burn.map(Burner::start);
-    // One round: the wall time of `turns` turns (and, for the second bot, the flush),
-    // the process CPU time meanwhile, and the flush's own wall time.
+    let second = rt.block_on(bot(&llm.url(), control.is_none(), &database("second.db")));
+    let burner = control.as_ref().map(Burner::start);
+    // One round of `turns` turns (and, for the second bot, the flush).
     let timed = |bot: &Bot, second_bot: bool| {
         if let Some(burner) = &burner {
             burner.set(second_bot);
@@ -333,7 +335,11 @@ fn turn_overhead(_: &mut Criterion) {
                 bot.tracer.flush().await;
             }
             let flush = flushing.elapsed();
-            (started.elapsed(), process_cpu() - cpu, flush)
+            Round {
+                wall: started.elapsed(),
+                cpu: process_cpu() - cpu,
+                flush,
+            }
         })
     };
     // Warm-up: connections, the page cache, the allocator.
@@ -343,16 +349,16 @@ fn turn_overhead(_: &mut Criterion) {
     let mut ratios = Vec::with_capacity(rounds);
     let (mut off, mut on) = (Round::default(), Round::default());
     for round in 0..rounds {
-        let (first_off, first_on) = if round % 2 == 0 {
-            let first = timed(&untraced, false);
-            (first, timed(&second, true))
+        let (off_round, on_round) = if round % 2 == 0 {
+            let off_round = timed(&untraced, false);
+            (off_round, timed(&second, true))
         } else {
-            let first = timed(&second, true);
-            (timed(&untraced, false), first)
+            let on_round = timed(&second, true);
+            (timed(&untraced, false), on_round)
         };
-        off.add(first_off);
-        on.add(first_on);
-        ratios.push(first_on.0.as_secs_f64() / first_off.0.as_secs_f64());
+        ratios.push(on_round.wall.as_secs_f64() / off_round.wall.as_secs_f64());
+        off.add(&off_round);
+        on.add(&on_round);
     }
     ratios.sort_by(f64::total_cmp);
     let per_turn = |total: Duration| total.as_secs_f64() * 1e6 / (rounds * turns) as f64;
@@ -361,16 +367,12 @@ fn turn_overhead(_: &mut Criterion) {
     let waited = [&untraced, &second].map(|bot| bot.store.writer_waits().unwrap_or_default().total);
     let waited = |index: usize| per_turn(waited[index] - waits_before[index].total);
     let percent = |ratio: f64| (ratio - 1.0) * 100.0;
-    let what = match burn {
+    let what = match &control {
         None => "untraced / traced".to_string(),
-        Some(burn) => format!(
+        Some(control) => format!(
             "control, untraced both / the second beside a thread burning {} µs per 50 ms{}",
-            burn.as_micros(),
-            if std::env::var_os("TRACE_TURN_BURN_IDLE").is_some() {
-                " at SCHED_IDLE"
-            } else {
-                ""
-            }
+            control.burn.as_micros(),
+            if control.idle { " at SCHED_IDLE" } else { "" }
         ),
     };
     println!(
@@ -391,7 +393,8 @@ fn turn_overhead(_: &mut Criterion) {
     );
 }
 
-/// The totals of one bot's rounds.
+/// One round of a bot's turns, or the sum of its rounds: the wall time, the process's
+/// CPU time meanwhile, and the closing flush's own wall time.
 #[derive(Default)]
 struct Round {
     wall: Duration,
@@ -400,11 +403,18 @@ struct Round {
 }
 
 impl Round {
-    fn add(&mut self, (wall, cpu, flush): (Duration, Duration, Duration)) {
-        self.wall += wall;
-        self.cpu += cpu;
-        self.flush += flush;
+    fn add(&mut self, round: &Round) {
+        self.wall += round.wall;
+        self.cpu += round.cpu;
+        self.flush += round.flush;
     }
+}
+
+/// The control's settings: the CPU burnt every 50 ms, and whether at `SCHED_IDLE`.
+#[derive(Clone, Copy)]
+struct Control {
+    burn: Duration,
+    idle: bool,
 }
 
 /// The CPU time (user and system) of the whole process so far.
@@ -428,9 +438,9 @@ struct Burner {
 }
 
 impl Burner {
-    fn start(burn: Duration) -> Burner {
+    fn start(control: &Control) -> Burner {
         let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let idle = std::env::var_os("TRACE_TURN_BURN_IDLE").is_some();
+        let Control { burn, idle } = *control;
         let switch = on.clone();
         std::thread::spawn(move || {
             if idle {
