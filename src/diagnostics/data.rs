@@ -102,7 +102,8 @@ impl DiagnosticTool for DbQuery {
         }
         // The trace writer gathers spans for a moment before storing them: a statement
         // about traces sees every turn that has ended, as the trace tools do.
-        if sql.to_ascii_lowercase().contains("trace_spans") {
+        let lowercase = sql.to_ascii_lowercase();
+        if lowercase.contains("trace_spans") || lowercase.contains("trace_turns") {
             d.bot.tracer.flush().await;
         }
         let outcome = d

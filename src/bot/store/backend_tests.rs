@@ -436,6 +436,77 @@ async fn traces_on(store: Store) {
     assert_eq!(store.trace_spans("t2").await.unwrap().len(), 2);
 }
 
+/// A turn's spans may reach the store in several batches: children before their root
+/// (the batch closed while the turn went on) and after it (a cancelled child). Each part
+/// is merged into the turn's one row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_stored_in_parts_is_one_turn() {
+    on_every_backend!(turn_in_parts_on);
+}
+
+async fn turn_in_parts_on(store: Store) {
+    let mut failing = span("t1", "tool", "r1", SpanKind::Tool, 1_200);
+    failing.error = Some("boom".into());
+    let mut root = span("t1", "r1", "r1", SpanKind::Turn, 1_000);
+    root.duration_us = 900;
+    let mut late = span("t1", "late", "r1", SpanKind::Llm, 1_800);
+    late.error = Some("cancelled".into());
+    for part in [
+        vec![span("t1", "llm", "r1", SpanKind::Llm, 1_100), failing],
+        vec![root],
+        vec![late],
+    ] {
+        store.append_spans(part, Prune::default()).await.unwrap();
+        let listed = store
+            .list_traces(SpanQuery {
+                limit: 5,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(listed.items.len() <= 1, "never more than one turn");
+    }
+    let listed = store
+        .list_traces(SpanQuery {
+            status: Some("error".into()),
+            min_duration_us: Some(900),
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let turn = &listed.items[0];
+    assert_eq!(
+        (turn.root.span_id.as_str(), turn.root.start_us, turn.root.duration_us),
+        ("r1", 1_000, 900),
+        "the root's own fields, though children arrived first"
+    );
+    assert_eq!((turn.spans, turn.llm_calls, turn.failed_spans), (4, 2, 2));
+    let spans = store.trace_spans("t1").await.unwrap();
+    assert_eq!(
+        spans.iter().map(|s| s.span_id.as_str()).collect::<Vec<_>>(),
+        ["r1", "llm", "tool", "late"]
+    );
+    assert_eq!(store.span("late").await.unwrap().unwrap().root_span_id, "r1");
+    assert_eq!(
+        store.last_failed_span().await.unwrap().unwrap().span_id,
+        "late"
+    );
+    // A turn is kept or pruned whole, however many parts it came in.
+    store
+        .append_spans(
+            vec![span("t2", "r2", "r2", SpanKind::Turn, 5_000)],
+            Prune {
+                keep_turns: Some(1),
+                before_us: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(store.trace_spans("t1").await.unwrap().is_empty());
+    assert!(store.span("late").await.unwrap().is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_is_described() {
     on_every_backend!(schema_on);

@@ -506,41 +506,96 @@ mod tests {
         );
     }
 
-    /// Migration 11 changes the indexes of `trace_spans` only: the spans stored before it
-    /// are still read, listed and pruned after it.
-    #[tokio::test]
-    async fn trace_spans_survive_the_index_migration() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("traced.db");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(&MIGRATIONS[..9].join("\n")).unwrap();
-            conn.pragma_update(None, "user_version", 9).unwrap();
-            for (id, root, is_root, start) in [("r1", "r1", 1, 1_000), ("l1", "r1", 0, 1_100)] {
-                conn.execute(
-                    "INSERT INTO trace_spans (span_id, trace_id, is_root, kind, name, start_us, \
-                     duration_us, attributes, root_span_id) VALUES (?1, 't1', ?2, ?3, ?1, ?4, 5, '{}', ?5)",
-                    rusqlite::params![id, is_root, if is_root == 1 { "turn" } else { "llm" }, start, root],
-                )
-                .unwrap();
-            }
-        }
-        let store = Store::open(path.to_str().unwrap()).unwrap();
-        assert_eq!(store.trace_spans("t1").await.unwrap().len(), 2);
-        assert_eq!(store.span("l1").await.unwrap().unwrap().root_span_id, "r1");
+    /// The spans [`check_spans_moved_into_turn_rows`] expects, as rows of the old
+    /// `trace_spans` table: `(span_id, root_span_id, is_root, start_us, error)`.
+    pub(in crate::bot::store) const OLD_SPANS: [(&str, &str, i64, i64, Option<&str>); 3] = [
+        ("r1", "r1", 1, 1_000, None),
+        ("l1", "r1", 0, 1_100, Some("refused")),
+        ("r2", "r2", 1, 2_000, None),
+    ];
+
+    /// Inserts [`OLD_SPANS`] into the `trace_spans` table of migrations 8 to 11 (both
+    /// backends take the statement, placeholders renumbered for PostgreSQL).
+    pub(in crate::bot::store) const INSERT_OLD_SPAN: &str = "INSERT INTO trace_spans \
+        (span_id, trace_id, is_root, kind, name, start_us, duration_us, error, attributes, \
+        root_span_id, source) VALUES (?1, 't1', ?2, ?3, ?1, ?4, 5, ?5, '{\"request\":{\"n\":1}}', ?6, 'web')";
+
+    /// Migration 12 (one row per turn, `trace_spans` a view): the spans stored before it
+    /// are still read, listed, counted and pruned after it.
+    pub(in crate::bot::store) async fn check_spans_moved_into_turn_rows(store: Store) {
+        let spans = store.trace_spans("t1").await.unwrap();
+        assert_eq!(
+            spans.iter().map(|s| s.span_id.as_str()).collect::<Vec<_>>(),
+            ["r1", "l1", "r2"]
+        );
+        assert_eq!(spans[1].attributes["request"], serde_json::json!({"n": 1}));
+        let l1 = store.span("l1").await.unwrap().unwrap();
+        assert_eq!((l1.root_span_id.as_str(), l1.is_root), ("r1", false));
+        assert_eq!(
+            store.last_failed_span().await.unwrap().unwrap().span_id,
+            "l1"
+        );
         let listed = store
             .list_traces(SpanQuery {
+                status: Some("error".into()),
+                source: Some("web".into()),
                 limit: 5,
                 ..Default::default()
             })
             .await
             .unwrap();
-        assert_eq!(listed.items.len(), 1);
-        assert_eq!(listed.items[0].spans, 2, "counted through the new index");
+        assert_eq!(listed.items.len(), 1, "one of the two turns failed");
+        assert_eq!(listed.items[0].root.span_id, "r1");
+        assert_eq!(listed.items[0].spans, 2);
+        // Read-only SQL reads the turn rows and the view over their spans.
+        let counted = store
+            .run_sql(
+                "SELECT (SELECT count(*) FROM trace_turns), (SELECT count(*) FROM trace_spans)",
+                Vec::new(),
+                10,
+                true,
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(counted.rows[0], [2, 3], "one row per turn, one view row per span");
+        store
+            .append_spans(
+                Vec::new(),
+                Prune {
+                    keep_turns: Some(1),
+                    before_us: None,
+                },
+            )
+            .await
+            .unwrap();
+        let kept = store.trace_spans("t1").await.unwrap();
+        assert_eq!(kept.len(), 1, "the older turn went, spans and all");
+        assert_eq!(kept[0].span_id, "r2");
+    }
+
+    #[tokio::test]
+    async fn trace_spans_survive_the_migration_to_turn_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traced.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&MIGRATIONS[..11].join("\n")).unwrap();
+            conn.pragma_update(None, "user_version", 11).unwrap();
+            for (id, root, is_root, start, error) in OLD_SPANS {
+                let kind = if is_root == 1 { "turn" } else { "llm" };
+                conn.execute(
+                    INSERT_OLD_SPAN,
+                    rusqlite::params![id, is_root, kind, start, error, root],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(path.to_str().unwrap()).unwrap();
         let indexes: Vec<String> = store
             .call(|c| {
                 let mut s = c.prepare(
-                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trace_spans' \
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trace_turns' \
                      AND sql IS NOT NULL ORDER BY name",
                 )?;
                 Ok(s.query_map([], |r| r.get(0))?
@@ -551,23 +606,12 @@ mod tests {
         assert_eq!(
             indexes,
             [
-                "trace_spans_by_start",
-                "trace_spans_by_turn",
-                "trace_spans_failed",
-                "trace_spans_roots"
+                "trace_turns_by_start",
+                "trace_turns_by_turn",
+                "trace_turns_failed"
             ]
         );
-        store
-            .append_spans(
-                Vec::new(),
-                Prune {
-                    keep_turns: Some(0),
-                    before_us: None,
-                },
-            )
-            .await
-            .unwrap();
-        assert!(store.trace_spans("t1").await.unwrap().is_empty());
+        check_spans_moved_into_turn_rows(store).await;
     }
 
     #[tokio::test]

@@ -157,9 +157,70 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX trace_spans_roots ON trace_spans(start_us, span_id) WHERE is_root = 1;
     CREATE INDEX trace_spans_by_start ON trace_spans(start_us, span_id);
     CREATE INDEX trace_spans_failed ON trace_spans(start_us + duration_us) WHERE error IS NOT NULL;",
+    // 12: one row per turn (`trace_turns`), its spans a JSON array, and `trace_spans` a
+    // view over them with the columns the table had. A turn stored as one row costs one
+    // insert in a table and two indexes, where a span per row cost one in a table and four
+    // indexes for each of its spans: the writer's work on every turn, measured in
+    // docs/performance.md §6. The columns beside `spans` are what listing turns, cutting
+    // back their count and age, and finding the latest failure read without opening the
+    // JSON; a turn whose root has not arrived yet (`has_root = 0`) is stored all the same
+    // and is completed when the rest of its spans arrive.
+    "CREATE TABLE trace_turns (
+        id INTEGER PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        root_span_id TEXT NOT NULL,
+        has_root INTEGER NOT NULL,
+        start_us INTEGER NOT NULL,
+        duration_us INTEGER NOT NULL,
+        conversation_id TEXT,
+        source TEXT,
+        failed INTEGER NOT NULL,
+        spans TEXT NOT NULL
+    );
+    INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
+        conversation_id, source, failed, spans)
+    SELECT trace_id, root_span_id, max(is_root),
+        coalesce(min(CASE WHEN is_root = 1 THEN start_us END), min(start_us)),
+        coalesce(max(CASE WHEN is_root = 1 THEN duration_us END), 0),
+        coalesce(max(CASE WHEN is_root = 1 THEN conversation_id END), max(conversation_id)),
+        max(CASE WHEN is_root = 1 THEN source END),
+        sum(error IS NOT NULL),
+        json_group_array(json_object('trace_id', trace_id, 'span_id', span_id,
+            'parent_span_id', parent_span_id, 'is_root', json(iif(is_root = 1, 'true', 'false')),
+            'root_span_id', root_span_id, 'kind', kind, 'name', name, 'source', source,
+            'conversation_id', conversation_id, 'start_us', start_us, 'duration_us', duration_us,
+            'error', error, 'model', model, 'tool', tool, 'input_tokens', input_tokens,
+            'output_tokens', output_tokens, 'attributes', json(attributes)))
+    FROM (SELECT * FROM trace_spans ORDER BY start_us, span_id)
+    GROUP BY trace_id, root_span_id
+    ORDER BY min(start_us);
+    DROP TABLE trace_spans;
+    CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
+    CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
+    CREATE INDEX trace_turns_failed ON trace_turns(start_us + duration_us) WHERE failed > 0;
+    CREATE VIEW trace_spans AS SELECT
+        s.value ->> 'span_id' AS span_id,
+        t.trace_id AS trace_id,
+        s.value ->> 'parent_span_id' AS parent_span_id,
+        s.value ->> 'is_root' AS is_root,
+        s.value ->> 'kind' AS kind,
+        s.value ->> 'name' AS name,
+        s.value ->> 'source' AS source,
+        s.value ->> 'conversation_id' AS conversation_id,
+        s.value ->> 'start_us' AS start_us,
+        s.value ->> 'duration_us' AS duration_us,
+        s.value ->> 'error' AS error,
+        s.value ->> 'model' AS model,
+        s.value ->> 'tool' AS tool,
+        s.value ->> 'input_tokens' AS input_tokens,
+        s.value ->> 'output_tokens' AS output_tokens,
+        s.value -> 'attributes' AS attributes,
+        t.root_span_id AS root_span_id
+    FROM trace_turns t, json_each(t.spans) s;",
 ];
 
-/// Tables with their columns, indexes and row counts (for `porthole://db/schema`).
+/// Tables and views with their columns, indexes and row counts (for
+/// `porthole://db/schema`).
 impl Store {
     pub async fn describe_schema(&self) -> Result<Value, StoreError> {
         if let Some(pg) = self.postgres() {
@@ -167,14 +228,15 @@ impl Store {
         }
         self.call(|c| {
             let mut tables = Vec::new();
-            let names: Vec<(String, String)> = {
+            let names: Vec<(String, String, bool)> = {
                 let mut stmt = c.prepare(
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                    "SELECT name, sql, type = 'view' FROM sqlite_master \
+                     WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
                 )?;
-                stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default(), r.get(2)?)))?
                     .collect::<Result<_, _>>()?
             };
-            for (name, sql) in names {
+            for (name, sql, view) in names {
                 let quoted = name.replace('"', "\"\"");
                 let mut stmt = c.prepare(&format!("PRAGMA table_info(\"{quoted}\")"))?;
                 let columns: Vec<Value> = stmt
@@ -194,7 +256,7 @@ impl Store {
                 let rows: i64 =
                     c.query_row(&format!("SELECT COUNT(*) FROM \"{quoted}\""), [], |r| r.get(0))?;
                 tables.push(serde_json::json!({
-                    "name": name, "columns": columns, "indexes": indexes, "rows": rows, "sql": sql,
+                    "name": name, "view": view, "columns": columns, "indexes": indexes, "rows": rows, "sql": sql,
                 }));
             }
             Ok(serde_json::json!({"backend": "sqlite", "schema_version": schema_version(), "tables": tables}))

@@ -1,11 +1,19 @@
-//! Turn traces in the store: one row per span in `trace_spans`. A turn is the spans
-//! that share a `root_span_id` (its root has `is_root = 1`); a trace id may hold several
-//! turns when a caller reuses its trace for many requests. Written in batches by the
-//! trace writer and kept within a count (of turns) and an age.
+//! Turn traces in the store: one row per turn in `trace_turns`, its spans a JSON array,
+//! and `trace_spans` a view with one row per span for SQL (`db_query`) and for the
+//! listings that run across turns (migration 12). A turn is the spans that share a
+//! `root_span_id` (its root has `is_root`); a trace id may hold several turns when a
+//! caller reuses its trace for many requests. Written in batches by the trace writer,
+//! one statement per turn, and kept within a count (of turns) and an age.
+//!
+//! A batch may hold part of a turn: spans that end after their turn's root has been
+//! stored (a cancelled child) or before it (the batch closed while the turn went on).
+//! Each part is merged into the turn's row, which is complete once its root is in.
 //!
 //! Rows arrive already redacted and cut by the writer; this module only stores and
 //! reads them. Pages run newest first and continue from an opaque `start_us:span_id`
 //! cursor, so rows written meanwhile neither repeat nor vanish.
+
+use std::collections::HashMap;
 
 use rusqlite::params_from_iter;
 use serde::Serialize;
@@ -15,7 +23,7 @@ use super::rows::{Bound, RowRead};
 use super::{Store, StoreError};
 use crate::bot::trace::{SpanKind, SpanRecord};
 
-/// The columns of `trace_spans`, in the order [`span_from_row`] reads them.
+/// The columns of the `trace_spans` view, in the order [`span_from_row`] reads them.
 const SPAN_COLUMNS: &str = "trace_id, span_id, parent_span_id, is_root, kind, name, source, \
     conversation_id, start_us, duration_us, error, model, tool, input_tokens, output_tokens, attributes, \
     root_span_id";
@@ -40,7 +48,7 @@ pub struct SpanQuery {
 /// What [`Store::append_spans`] deletes in the transaction that stores the spans.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Prune {
-    /// Keep this many turns, the newest; the others go, spans and all.
+    /// Keep this many turns, the newest stored; the others go, spans and all.
     pub keep_turns: Option<usize>,
     /// Delete every span that started before this (µs since the epoch).
     pub before_us: Option<i64>,
@@ -61,6 +69,21 @@ pub struct TraceSummary {
 }
 
 impl TraceSummary {
+    /// The summary of a turn from its spans; `None` while its root has not arrived.
+    fn of_turn(spans: Vec<SpanRecord>) -> Option<TraceSummary> {
+        let count = |kind: SpanKind| spans.iter().filter(|s| s.kind == kind).count() as i64;
+        let tokens = |read: fn(&SpanRecord) -> Option<i64>| spans.iter().filter_map(read).sum();
+        Some(TraceSummary {
+            spans: spans.len() as i64,
+            llm_calls: count(SpanKind::Llm),
+            tool_calls: count(SpanKind::Tool),
+            failed_spans: spans.iter().filter(|s| s.error.is_some()).count() as i64,
+            input_tokens: tokens(|s| s.input_tokens),
+            output_tokens: tokens(|s| s.output_tokens),
+            root: spans.iter().find(|s| s.is_root)?.clone(),
+        })
+    }
+
     /// `error` when any step of the trace failed.
     pub fn status(&self) -> &'static str {
         if self.failed_spans > 0 { "error" } else { "ok" }
@@ -75,29 +98,27 @@ pub struct Page<T> {
 }
 
 impl Store {
-    /// Stores finished spans in one transaction, then deletes what `prune` says in the
-    /// same one. Each span is stored once (the tracer sends a span when it ends, and
-    /// span ids are random), so this is a plain insert: a span id stored twice fails the
-    /// batch.
+    /// Stores finished spans in one transaction, one row per turn (merged into the
+    /// turn's row when part of it is stored already), then deletes what `prune` says in
+    /// the same one.
     pub async fn append_spans(
         &self,
         spans: Vec<SpanRecord>,
         prune: Prune,
     ) -> Result<(), StoreError> {
         if let Some(pg) = self.postgres() {
-            return pg.append_spans(spans, prune).await;
+            return pg.append_spans(turn_rows(&spans), prune).await;
         }
         self.call(move |c| {
             let tx = c.transaction()?;
             {
-                let mut insert = tx.prepare_cached(INSERT_SPAN)?;
-                for s in &spans {
-                    insert.execute(params_from_iter(span_values(s)))?;
+                let mut upsert = tx.prepare_cached(UPSERT_TURN_SQLITE)?;
+                for values in turn_rows(&spans) {
+                    upsert.execute(params_from_iter(values))?;
                 }
             }
             if let Some(keep) = prune.keep_turns {
-                tx.prepare_cached(PRUNE_TURNS_SQLITE)?
-                    .execute([keep as i64])?;
+                tx.prepare_cached(PRUNE_TURNS)?.execute([keep as i64])?;
             }
             if let Some(before_us) = prune.before_us {
                 tx.prepare_cached(PRUNE_OLD)?.execute([before_us])?;
@@ -111,41 +132,15 @@ impl Store {
     /// Traces, newest first, with their counts.
     pub async fn list_traces(&self, query: SpanQuery) -> Result<Page<TraceSummary>, StoreError> {
         let filter = trace_filter(&query);
-        if let Some(pg) = self.postgres() {
-            let items = pg.list_traces(&filter, query.limit + 1).await?;
-            return Ok(page(items, query.limit, |t| &t.root));
-        }
-        self.call(move |c| {
-            let sql = format!(
-                "SELECT {}, (SELECT json_object('spans', count(*), 'llm', sum(kind = 'llm'), \
-                 'tool', sum(kind = 'tool'), 'failed', sum(error IS NOT NULL), \
-                 'in', total(input_tokens), 'out', total(output_tokens)) \
-                 FROM trace_spans s WHERE {IN_TURN}) \
-                 FROM trace_spans r WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {}",
-                prefixed("r"),
-                filter.clauses.join(" AND "),
-                query.limit + 1
-            );
-            let mut statement = c.prepare(&sql)?;
-            let items = statement
-                .query_map(params_from_iter(filter.values.iter()), |r| {
-                    let counts: Value =
-                        serde_json::from_str(&r.get::<_, String>(17)?).unwrap_or_default();
-                    let count = |k: &str| counts[k].as_f64().unwrap_or(0.0) as i64;
-                    Ok(TraceSummary {
-                        root: span_from_row(r)?,
-                        spans: count("spans"),
-                        llm_calls: count("llm"),
-                        tool_calls: count("tool"),
-                        failed_spans: count("failed"),
-                        input_tokens: count("in"),
-                        output_tokens: count("out"),
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(page(items, query.limit, |t| &t.root))
-        })
-        .await
+        let sql = format!(
+            "SELECT {TURN_SPANS} FROM trace_turns r WHERE {} \
+             ORDER BY r.start_us DESC, r.root_span_id DESC LIMIT {}",
+            filter.clauses.join(" AND "),
+            query.limit + 1
+        );
+        let turns = self.read_turns(sql, filter.values).await?;
+        let items = turns.into_iter().filter_map(TraceSummary::of_turn).collect();
+        Ok(page(items, query.limit, |t| &t.root))
     }
 
     /// Spans of one kind across traces, newest first (`get_llm_calls`).
@@ -154,7 +149,7 @@ impl Store {
         kind: SpanKind,
         query: SpanQuery,
     ) -> Result<Page<SpanRecord>, StoreError> {
-        let mut filter = Filter::new("r");
+        let mut filter = Filter::new("r", "span_id");
         filter.push("r.kind = ?", Some(kind.as_str().into()));
         filter.common(&query);
         if let Some(model) = &query.model {
@@ -177,10 +172,15 @@ impl Store {
 
     /// Every span of one trace, in start order.
     pub async fn trace_spans(&self, trace_id: &str) -> Result<Vec<SpanRecord>, StoreError> {
-        let sql = format!(
-            "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id = ? ORDER BY start_us, span_id"
-        );
-        self.read_spans(sql, vec![trace_id.into()]).await
+        let sql = format!("SELECT {TURN_SPANS} FROM trace_turns WHERE trace_id = ?");
+        let mut spans: Vec<SpanRecord> = self
+            .read_turns(sql, vec![trace_id.into()])
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        spans.sort_by(|a, b| (a.start_us, &a.span_id).cmp(&(b.start_us, &b.span_id)));
+        Ok(spans)
     }
 
     /// One span by id.
@@ -203,13 +203,44 @@ impl Store {
             .await
     }
 
-    /// The most recent failed span, if any.
+    /// The most recent failed span, if any: the failure that ended last in the turn that
+    /// ended last among those with a failure (a partial index holds only those).
     pub async fn last_failed_span(&self) -> Result<Option<SpanRecord>, StoreError> {
         let sql = format!(
-            "SELECT {SPAN_COLUMNS} FROM trace_spans WHERE error IS NOT NULL \
+            "SELECT {TURN_SPANS} FROM trace_turns WHERE failed > 0 \
              ORDER BY start_us + duration_us DESC LIMIT 1"
         );
-        Ok(self.read_spans(sql, Vec::new()).await?.into_iter().next())
+        let turns = self.read_turns(sql, Vec::new()).await?;
+        Ok(turns
+            .into_iter()
+            .flatten()
+            .filter(|s| s.error.is_some())
+            .max_by_key(|s| s.start_us + s.duration_us))
+    }
+
+    /// Runs a query for the `spans` of turn rows (anonymous `?` placeholders) on either
+    /// backend. A row that does not read as spans (edited by hand) is skipped.
+    async fn read_turns(
+        &self,
+        sql: String,
+        values: Vec<Bound>,
+    ) -> Result<Vec<Vec<SpanRecord>>, StoreError> {
+        let texts = if let Some(pg) = self.postgres() {
+            pg.read_texts(&sql, &values).await?
+        } else {
+            self.call(move |c| {
+                let mut statement = c.prepare(&sql)?;
+                let rows = statement
+                    .query_map(params_from_iter(values.iter()), |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await?
+        };
+        Ok(texts
+            .iter()
+            .filter_map(|text| serde_json::from_str(text).ok())
+            .collect())
     }
 
     /// Runs a span query (anonymous `?` placeholders) on either backend.
@@ -232,58 +263,97 @@ impl Store {
     }
 }
 
-/// Stores a span (both backends speak it).
-pub(super) const INSERT_SPAN: &str = "INSERT INTO trace_spans (trace_id, span_id, parent_span_id, \
-    is_root, kind, name, source, conversation_id, start_us, duration_us, error, model, tool, \
-    input_tokens, output_tokens, attributes, root_span_id) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+/// A turn row's spans as text (PostgreSQL stores them as `jsonb`).
+const TURN_SPANS: &str = "CAST(spans AS TEXT)";
 
-/// The spans `s` of the turn whose root is `r`. A turn is looked up by its trace id and
-/// root span id together: the one index `trace_spans_by_turn` serves both a trace and a
-/// turn (migration 11).
-pub(super) const IN_TURN: &str = "s.trace_id = r.trace_id AND s.root_span_id = r.span_id";
-
-/// Keeps the newest `?1` turns (SQLite spells "no limit" `LIMIT -1`; PostgreSQL leaves
-/// the limit out).
-const PRUNE_TURNS_SQLITE: &str = "DELETE FROM trace_spans WHERE (trace_id, root_span_id) IN \
-    (SELECT trace_id, span_id FROM trace_spans WHERE is_root = 1 \
-    ORDER BY start_us DESC LIMIT -1 OFFSET ?1)";
-pub(super) const PRUNE_TURNS_POSTGRES: &str = "DELETE FROM trace_spans WHERE (trace_id, root_span_id) IN \
-    (SELECT trace_id, span_id FROM trace_spans WHERE is_root = 1 \
-    ORDER BY start_us DESC OFFSET $1)";
-
-/// Deletes every span that started before the cutoff.
-pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_spans WHERE start_us < ?1";
-
-/// A span's values in the order of [`INSERT_SPAN`].
-pub(super) fn span_values(s: &SpanRecord) -> Vec<Bound> {
-    vec![
-        s.trace_id.as_str().into(),
-        s.span_id.as_str().into(),
-        s.parent_span_id.as_deref().into(),
-        i64::from(s.is_root).into(),
-        s.kind.as_str().into(),
-        s.name.as_str().into(),
-        s.source.as_deref().into(),
-        s.conversation_id.as_deref().into(),
-        s.start_us.into(),
-        s.duration_us.into(),
-        s.error.as_deref().into(),
-        s.model.as_deref().into(),
-        s.tool.as_deref().into(),
-        s.input_tokens.into(),
-        s.output_tokens.into(),
-        serde_json::to_string(&s.attributes)
-            .unwrap_or_default()
-            .into(),
-        s.root_span_id.as_str().into(),
-    ]
+/// Stores a turn, or merges a part of it into its row: the turn's own fields come from
+/// its root (the part that has one), its spans are appended and its failures added up.
+/// The two backends differ only in how the spans arrive and how two arrays join.
+macro_rules! upsert_turn {
+    ($spans:literal, $joined:literal) => {
+        concat!(
+            "INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us, \
+             conversation_id, source, failed, spans) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ",
+            $spans,
+            ") ON CONFLICT (trace_id, root_span_id) DO UPDATE SET \
+             has_root = CASE WHEN excluded.has_root = 1 THEN 1 ELSE trace_turns.has_root END, \
+             start_us = CASE WHEN excluded.has_root = 1 THEN excluded.start_us \
+               WHEN trace_turns.has_root = 1 OR trace_turns.start_us < excluded.start_us \
+               THEN trace_turns.start_us ELSE excluded.start_us END, \
+             duration_us = CASE WHEN excluded.has_root = 1 THEN excluded.duration_us \
+               ELSE trace_turns.duration_us END, \
+             conversation_id = coalesce(trace_turns.conversation_id, excluded.conversation_id), \
+             source = coalesce(trace_turns.source, excluded.source), \
+             failed = trace_turns.failed + excluded.failed, \
+             spans = ",
+            $joined
+        )
+    };
 }
 
-/// The filter of a trace listing: roots, and the query's conditions.
+/// SQLite keeps the spans as JSON text: two arrays of objects join by dropping the
+/// first's `]` and the second's `[`.
+const UPSERT_TURN_SQLITE: &str = upsert_turn!(
+    "?9",
+    "substr(trace_turns.spans, 1, length(trace_turns.spans) - 1) || ',' || substr(excluded.spans, 2)"
+);
+pub(super) const UPSERT_TURN_POSTGRES: &str =
+    upsert_turn!("?9::text::jsonb", "trace_turns.spans || excluded.spans");
+
+/// Keeps the newest `?1` turns stored (by row id: the order they were first stored in).
+pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
+    (SELECT id FROM trace_turns ORDER BY id DESC LIMIT 1 OFFSET ?1)";
+
+/// Deletes every turn that started before the cutoff.
+pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
+
+/// The rows a batch of spans makes, one per turn, in the order of [`UPSERT_TURN_SQLITE`]'s
+/// values: the turn's fields, then its spans as a JSON array.
+pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
+    let mut turns: Vec<Vec<&SpanRecord>> = Vec::new();
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    for span in spans {
+        let key = (span.trace_id.as_str(), span.root_span_id.as_str());
+        let at = *index.entry(key).or_insert_with(|| {
+            turns.push(Vec::new());
+            turns.len() - 1
+        });
+        turns[at].push(span);
+    }
+    turns
+        .into_iter()
+        .map(|turn| {
+            let root = turn.iter().find(|s| s.is_root);
+            let first = turn[0];
+            let start_us = root.map_or_else(
+                || turn.iter().map(|s| s.start_us).min().unwrap_or_default(),
+                |r| r.start_us,
+            );
+            let conversation_id = root
+                .and_then(|r| r.conversation_id.as_deref())
+                .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
+            let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
+            vec![
+                first.trace_id.as_str().into(),
+                first.root_span_id.as_str().into(),
+                i64::from(root.is_some()).into(),
+                start_us.into(),
+                root.map_or(0, |r| r.duration_us).into(),
+                conversation_id.into(),
+                root.and_then(|r| r.source.as_deref()).into(),
+                failed.into(),
+                serde_json::to_string(&turn).unwrap_or_default().into(),
+            ]
+        })
+        .collect()
+}
+
+/// The filter of a trace listing: turns whose root is stored, and the query's
+/// conditions, on the columns of `trace_turns`.
 fn trace_filter(query: &SpanQuery) -> Filter {
-    let mut filter = Filter::new("r");
-    filter.push("r.is_root = 1", None);
+    let mut filter = Filter::new("r", "root_span_id");
+    filter.push("r.has_root = 1", None);
     filter.common(query);
     if let Some(id) = &query.conversation_id {
         filter.push("r.conversation_id = ?", Some(id.as_str().into()));
@@ -291,19 +361,16 @@ fn trace_filter(query: &SpanQuery) -> Filter {
     if let Some(source) = &query.source {
         filter.push("r.source = ?", Some(source.as_str().into()));
     }
-    // A trace with a failed span anywhere in it.
-    let failed =
-        format!("EXISTS (SELECT 1 FROM trace_spans s WHERE {IN_TURN} AND s.error IS NOT NULL)");
     match query.status.as_deref() {
-        Some("error") => filter.push(&failed, None),
-        Some(_) => filter.push(&format!("NOT {failed}"), None),
+        Some("error") => filter.push("r.failed > 0", None),
+        Some(_) => filter.push("r.failed = 0", None),
         None => {}
     }
     filter
 }
 
 /// The span columns qualified by a table alias.
-pub(super) fn prefixed(alias: &str) -> String {
+fn prefixed(alias: &str) -> String {
     SPAN_COLUMNS
         .split(", ")
         .map(|c| format!("{alias}.{c}"))
@@ -313,16 +380,19 @@ pub(super) fn prefixed(alias: &str) -> String {
 
 /// WHERE clauses with their values for anonymous `?` placeholders, in order, built up
 /// one filter at a time.
-pub(super) struct Filter {
+struct Filter {
     alias: &'static str,
-    pub(super) clauses: Vec<String>,
-    pub(super) values: Vec<Bound>,
+    /// The id that breaks ties in `start_us` order (the cursor's second half).
+    id_column: &'static str,
+    clauses: Vec<String>,
+    values: Vec<Bound>,
 }
 
 impl Filter {
-    fn new(alias: &'static str) -> Filter {
+    fn new(alias: &'static str, id_column: &'static str) -> Filter {
         Filter {
             alias,
+            id_column,
             clauses: Vec::new(),
             values: Vec::new(),
         }
@@ -335,7 +405,7 @@ impl Filter {
 
     /// The filters every listing shares: since, minimum duration, cursor.
     fn common(&mut self, query: &SpanQuery) {
-        let a = self.alias;
+        let (a, id) = (self.alias, self.id_column);
         if let Some(since) = query.since_us {
             self.push(&format!("{a}.start_us >= ?"), Some(since.into()));
         }
@@ -344,7 +414,7 @@ impl Filter {
         }
         if let Some((start, span)) = &query.after {
             self.clauses
-                .push(format!("({a}.start_us, {a}.span_id) < (?, ?)"));
+                .push(format!("({a}.start_us, {a}.{id}) < (?, ?)"));
             self.values.push((*start).into());
             self.values.push(span.as_str().into());
         }

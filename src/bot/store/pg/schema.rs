@@ -161,6 +161,60 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX trace_spans_roots ON trace_spans(start_us, span_id) WHERE is_root = 1;
     CREATE INDEX trace_spans_by_start ON trace_spans(start_us, span_id);
     CREATE INDEX trace_spans_failed ON trace_spans((start_us + duration_us)) WHERE error IS NOT NULL;",
+    // 12: one row per turn, `trace_spans` a view over its spans (see the SQLite form).
+    "CREATE TABLE trace_turns (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        root_span_id TEXT NOT NULL,
+        has_root INTEGER NOT NULL,
+        start_us BIGINT NOT NULL,
+        duration_us BIGINT NOT NULL,
+        conversation_id TEXT,
+        source TEXT,
+        failed INTEGER NOT NULL,
+        spans JSONB NOT NULL
+    );
+    INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
+        conversation_id, source, failed, spans)
+    SELECT trace_id, root_span_id, max(is_root),
+        coalesce(min(start_us) FILTER (WHERE is_root = 1), min(start_us)),
+        coalesce(max(duration_us) FILTER (WHERE is_root = 1), 0),
+        coalesce(max(conversation_id) FILTER (WHERE is_root = 1), max(conversation_id)),
+        max(source) FILTER (WHERE is_root = 1),
+        count(*) FILTER (WHERE error IS NOT NULL),
+        jsonb_agg(jsonb_build_object('trace_id', trace_id, 'span_id', span_id,
+            'parent_span_id', parent_span_id, 'is_root', is_root = 1,
+            'root_span_id', root_span_id, 'kind', kind, 'name', name, 'source', source,
+            'conversation_id', conversation_id, 'start_us', start_us, 'duration_us', duration_us,
+            'error', error, 'model', model, 'tool', tool, 'input_tokens', input_tokens,
+            'output_tokens', output_tokens, 'attributes', attributes::jsonb)
+            ORDER BY start_us, span_id)
+    FROM trace_spans
+    GROUP BY trace_id, root_span_id
+    ORDER BY min(start_us);
+    DROP TABLE trace_spans;
+    CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
+    CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
+    CREATE INDEX trace_turns_failed ON trace_turns((start_us + duration_us)) WHERE failed > 0;
+    CREATE VIEW trace_spans AS SELECT
+        s ->> 'span_id' AS span_id,
+        t.trace_id AS trace_id,
+        s ->> 'parent_span_id' AS parent_span_id,
+        (s ->> 'is_root')::boolean::integer AS is_root,
+        s ->> 'kind' AS kind,
+        s ->> 'name' AS name,
+        s ->> 'source' AS source,
+        s ->> 'conversation_id' AS conversation_id,
+        (s ->> 'start_us')::bigint AS start_us,
+        (s ->> 'duration_us')::bigint AS duration_us,
+        s ->> 'error' AS error,
+        s ->> 'model' AS model,
+        s ->> 'tool' AS tool,
+        (s ->> 'input_tokens')::bigint AS input_tokens,
+        (s ->> 'output_tokens')::bigint AS output_tokens,
+        (s -> 'attributes')::text AS attributes,
+        t.root_span_id AS root_span_id
+    FROM trace_turns t CROSS JOIN LATERAL jsonb_array_elements(t.spans) s;",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
@@ -228,20 +282,22 @@ async fn migrate(client: &mut tokio_postgres::Client) -> Result<usize, tokio_pos
 }
 
 impl super::Postgres {
-    /// The PostgreSQL schema as `porthole://db/schema` shows it: the tables of the
-    /// current schema with their columns, indexes and row counts.
+    /// The PostgreSQL schema as `porthole://db/schema` shows it: the tables and views of
+    /// the current schema with their columns, indexes and row counts.
     pub(in super::super) async fn describe_schema(&self) -> Result<Value, StoreError> {
         let client = self.client().await?;
         let tables = client
             .query(
-                "SELECT table_name::text FROM information_schema.tables \
-                 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
+                "SELECT table_name::text, table_type = 'VIEW' FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_type IN ('BASE TABLE', 'VIEW') \
+                 ORDER BY 1",
                 &[],
             )
             .await?;
         let mut described = Vec::new();
         for table in tables {
             let name: String = table.get(0);
+            let view: bool = table.get(1);
             let columns: Vec<Value> = client
                 .query(
                     "SELECT c.column_name::text, c.data_type::text, c.is_nullable = 'NO', \
@@ -287,7 +343,7 @@ impl super::Postgres {
                 .await?
                 .get(0);
             described.push(json!({
-                "name": name, "columns": columns, "indexes": indexes, "rows": rows,
+                "name": name, "view": view, "columns": columns, "indexes": indexes, "rows": rows,
             }));
         }
         Ok(json!({
@@ -295,5 +351,50 @@ impl super::Postgres {
             "schema_version": schema_version(),
             "tables": described,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bot::store::Store;
+    use crate::bot::store::rows::numbered_for_postgres;
+    use crate::bot::store::tests::{INSERT_OLD_SPAN, OLD_SPANS, check_spans_moved_into_turn_rows};
+
+    /// Migration 12 moves the spans stored before it into turn rows, as on SQLite.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn trace_spans_survive_the_migration_to_turn_rows() {
+        let Some(base) = std::env::var("PORTHOLE_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            return;
+        };
+        let url = super::super::fresh_schema_url(&base);
+        let config: tokio_postgres::Config = url.parse().unwrap();
+        let (client, connection) = config.connect(NoTls).await.unwrap();
+        tokio::spawn(connection);
+        for sql in &MIGRATIONS[..11] {
+            client.batch_execute(sql).await.unwrap();
+        }
+        client
+            .batch_execute(
+                "CREATE TABLE porthole_schema (version INTEGER NOT NULL); \
+                 INSERT INTO porthole_schema (version) VALUES (11);",
+            )
+            .await
+            .unwrap();
+        for (id, root, is_root, start, error) in OLD_SPANS {
+            let kind = if is_root == 1 { "turn" } else { "llm" };
+            client
+                .execute(
+                    &numbered_for_postgres(INSERT_OLD_SPAN),
+                    &[&id, &(is_root as i32), &kind, &start, &error, &root],
+                )
+                .await
+                .unwrap();
+        }
+        drop(client);
+        check_spans_moved_into_turn_rows(Store::open(&url).unwrap()).await;
     }
 }
