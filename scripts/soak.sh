@@ -24,10 +24,10 @@
 # an hour, would hold every task of a 10-minute run; expired ones are purged every 30 s).
 #
 # Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (file plus
-# WAL, and the WAL alone) and the row counts of trace_spans, conversations, messages,
+# WAL, and the WAL alone) and the row counts of trace_turns, conversations, messages,
 # mcp_tasks and mcp_ended_sessions. It fails (exit 1) on any error; when RSS grows more
 # than MAX_RSS_GROWTH_PCT (default 25) or the fd count more than MAX_FD_GROWTH (default
-# 24) from the first sample to the last; when trace_spans, conversations, messages or mcp_tasks
+# 24) from the first sample to the last; when trace_turns, conversations, messages or mcp_tasks
 # grow by half again in the second half of the run (mid-run sample to the last) while
 # their limits cap them; or when the database with its WAL grows more than
 # MAX_DB_GROWTH_PCT (default 20) in the second half (SQLite reuses the pages a prune
@@ -107,7 +107,7 @@ PIDS+=("$DRIVER")
 fds() { find "/proc/$BOT/fd" -maxdepth 1 -type l 2>/dev/null | wc -l; }
 db_bytes() { cat "$DB" "$DB-wal" 2>/dev/null | wc -c; }
 wal_bytes() { cat "$DB-wal" 2>/dev/null | wc -c; }
-TABLES=(trace_spans conversations messages mcp_tasks mcp_ended_sessions)
+TABLES=(trace_turns conversations messages mcp_tasks mcp_ended_sessions)
 rows() { # the row count of each of TABLES, read-only, in one connection
   python3 - "$DB" "${TABLES[@]}" <<'PY'
 import sqlite3, sys
@@ -165,7 +165,7 @@ status=0
 [[ $((last_fds - first_fds)) -le $MAX_FD_GROWTH ]] || { echo "FAIL: open fds grew by more than $MAX_FD_GROWTH"; status=1; }
 # The capped tables: at most half again in the second half (they hover around their cap
 # plus what arrives between two prunes), never the steady climb of an uncapped table.
-for table in trace_spans conversations messages mcp_tasks; do
+for table in trace_turns conversations messages mcp_tasks; do
   at_mid=$(field "$mid" "$table"); at_end=$(field "$last" "$table")
   echo "$table: ${at_mid} (mid-run) -> ${at_end}"
   if (( at_mid > 0 && at_end > at_mid * 3 / 2 )); then
