@@ -8,6 +8,10 @@
 //! - `trace/llm_call`: the offline provider answering a 12-message request, bare and
 //!   through `traced_chat` (which copies the request and response into the span):
 //!   the per-LLM-call recording cost.
+//! - `trace/store`: a writer batch of 50 turns (a root and one LLM span with a
+//!   12-message request each) stored in a database file already holding its 1,000
+//!   turns, so each batch also cuts back the oldest: the store's share of the writer's
+//!   work per turn.
 //! - `trace/export`: 512 spans (a full writer batch, with request payloads) handed to
 //!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
 //!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
@@ -219,6 +223,62 @@ fn llm_spans(count: usize) -> Vec<SpanRecord> {
             }
         })
         .collect()
+}
+
+/// `TURNS` turns as the writer hands them to the store: each a root and one LLM span
+/// with a 12-message request, started after `first_us`.
+fn turn_spans(turns: usize, first_us: i64) -> Vec<SpanRecord> {
+    llm_spans(turns)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(n, mut llm)| {
+            let start_us = first_us + n as i64 * 1_000;
+            let mut root = llm.clone();
+            root.span_id = porthole::trace_context::new_span_id();
+            root.is_root = true;
+            root.kind = SpanKind::Turn;
+            root.name = "turn".into();
+            root.source = Some("web".into());
+            root.model = None;
+            root.attributes = serde_json::Map::from_iter([("user_message".into(), "hi".into())]);
+            root.start_us = start_us;
+            llm.root_span_id = root.span_id.clone();
+            llm.parent_span_id = Some(root.span_id.clone());
+            llm.start_us = start_us + 100;
+            root.root_span_id = root.span_id.clone();
+            [root, llm]
+        })
+        .collect()
+}
+
+fn store_batch(c: &mut Criterion) {
+    const TURNS: usize = 50;
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("batch.db").display().to_string()).expect("store");
+    let prune = porthole::bot::store::Prune {
+        keep_turns: Some(settings().max_turns),
+        before_us: Some(0),
+    };
+    let mut next_us = 1_763_900_000_000_000;
+    let mut batch = || {
+        next_us += 1_000_000;
+        turn_spans(TURNS, next_us)
+    };
+    // Fill the store to its count limit first, so every batch also prunes.
+    for _ in 0..settings().max_turns / TURNS {
+        rt.block_on(store.append_spans(batch(), prune)).expect("fill");
+    }
+    let mut group = c.benchmark_group("trace/store");
+    group.throughput(criterion::Throughput::Elements(TURNS as u64));
+    group.bench_function("batch_of_50_turns", |b| {
+        b.iter_batched(
+            &mut batch,
+            |spans| rt.block_on(store.append_spans(spans, prune)).expect("append"),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
 }
 
 fn export(c: &mut Criterion) {
@@ -511,6 +571,7 @@ criterion_group!(
     benches,
     span_hot_path,
     llm_call,
+    store_batch,
     export,
     turn_overhead,
     store_growth
