@@ -11,7 +11,8 @@
 //! - `trace/store`: a writer batch of 50 turns (a root and one LLM span with a
 //!   12-message request each) stored in a database file already holding its 1,000
 //!   turns, so each batch also cuts back the oldest: the store's share of the writer's
-//!   work per turn.
+//!   work per turn. Then `trace/read`: what the trace tools read from that store (a
+//!   page of traces, a page of LLM calls, one trace, one span by id).
 //! - `trace/export`: 512 spans (a full writer batch, with request payloads) handed to
 //!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
 //!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
@@ -267,16 +268,53 @@ fn store_batch(c: &mut Criterion) {
     };
     // Fill the store to its count limit first, so every batch also prunes.
     for _ in 0..settings().max_turns / TURNS {
-        rt.block_on(store.append_spans(batch(), prune)).expect("fill");
+        rt.block_on(store.append_spans(batch(), prune))
+            .expect("fill");
     }
     let mut group = c.benchmark_group("trace/store");
     group.throughput(criterion::Throughput::Elements(TURNS as u64));
     group.bench_function("batch_of_50_turns", |b| {
         b.iter_batched(
             &mut batch,
-            |spans| rt.block_on(store.append_spans(spans, prune)).expect("append"),
+            |spans| {
+                rt.block_on(store.append_spans(spans, prune))
+                    .expect("append")
+            },
             criterion::BatchSize::SmallInput,
         )
+    });
+    group.finish();
+
+    // What the trace tools read from that store of 1,000 turns: a page of traces, a page
+    // of LLM calls (across every turn), one trace, one span by id.
+    let page = || porthole::bot::store::SpanQuery {
+        limit: 20,
+        ..Default::default()
+    };
+    let call = rt
+        .block_on(store.list_spans(SpanKind::Llm, page()))
+        .expect("calls")
+        .items
+        .pop()
+        .expect("a call");
+    let mut group = c.benchmark_group("trace/read");
+    group.bench_function("list_traces_20", |b| {
+        b.iter(|| rt.block_on(store.list_traces(page())).expect("list"))
+    });
+    group.bench_function("llm_calls_20", |b| {
+        b.iter(|| {
+            rt.block_on(store.list_spans(SpanKind::Llm, page()))
+                .expect("calls")
+        })
+    });
+    group.bench_function("trace", |b| {
+        b.iter(|| {
+            rt.block_on(store.trace_spans(&call.trace_id))
+                .expect("trace")
+        })
+    });
+    group.bench_function("span_by_id", |b| {
+        b.iter(|| rt.block_on(store.span(&call.span_id)).expect("span"))
     });
     group.finish();
 }

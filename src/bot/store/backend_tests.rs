@@ -477,7 +477,11 @@ async fn turn_in_parts_on(store: Store) {
         .unwrap();
     let turn = &listed.items[0];
     assert_eq!(
-        (turn.root.span_id.as_str(), turn.root.start_us, turn.root.duration_us),
+        (
+            turn.root.span_id.as_str(),
+            turn.root.start_us,
+            turn.root.duration_us
+        ),
         ("r1", 1_000, 900),
         "the root's own fields, though children arrived first"
     );
@@ -487,7 +491,10 @@ async fn turn_in_parts_on(store: Store) {
         spans.iter().map(|s| s.span_id.as_str()).collect::<Vec<_>>(),
         ["r1", "llm", "tool", "late"]
     );
-    assert_eq!(store.span("late").await.unwrap().unwrap().root_span_id, "r1");
+    assert_eq!(
+        store.span("late").await.unwrap().unwrap().root_span_id,
+        "r1"
+    );
     assert_eq!(
         store.last_failed_span().await.unwrap().unwrap().span_id,
         "late"

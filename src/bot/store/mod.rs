@@ -558,7 +558,11 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(counted.rows[0], [2, 3], "one row per turn, one view row per span");
+        assert_eq!(
+            counted.rows[0],
+            [2, 3],
+            "one row per turn, one view row per span"
+        );
         store
             .append_spans(
                 Vec::new(),

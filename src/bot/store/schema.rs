@@ -163,7 +163,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // indexes for each of its spans: the writer's work on every turn, measured in
     // docs/performance.md §6. The columns beside `spans` are what listing turns, cutting
     // back their count and age, and finding the latest failure read without opening the
-    // JSON; a turn whose root has not arrived yet (`has_root = 0`) is stored all the same
+    // JSON (`span_ids` lists the turn's span ids, so a span is found by its id without
+    // opening every turn's JSON); a turn whose root has not arrived yet (`has_root = 0`) is stored all the same
     // and is completed when the rest of its spans arrive.
     "CREATE TABLE trace_turns (
         id INTEGER PRIMARY KEY,
@@ -175,16 +176,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
         conversation_id TEXT,
         source TEXT,
         failed INTEGER NOT NULL,
+        span_ids TEXT NOT NULL,
         spans TEXT NOT NULL
     );
     INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
-        conversation_id, source, failed, spans)
+        conversation_id, source, failed, span_ids, spans)
     SELECT trace_id, root_span_id, max(is_root),
         coalesce(min(CASE WHEN is_root = 1 THEN start_us END), min(start_us)),
         coalesce(max(CASE WHEN is_root = 1 THEN duration_us END), 0),
         coalesce(max(CASE WHEN is_root = 1 THEN conversation_id END), max(conversation_id)),
         max(CASE WHEN is_root = 1 THEN source END),
         sum(error IS NOT NULL),
+        group_concat(span_id, ' '),
         json_group_array(json_object('trace_id', trace_id, 'span_id', span_id,
             'parent_span_id', parent_span_id, 'is_root', json(iif(is_root = 1, 'true', 'false')),
             'root_span_id', root_span_id, 'kind', kind, 'name', name, 'source', source,

@@ -139,7 +139,10 @@ impl Store {
             query.limit + 1
         );
         let turns = self.read_turns(sql, filter.values).await?;
-        let items = turns.into_iter().filter_map(TraceSummary::of_turn).collect();
+        let items = turns
+            .into_iter()
+            .filter_map(TraceSummary::of_turn)
+            .collect();
         Ok(page(items, query.limit, |t| &t.root))
     }
 
@@ -183,14 +186,14 @@ impl Store {
         Ok(spans)
     }
 
-    /// One span by id.
+    /// One span by id: the turn that lists it in `span_ids` (a scan of that short
+    /// column, not of every turn's JSON), then the span in it.
     pub async fn span(&self, span_id: &str) -> Result<Option<SpanRecord>, StoreError> {
-        let sql = format!("SELECT {SPAN_COLUMNS} FROM trace_spans WHERE span_id = ?");
-        Ok(self
-            .read_spans(sql, vec![span_id.into()])
-            .await?
-            .into_iter()
-            .next())
+        let sql = format!("SELECT {TURN_SPANS} FROM trace_turns WHERE span_ids LIKE ?");
+        let turns = self
+            .read_turns(sql, vec![format!("%{span_id}%").into()])
+            .await?;
+        Ok(turns.into_iter().flatten().find(|s| s.span_id == span_id))
     }
 
     /// The LLM and tool spans since `since_us`, oldest first, without their payloads
@@ -273,8 +276,8 @@ macro_rules! upsert_turn {
     ($spans:literal, $joined:literal) => {
         concat!(
             "INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us, \
-             conversation_id, source, failed, spans) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ",
+             conversation_id, source, failed, span_ids, spans) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ",
             $spans,
             ") ON CONFLICT (trace_id, root_span_id) DO UPDATE SET \
              has_root = CASE WHEN excluded.has_root = 1 THEN 1 ELSE trace_turns.has_root END, \
@@ -286,6 +289,7 @@ macro_rules! upsert_turn {
              conversation_id = coalesce(trace_turns.conversation_id, excluded.conversation_id), \
              source = coalesce(trace_turns.source, excluded.source), \
              failed = trace_turns.failed + excluded.failed, \
+             span_ids = trace_turns.span_ids || ' ' || excluded.span_ids, \
              spans = ",
             $joined
         )
@@ -295,11 +299,11 @@ macro_rules! upsert_turn {
 /// SQLite keeps the spans as JSON text: two arrays of objects join by dropping the
 /// first's `]` and the second's `[`.
 const UPSERT_TURN_SQLITE: &str = upsert_turn!(
-    "?9",
+    "?10",
     "substr(trace_turns.spans, 1, length(trace_turns.spans) - 1) || ',' || substr(excluded.spans, 2)"
 );
 pub(super) const UPSERT_TURN_POSTGRES: &str =
-    upsert_turn!("?9::text::jsonb", "trace_turns.spans || excluded.spans");
+    upsert_turn!("?10::text::jsonb", "trace_turns.spans || excluded.spans");
 
 /// Keeps the newest `?1` turns stored (by row id: the order they were first stored in).
 pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
@@ -309,7 +313,7 @@ pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
 pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
 
 /// The rows a batch of spans makes, one per turn, in the order of [`UPSERT_TURN_SQLITE`]'s
-/// values: the turn's fields, then its spans as a JSON array.
+/// values: the turn's fields, its span ids, then its spans as a JSON array.
 pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
     let mut turns: Vec<Vec<&SpanRecord>> = Vec::new();
     let mut index: HashMap<(&str, &str), usize> = HashMap::new();
@@ -334,6 +338,7 @@ pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
                 .and_then(|r| r.conversation_id.as_deref())
                 .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
             let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
+            let span_ids: Vec<&str> = turn.iter().map(|s| s.span_id.as_str()).collect();
             vec![
                 first.trace_id.as_str().into(),
                 first.root_span_id.as_str().into(),
@@ -343,6 +348,7 @@ pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
                 conversation_id.into(),
                 root.and_then(|r| r.source.as_deref()).into(),
                 failed.into(),
+                span_ids.join(" ").into(),
                 serde_json::to_string(&turn).unwrap_or_default().into(),
             ]
         })

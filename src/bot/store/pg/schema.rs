@@ -172,16 +172,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
         conversation_id TEXT,
         source TEXT,
         failed INTEGER NOT NULL,
+        span_ids TEXT NOT NULL,
         spans JSONB NOT NULL
     );
     INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
-        conversation_id, source, failed, spans)
+        conversation_id, source, failed, span_ids, spans)
     SELECT trace_id, root_span_id, max(is_root),
         coalesce(min(start_us) FILTER (WHERE is_root = 1), min(start_us)),
         coalesce(max(duration_us) FILTER (WHERE is_root = 1), 0),
         coalesce(max(conversation_id) FILTER (WHERE is_root = 1), max(conversation_id)),
         max(source) FILTER (WHERE is_root = 1),
         count(*) FILTER (WHERE error IS NOT NULL),
+        string_agg(span_id, ' '),
         jsonb_agg(jsonb_build_object('trace_id', trace_id, 'span_id', span_id,
             'parent_span_id', parent_span_id, 'is_root', is_root = 1,
             'root_span_id', root_span_id, 'kind', kind, 'name', name, 'source', source,
