@@ -514,6 +514,89 @@ async fn turn_in_parts_on(store: Store) {
     assert!(store.span("late").await.unwrap().is_none());
 }
 
+/// LLM calls across turns come newest first by their own start, page after page, even
+/// from a long turn that started before the others and made its last call after them
+/// (the listing walks turns by when their last span ended, a few at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_calls_across_many_turns_come_newest_first() {
+    on_every_backend!(llm_calls_across_turns_on);
+}
+
+async fn llm_calls_across_turns_on(store: Store) {
+    let mut spans = Vec::new();
+    let mut long_root = span("long", "long-root", "long-root", SpanKind::Turn, 0);
+    long_root.duration_us = 1_000_000;
+    spans.push(long_root);
+    let mut late_call = span("long", "long-call", "long-root", SpanKind::Llm, 999_000);
+    late_call.error = Some("refused".into());
+    spans.push(late_call);
+    for n in 0..70_i64 {
+        let trace = format!("t{n}");
+        let (root, call) = (format!("r{n}"), format!("c{n:02}"));
+        spans.push(span(
+            &trace,
+            &root,
+            &root,
+            SpanKind::Turn,
+            1_000 + n * 1_000,
+        ));
+        let mut llm = span(&trace, &call, &root, SpanKind::Llm, 1_100 + n * 1_000);
+        if n == 69 {
+            llm.error = Some("timeout".into());
+        }
+        spans.push(llm);
+    }
+    store.append_spans(spans, Prune::default()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list_spans(
+                SpanKind::Llm,
+                SpanQuery {
+                    limit: 7,
+                    after: after.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        seen.extend(page.items.iter().map(|s| (s.start_us, s.span_id.clone())));
+        after = page.next;
+        if after.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 71, "every call once");
+    assert_eq!(
+        seen[0].1, "long-call",
+        "the newest call, from the oldest turn"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0] > w[1]),
+        "newest first: {seen:?}"
+    );
+    let failed = store
+        .list_spans(
+            SpanKind::Llm,
+            SpanQuery {
+                status: Some("error".into()),
+                since_us: Some(50_000),
+                limit: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ids: Vec<&str> = failed.items.iter().map(|s| s.span_id.as_str()).collect();
+    assert_eq!(ids, ["long-call", "c69"]);
+    assert_eq!(
+        store.last_failed_span().await.unwrap().unwrap().span_id,
+        "long-call",
+        "the failure that ended last"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_is_described() {
     on_every_backend!(schema_on);

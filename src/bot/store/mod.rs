@@ -610,6 +610,7 @@ mod tests {
         assert_eq!(
             indexes,
             [
+                "trace_turns_by_end",
                 "trace_turns_by_start",
                 "trace_turns_by_turn",
                 "trace_turns_failed"

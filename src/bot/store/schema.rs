@@ -164,7 +164,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // docs/performance.md §6. The columns beside `spans` are what listing turns, cutting
     // back their count and age, and finding the latest failure read without opening the
     // JSON (`span_ids` lists the turn's span ids, so a span is found by its id without
-    // opening every turn's JSON); a turn whose root has not arrived yet (`has_root = 0`) is stored all the same
+    // opening every turn's JSON; `end_us` is when the last of its spans ended, so the
+    // newest spans across turns are found by walking the newest turns only); a turn whose
+    // root has not arrived yet (`has_root = 0`) is stored all the same
     // and is completed when the rest of its spans arrive.
     "CREATE TABLE trace_turns (
         id INTEGER PRIMARY KEY,
@@ -173,6 +175,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         has_root INTEGER NOT NULL,
         start_us INTEGER NOT NULL,
         duration_us INTEGER NOT NULL,
+        end_us INTEGER NOT NULL,
         conversation_id TEXT,
         source TEXT,
         failed INTEGER NOT NULL,
@@ -180,10 +183,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
         spans TEXT NOT NULL
     );
     INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
-        conversation_id, source, failed, span_ids, spans)
+        end_us, conversation_id, source, failed, span_ids, spans)
     SELECT trace_id, root_span_id, max(is_root),
         coalesce(min(CASE WHEN is_root = 1 THEN start_us END), min(start_us)),
         coalesce(max(CASE WHEN is_root = 1 THEN duration_us END), 0),
+        max(start_us + duration_us),
         coalesce(max(CASE WHEN is_root = 1 THEN conversation_id END), max(conversation_id)),
         max(CASE WHEN is_root = 1 THEN source END),
         sum(error IS NOT NULL),
@@ -200,7 +204,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     DROP TABLE trace_spans;
     CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
     CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
-    CREATE INDEX trace_turns_failed ON trace_turns(start_us + duration_us) WHERE failed > 0;
+    CREATE INDEX trace_turns_by_end ON trace_turns(end_us, id);
+    CREATE INDEX trace_turns_failed ON trace_turns(end_us, id) WHERE failed > 0;
     CREATE VIEW trace_spans AS SELECT
         s.value ->> 'span_id' AS span_id,
         t.trace_id AS trace_id,

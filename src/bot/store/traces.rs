@@ -23,11 +23,6 @@ use super::rows::{Bound, RowRead};
 use super::{Store, StoreError};
 use crate::bot::trace::{SpanKind, SpanRecord};
 
-/// The columns of the `trace_spans` view, in the order [`span_from_row`] reads them.
-const SPAN_COLUMNS: &str = "trace_id, span_id, parent_span_id, is_root, kind, name, source, \
-    conversation_id, start_us, duration_us, error, model, tool, input_tokens, output_tokens, attributes, \
-    root_span_id";
-
 /// Which traces (or spans) a page holds.
 #[derive(Debug, Clone, Default)]
 pub struct SpanQuery {
@@ -133,7 +128,7 @@ impl Store {
     pub async fn list_traces(&self, query: SpanQuery) -> Result<Page<TraceSummary>, StoreError> {
         let filter = trace_filter(&query);
         let sql = format!(
-            "SELECT {TURN_SPANS} FROM trace_turns r WHERE {} \
+            "SELECT {TURN_COLUMNS} FROM trace_turns r WHERE {} \
              ORDER BY r.start_us DESC, r.root_span_id DESC LIMIT {}",
             filter.clauses.join(" AND "),
             query.limit + 1
@@ -141,7 +136,7 @@ impl Store {
         let turns = self.read_turns(sql, filter.values).await?;
         let items = turns
             .into_iter()
-            .filter_map(TraceSummary::of_turn)
+            .filter_map(|t| TraceSummary::of_turn(t.spans))
             .collect();
         Ok(page(items, query.limit, |t| &t.root))
     }
@@ -152,35 +147,39 @@ impl Store {
         kind: SpanKind,
         query: SpanQuery,
     ) -> Result<Page<SpanRecord>, StoreError> {
-        let mut filter = Filter::new("r", "span_id");
-        filter.push("r.kind = ?", Some(kind.as_str().into()));
-        filter.common(&query);
-        if let Some(model) = &query.model {
-            filter.push("r.model = ?", Some(model.as_str().into()));
-        }
-        match query.status.as_deref() {
-            Some("error") => filter.push("r.error IS NOT NULL", None),
-            Some(_) => filter.push("r.error IS NULL", None),
-            None => {}
-        }
-        let sql = format!(
-            "SELECT {} FROM trace_spans r WHERE {} ORDER BY r.start_us DESC, r.span_id DESC LIMIT {}",
-            prefixed("r"),
-            filter.clauses.join(" AND "),
-            query.limit + 1
-        );
-        let items = self.read_spans(sql, filter.values).await?;
+        let wanted = |s: &SpanRecord| {
+            s.kind == kind
+                && query
+                    .model
+                    .as_ref()
+                    .is_none_or(|m| s.model.as_ref() == Some(m))
+                && match query.status.as_deref() {
+                    Some("error") => s.error.is_some(),
+                    Some(_) => s.error.is_none(),
+                    None => true,
+                }
+                && query.since_us.is_none_or(|since| s.start_us >= since)
+                && query.min_duration_us.is_none_or(|min| s.duration_us >= min)
+                && query.after.as_ref().is_none_or(|(start, id)| {
+                    (s.start_us, s.span_id.as_str()) < (*start, id.as_str())
+                })
+        };
+        let items = self
+            .newest_spans("1 = 1", query.since_us, query.limit + 1, wanted, |s| {
+                s.start_us
+            })
+            .await?;
         Ok(page(items, query.limit, |s| s))
     }
 
     /// Every span of one trace, in start order.
     pub async fn trace_spans(&self, trace_id: &str) -> Result<Vec<SpanRecord>, StoreError> {
-        let sql = format!("SELECT {TURN_SPANS} FROM trace_turns WHERE trace_id = ?");
+        let sql = format!("SELECT {TURN_COLUMNS} FROM trace_turns r WHERE r.trace_id = ?");
         let mut spans: Vec<SpanRecord> = self
             .read_turns(sql, vec![trace_id.into()])
             .await?
             .into_iter()
-            .flatten()
+            .flat_map(|t| t.spans)
             .collect();
         spans.sort_by(|a, b| (a.start_us, &a.span_id).cmp(&(b.start_us, &b.span_id)));
         Ok(spans)
@@ -189,11 +188,14 @@ impl Store {
     /// One span by id: the turn that lists it in `span_ids` (a scan of that short
     /// column, not of every turn's JSON), then the span in it.
     pub async fn span(&self, span_id: &str) -> Result<Option<SpanRecord>, StoreError> {
-        let sql = format!("SELECT {TURN_SPANS} FROM trace_turns WHERE span_ids LIKE ?");
+        let sql = format!("SELECT {TURN_COLUMNS} FROM trace_turns r WHERE r.span_ids LIKE ?");
         let turns = self
             .read_turns(sql, vec![format!("%{span_id}%").into()])
             .await?;
-        Ok(turns.into_iter().flatten().find(|s| s.span_id == span_id))
+        Ok(turns
+            .into_iter()
+            .flat_map(|t| t.spans)
+            .find(|s| s.span_id == span_id))
     }
 
     /// The LLM and tool spans since `since_us`, oldest first, without their payloads
@@ -206,47 +208,101 @@ impl Store {
             .await
     }
 
-    /// The most recent failed span, if any: the failure that ended last in the turn that
-    /// ended last among those with a failure (a partial index holds only those).
+    /// The most recent failed span (by its end), if any.
     pub async fn last_failed_span(&self) -> Result<Option<SpanRecord>, StoreError> {
-        let sql = format!(
-            "SELECT {TURN_SPANS} FROM trace_turns WHERE failed > 0 \
-             ORDER BY start_us + duration_us DESC LIMIT 1"
-        );
-        let turns = self.read_turns(sql, Vec::new()).await?;
-        Ok(turns
-            .into_iter()
-            .flatten()
-            .filter(|s| s.error.is_some())
-            .max_by_key(|s| s.start_us + s.duration_us))
+        let newest = self
+            .newest_spans(
+                "r.failed > 0",
+                None,
+                1,
+                |s| s.error.is_some(),
+                |s| s.start_us + s.duration_us,
+            )
+            .await?;
+        Ok(newest.into_iter().next())
     }
 
-    /// Runs a query for the `spans` of turn rows (anonymous `?` placeholders) on either
-    /// backend. A row that does not read as spans (edited by hand) is skipped.
+    /// The newest `count` spans that `wanted` accepts, newest first by `newness` (then
+    /// span id), from the turns that match `turns` (a condition on `trace_turns r`) and
+    /// end at or after `since_us`. It walks the turns by `end_us`, the latest end of any
+    /// of their spans, newest first, a few at a time: no span of a turn starts or ends
+    /// after its `end_us`, so once `count` spans newer than the next turn's `end_us` are
+    /// found, no older turn can hold a newer one and the walk stops.
+    async fn newest_spans(
+        &self,
+        turns: &str,
+        since_us: Option<i64>,
+        count: usize,
+        wanted: impl Fn(&SpanRecord) -> bool,
+        newness: fn(&SpanRecord) -> i64,
+    ) -> Result<Vec<SpanRecord>, StoreError> {
+        let mut found: Vec<SpanRecord> = Vec::new();
+        let mut after: Option<(i64, i64)> = None;
+        loop {
+            let mut filter = Filter::new("r", "id");
+            filter.push(turns, None);
+            if let Some(since) = since_us {
+                filter.push("r.end_us >= ?", Some(since.into()));
+            }
+            if let Some((end_us, id)) = after {
+                filter.push("(r.end_us, r.id) < (?, ?)", Some(end_us.into()));
+                filter.values.push(id.into());
+            }
+            let sql = format!(
+                "SELECT {TURN_COLUMNS} FROM trace_turns r WHERE {} \
+                 ORDER BY r.end_us DESC, r.id DESC LIMIT {WALK_CHUNK}",
+                filter.clauses.join(" AND ")
+            );
+            let rows = self.read_turns(sql, filter.values).await?;
+            let last = rows.last().map(|t| (t.end_us, t.id));
+            let more = rows.len() == WALK_CHUNK;
+            found.extend(rows.into_iter().flat_map(|t| t.spans).filter(&wanted));
+            found.sort_by(|a, b| (newness(b), &b.span_id).cmp(&(newness(a), &a.span_id)));
+            found.truncate(count);
+            let settled = found.len() == count
+                && last.is_some_and(|(end_us, _)| found.iter().all(|s| newness(s) > end_us));
+            if !more || settled {
+                return Ok(found);
+            }
+            after = last;
+        }
+    }
+
+    /// Runs a query for turn rows ([`TURN_COLUMNS`], anonymous `?` placeholders) on
+    /// either backend. A row whose spans do not read as spans (edited by hand) is skipped.
     async fn read_turns(
         &self,
         sql: String,
         values: Vec<Bound>,
-    ) -> Result<Vec<Vec<SpanRecord>>, StoreError> {
-        let texts = if let Some(pg) = self.postgres() {
-            pg.read_texts(&sql, &values).await?
+    ) -> Result<Vec<TurnRead>, StoreError> {
+        let rows = if let Some(pg) = self.postgres() {
+            pg.read_turn_rows(&sql, &values).await?
         } else {
             self.call(move |c| {
                 let mut statement = c.prepare(&sql)?;
                 let rows = statement
-                    .query_map(params_from_iter(values.iter()), |r| r.get::<_, String>(0))?
+                    .query_map(params_from_iter(values.iter()), |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(rows)
             })
             .await?
         };
-        Ok(texts
-            .iter()
-            .filter_map(|text| serde_json::from_str(text).ok())
+        Ok(rows
+            .into_iter()
+            .filter_map(|(spans, end_us, id): (String, i64, i64)| {
+                Some(TurnRead {
+                    spans: serde_json::from_str(&spans).ok()?,
+                    end_us,
+                    id,
+                })
+            })
             .collect())
     }
 
-    /// Runs a span query (anonymous `?` placeholders) on either backend.
+    /// Runs a query over the `trace_spans` view (anonymous `?` placeholders) on either
+    /// backend.
     async fn read_spans(
         &self,
         sql: String,
@@ -266,8 +322,19 @@ impl Store {
     }
 }
 
-/// A turn row's spans as text (PostgreSQL stores them as `jsonb`).
-const TURN_SPANS: &str = "CAST(spans AS TEXT)";
+/// What [`Store::read_turns`] reads of a turn row: its spans as text (PostgreSQL keeps
+/// them as `jsonb`), when its last span ended, its row id.
+const TURN_COLUMNS: &str = "CAST(r.spans AS TEXT), r.end_us, r.id";
+
+/// A turn row as read.
+struct TurnRead {
+    spans: Vec<SpanRecord>,
+    end_us: i64,
+    id: i64,
+}
+
+/// How many turns [`Store::newest_spans`] reads per statement.
+const WALK_CHUNK: usize = 32;
 
 /// Stores a turn, or merges a part of it into its row: the turn's own fields come from
 /// its root (the part that has one), its spans are appended and its failures added up.
@@ -276,8 +343,8 @@ macro_rules! upsert_turn {
     ($spans:literal, $joined:literal) => {
         concat!(
             "INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us, \
-             conversation_id, source, failed, span_ids, spans) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ",
+             end_us, conversation_id, source, failed, span_ids, spans) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ",
             $spans,
             ") ON CONFLICT (trace_id, root_span_id) DO UPDATE SET \
              has_root = CASE WHEN excluded.has_root = 1 THEN 1 ELSE trace_turns.has_root END, \
@@ -286,6 +353,8 @@ macro_rules! upsert_turn {
                THEN trace_turns.start_us ELSE excluded.start_us END, \
              duration_us = CASE WHEN excluded.has_root = 1 THEN excluded.duration_us \
                ELSE trace_turns.duration_us END, \
+             end_us = CASE WHEN excluded.end_us > trace_turns.end_us THEN excluded.end_us \
+               ELSE trace_turns.end_us END, \
              conversation_id = coalesce(trace_turns.conversation_id, excluded.conversation_id), \
              source = coalesce(trace_turns.source, excluded.source), \
              failed = trace_turns.failed + excluded.failed, \
@@ -299,11 +368,11 @@ macro_rules! upsert_turn {
 /// SQLite keeps the spans as JSON text: two arrays of objects join by dropping the
 /// first's `]` and the second's `[`.
 const UPSERT_TURN_SQLITE: &str = upsert_turn!(
-    "?10",
+    "?11",
     "substr(trace_turns.spans, 1, length(trace_turns.spans) - 1) || ',' || substr(excluded.spans, 2)"
 );
 pub(super) const UPSERT_TURN_POSTGRES: &str =
-    upsert_turn!("?10::text::jsonb", "trace_turns.spans || excluded.spans");
+    upsert_turn!("?11::text::jsonb", "trace_turns.spans || excluded.spans");
 
 /// Keeps the newest `?1` turns stored (by row id: the order they were first stored in).
 pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
@@ -345,6 +414,11 @@ pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
                 i64::from(root.is_some()).into(),
                 start_us.into(),
                 root.map_or(0, |r| r.duration_us).into(),
+                turn.iter()
+                    .map(|s| s.start_us + s.duration_us)
+                    .max()
+                    .unwrap_or_default()
+                    .into(),
                 conversation_id.into(),
                 root.and_then(|r| r.source.as_deref()).into(),
                 failed.into(),
@@ -373,15 +447,6 @@ fn trace_filter(query: &SpanQuery) -> Filter {
         None => {}
     }
     filter
-}
-
-/// The span columns qualified by a table alias.
-fn prefixed(alias: &str) -> String {
-    SPAN_COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// WHERE clauses with their values for anonymous `?` placeholders, in order, built up
@@ -441,6 +506,7 @@ fn page<T>(mut items: Vec<T>, limit: usize, span: impl Fn(&T) -> &SpanRecord) ->
     Page { items, next }
 }
 
+/// A span from a row of the `trace_spans` view, its columns in the view's order.
 pub(super) fn span_from_row<R: RowRead>(r: &R) -> Result<SpanRecord, R::Error> {
     let attributes = match serde_json::from_str::<Value>(&r.text(15)?) {
         Ok(Value::Object(map)) => map,

@@ -169,6 +169,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         has_root INTEGER NOT NULL,
         start_us BIGINT NOT NULL,
         duration_us BIGINT NOT NULL,
+        end_us BIGINT NOT NULL,
         conversation_id TEXT,
         source TEXT,
         failed INTEGER NOT NULL,
@@ -176,10 +177,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
         spans JSONB NOT NULL
     );
     INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
-        conversation_id, source, failed, span_ids, spans)
+        end_us, conversation_id, source, failed, span_ids, spans)
     SELECT trace_id, root_span_id, max(is_root),
         coalesce(min(start_us) FILTER (WHERE is_root = 1), min(start_us)),
         coalesce(max(duration_us) FILTER (WHERE is_root = 1), 0),
+        max(start_us + duration_us),
         coalesce(max(conversation_id) FILTER (WHERE is_root = 1), max(conversation_id)),
         max(source) FILTER (WHERE is_root = 1),
         count(*) FILTER (WHERE error IS NOT NULL),
@@ -197,7 +199,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     DROP TABLE trace_spans;
     CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
     CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
-    CREATE INDEX trace_turns_failed ON trace_turns((start_us + duration_us)) WHERE failed > 0;
+    CREATE INDEX trace_turns_by_end ON trace_turns(end_us, id);
+    CREATE INDEX trace_turns_failed ON trace_turns(end_us, id) WHERE failed > 0;
     CREATE VIEW trace_spans AS SELECT
         s ->> 'span_id' AS span_id,
         t.trace_id AS trace_id,

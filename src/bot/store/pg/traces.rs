@@ -35,20 +35,20 @@ impl Postgres {
         Ok(())
     }
 
-    /// Runs a query whose rows are one text column each (a turn's spans).
-    pub(in super::super) async fn read_texts(
+    /// Runs a query for turn rows: their spans as text, `end_us` and `id`.
+    pub(in super::super) async fn read_turn_rows(
         &self,
         sql: &str,
         values: &[Bound],
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(&numbered_for_postgres(sql), &parameters(values))
             .await?;
         Ok(rows
             .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<Vec<_>, _>>()?)
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
     }
 
     /// Runs one of the span queries `store::traces` builds over the `trace_spans` view.
