@@ -9,7 +9,7 @@
 //!   through `traced_chat` (which copies the request and response into the span):
 //!   the per-LLM-call recording cost.
 //! - `trace/store`: a writer batch of 50 turns (a root and one LLM span with a
-//!   12-message request each) stored in a database file already holding its 1,000
+//!   12-message request each; `TRACE_STORE_MESSAGES` to change it) stored in a database file already holding its 1,000
 //!   turns, so each batch also cuts back the oldest: the store's share of the writer's
 //!   work per turn. Then `trace/read`: what the trace tools read from that store (a
 //!   page of traces, a page of LLM calls, one trace, one span by id).
@@ -195,7 +195,12 @@ async fn accepting_collector() -> String {
 
 /// A writer batch of LLM spans, each with a 12-message request.
 fn llm_spans(count: usize) -> Vec<SpanRecord> {
-    let request: Vec<serde_json::Value> = (0..12)
+    llm_spans_of(count, 12)
+}
+
+/// LLM spans, each with a request of `messages` messages (about 110 bytes each).
+fn llm_spans_of(count: usize, messages: usize) -> Vec<SpanRecord> {
+    let request: Vec<serde_json::Value> = (0..messages)
         .map(|n| serde_json::json!({"role": "user", "content": format!("message {n}: {}", "context ".repeat(12))}))
         .collect();
     (0..count)
@@ -226,10 +231,15 @@ fn llm_spans(count: usize) -> Vec<SpanRecord> {
         .collect()
 }
 
-/// `TURNS` turns as the writer hands them to the store: each a root and one LLM span
-/// with a 12-message request, started after `first_us`.
+/// `turns` turns as the writer hands them to the store: each a root and one LLM span
+/// with a request of `TRACE_STORE_MESSAGES` messages (12 unless set), started after
+/// `first_us`.
 fn turn_spans(turns: usize, first_us: i64) -> Vec<SpanRecord> {
-    llm_spans(turns)
+    let messages = std::env::var("TRACE_STORE_MESSAGES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(12);
+    llm_spans_of(turns, messages)
         .into_iter()
         .enumerate()
         .flat_map(|(n, mut llm)| {
