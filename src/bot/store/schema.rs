@@ -210,7 +210,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         s.value ->> 'span_id' AS span_id,
         t.trace_id AS trace_id,
         s.value ->> 'parent_span_id' AS parent_span_id,
-        s.value ->> 'is_root' AS is_root,
+        coalesce(s.value ->> 'is_root', 0) AS is_root,
         s.value ->> 'kind' AS kind,
         s.value ->> 'name' AS name,
         s.value ->> 'source' AS source,
@@ -222,7 +222,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         s.value ->> 'tool' AS tool,
         s.value ->> 'input_tokens' AS input_tokens,
         s.value ->> 'output_tokens' AS output_tokens,
-        s.value -> 'attributes' AS attributes,
+        coalesce(s.value -> 'attributes', '{}') AS attributes,
         t.root_span_id AS root_span_id
     FROM trace_turns t, json_each(t.spans) s;",
 ];

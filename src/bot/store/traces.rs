@@ -282,7 +282,7 @@ impl Store {
                 let mut statement = c.prepare(&sql)?;
                 let rows = statement
                     .query_map(params_from_iter(values.iter()), |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(rows)
@@ -291,12 +291,13 @@ impl Store {
         };
         Ok(rows
             .into_iter()
-            .filter_map(|(spans, end_us, id): (String, i64, i64)| {
-                Some(TurnRead {
-                    spans: serde_json::from_str(&spans).ok()?,
-                    end_us,
-                    id,
-                })
+            .filter_map(|(spans, end_us, id, trace_id, root_span_id): TurnRow| {
+                let mut spans: Vec<SpanRecord> = serde_json::from_str(&spans).ok()?;
+                for span in &mut spans {
+                    span.trace_id.clone_from(&trace_id);
+                    span.root_span_id.clone_from(&root_span_id);
+                }
+                Some(TurnRead { spans, end_us, id })
             })
             .collect())
     }
@@ -322,9 +323,66 @@ impl Store {
     }
 }
 
+/// A span as its turn's row stores it: without the ids the row holds (trace, root) and
+/// without its empty fields, so a turn's row stays small (a stored turn of a root and
+/// an LLM call is about a third shorter; see docs/performance.md §6).
+#[derive(Serialize)]
+struct StoredSpan<'a> {
+    span_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_span_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_root: bool,
+    kind: SpanKind,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversation_id: Option<&'a str>,
+    start_us: i64,
+    duration_us: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    attributes: &'a Map<String, Value>,
+}
+
+impl<'a> StoredSpan<'a> {
+    fn of(s: &'a SpanRecord) -> StoredSpan<'a> {
+        StoredSpan {
+            span_id: &s.span_id,
+            parent_span_id: s.parent_span_id.as_deref(),
+            is_root: s.is_root,
+            kind: s.kind,
+            name: &s.name,
+            source: s.source.as_deref(),
+            conversation_id: s.conversation_id.as_deref(),
+            start_us: s.start_us,
+            duration_us: s.duration_us,
+            error: s.error.as_deref(),
+            model: s.model.as_deref(),
+            tool: s.tool.as_deref(),
+            input_tokens: s.input_tokens,
+            output_tokens: s.output_tokens,
+            attributes: &s.attributes,
+        }
+    }
+}
+
 /// What [`Store::read_turns`] reads of a turn row: its spans as text (PostgreSQL keeps
 /// them as `jsonb`), when its last span ended, its row id.
-const TURN_COLUMNS: &str = "CAST(r.spans AS TEXT), r.end_us, r.id";
+const TURN_COLUMNS: &str = "CAST(r.spans AS TEXT), r.end_us, r.id, r.trace_id, r.root_span_id";
+
+/// A turn row as either backend hands it back: [`TURN_COLUMNS`].
+pub(super) type TurnRow = (String, i64, i64, String, String);
 
 /// A turn row as read.
 struct TurnRead {
@@ -423,7 +481,9 @@ pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
                 root.and_then(|r| r.source.as_deref()).into(),
                 failed.into(),
                 span_ids.join(" ").into(),
-                serde_json::to_string(&turn).unwrap_or_default().into(),
+                serde_json::to_string(&turn.iter().map(|s| StoredSpan::of(s)).collect::<Vec<_>>())
+                    .unwrap_or_default()
+                    .into(),
             ]
         })
         .collect()

@@ -68,14 +68,18 @@ impl SpanKind {
 /// One finished span, as stored and exported.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SpanRecord {
+    /// Left out of a span stored in its turn's row (the row holds it), hence the default.
+    #[serde(default)]
     pub trace_id: String,
     pub span_id: String,
     /// The parent span; for a root, the caller's span from its `traceparent` (if any).
     pub parent_span_id: Option<String>,
     /// The first span of the trace inside this process.
+    #[serde(default)]
     pub is_root: bool,
     /// The turn this span belongs to: its root's span id (a caller may reuse one trace
     /// id for many requests; each is a turn of its own, kept and pruned as one).
+    #[serde(default)]
     pub root_span_id: String,
     pub kind: SpanKind,
     pub name: String,
@@ -92,6 +96,7 @@ pub struct SpanRecord {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     /// Everything else: request, response, arguments, result, provider, timings.
+    #[serde(default)]
     pub attributes: Map<String, Value>,
 }
 

@@ -205,7 +205,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         s ->> 'span_id' AS span_id,
         t.trace_id AS trace_id,
         s ->> 'parent_span_id' AS parent_span_id,
-        (s ->> 'is_root')::boolean::integer AS is_root,
+        coalesce((s ->> 'is_root')::boolean, false)::integer AS is_root,
         s ->> 'kind' AS kind,
         s ->> 'name' AS name,
         s ->> 'source' AS source,
@@ -217,7 +217,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         s ->> 'tool' AS tool,
         (s ->> 'input_tokens')::bigint AS input_tokens,
         (s ->> 'output_tokens')::bigint AS output_tokens,
-        (s -> 'attributes')::text AS attributes,
+        coalesce(s -> 'attributes', '{}')::text AS attributes,
         t.root_span_id AS root_span_id
     FROM trace_turns t CROSS JOIN LATERAL jsonb_array_elements(t.spans) s;",
 ];

@@ -4,7 +4,9 @@
 
 use super::super::StoreError;
 use super::super::rows::{Bound, numbered_for_postgres};
-use super::super::traces::{PRUNE_OLD, PRUNE_TURNS, Prune, UPSERT_TURN_POSTGRES, span_from_row};
+use super::super::traces::{
+    PRUNE_OLD, PRUNE_TURNS, Prune, TurnRow, UPSERT_TURN_POSTGRES, span_from_row,
+};
 use super::{Postgres, parameters};
 use crate::bot::trace::SpanRecord;
 
@@ -35,19 +37,27 @@ impl Postgres {
         Ok(())
     }
 
-    /// Runs a query for turn rows: their spans as text, `end_us` and `id`.
+    /// Runs a query for turn rows (`store::traces::TURN_COLUMNS`).
     pub(in super::super) async fn read_turn_rows(
         &self,
         sql: &str,
         values: &[Bound],
-    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
+    ) -> Result<Vec<TurnRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(&numbered_for_postgres(sql), &parameters(values))
             .await?;
         Ok(rows
             .iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .map(|r| {
+                Ok((
+                    r.try_get(0)?,
+                    r.try_get(1)?,
+                    r.try_get(2)?,
+                    r.try_get(3)?,
+                    r.try_get(4)?,
+                ))
+            })
             .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
     }
 
