@@ -1,6 +1,6 @@
 //! Turn traces in the store: one row per turn in `trace_turns`, its spans a JSON array,
-//! and `trace_spans` a view with one row per span for SQL (`db_query`) and for the
-//! listings that run across turns (migration 12). A turn is the spans that share a
+//! and `trace_spans` a view with one row per span for SQL (`db_query`) and the
+//! statistics (migration 12). A turn is the spans that share a
 //! `root_span_id` (its root has `is_root`); a trace id may hold several turns when a
 //! caller reuses its trace for many requests. Written in batches by the trace writer,
 //! one statement per turn, and kept within a count (of turns) and an age.
@@ -45,7 +45,7 @@ pub struct SpanQuery {
 pub struct Prune {
     /// Keep this many turns, the newest stored; the others go, spans and all.
     pub keep_turns: Option<usize>,
-    /// Delete every span that started before this (µs since the epoch).
+    /// Delete every turn that started before this (µs since the epoch).
     pub before_us: Option<i64>,
 }
 
