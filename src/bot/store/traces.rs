@@ -239,14 +239,13 @@ impl Store {
         let mut found: Vec<SpanRecord> = Vec::new();
         let mut after: Option<(i64, i64)> = None;
         loop {
-            let mut filter = Filter::new("r", "id");
+            let mut filter = Filter::default();
             filter.push(turns, None);
             if let Some(since) = since_us {
                 filter.push("r.end_us >= ?", Some(since.into()));
             }
             if let Some((end_us, id)) = after {
-                filter.push("(r.end_us, r.id) < (?, ?)", Some(end_us.into()));
-                filter.values.push(id.into());
+                filter.push("(r.end_us, r.id) < (?, ?)", [end_us.into(), id.into()]);
             }
             let sql = format!(
                 "SELECT {TURN_COLUMNS} FROM trace_turns r WHERE {} \
@@ -492,9 +491,20 @@ pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
 /// The filter of a trace listing: turns whose root is stored, and the query's
 /// conditions, on the columns of `trace_turns`.
 fn trace_filter(query: &SpanQuery) -> Filter {
-    let mut filter = Filter::new("r", "root_span_id");
+    let mut filter = Filter::default();
     filter.push("r.has_root = 1", None);
-    filter.common(query);
+    if let Some(since) = query.since_us {
+        filter.push("r.start_us >= ?", Some(since.into()));
+    }
+    if let Some(min) = query.min_duration_us {
+        filter.push("r.duration_us >= ?", Some(min.into()));
+    }
+    if let Some((start, root)) = &query.after {
+        filter.push(
+            "(r.start_us, r.root_span_id) < (?, ?)",
+            [(*start).into(), root.as_str().into()],
+        );
+    }
     if let Some(id) = &query.conversation_id {
         filter.push("r.conversation_id = ?", Some(id.as_str().into()));
     }
@@ -510,45 +520,17 @@ fn trace_filter(query: &SpanQuery) -> Filter {
 }
 
 /// WHERE clauses with their values for anonymous `?` placeholders, in order, built up
-/// one filter at a time.
+/// one condition at a time.
+#[derive(Default)]
 struct Filter {
-    alias: &'static str,
-    /// The id that breaks ties in `start_us` order (the cursor's second half).
-    id_column: &'static str,
     clauses: Vec<String>,
     values: Vec<Bound>,
 }
 
 impl Filter {
-    fn new(alias: &'static str, id_column: &'static str) -> Filter {
-        Filter {
-            alias,
-            id_column,
-            clauses: Vec::new(),
-            values: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, clause: &str, value: Option<Bound>) {
+    fn push(&mut self, clause: &str, values: impl IntoIterator<Item = Bound>) {
         self.clauses.push(clause.to_string());
-        self.values.extend(value);
-    }
-
-    /// The filters every listing shares: since, minimum duration, cursor.
-    fn common(&mut self, query: &SpanQuery) {
-        let (a, id) = (self.alias, self.id_column);
-        if let Some(since) = query.since_us {
-            self.push(&format!("{a}.start_us >= ?"), Some(since.into()));
-        }
-        if let Some(min) = query.min_duration_us {
-            self.push(&format!("{a}.duration_us >= ?"), Some(min.into()));
-        }
-        if let Some((start, span)) = &query.after {
-            self.clauses
-                .push(format!("({a}.start_us, {a}.{id}) < (?, ?)"));
-            self.values.push((*start).into());
-            self.values.push(span.as_str().into());
-        }
+        self.values.extend(values);
     }
 }
 
