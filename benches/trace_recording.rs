@@ -24,8 +24,9 @@
 //!   on 127.0.0.1), one bot with `TRACE_ENABLED=false` and one with `true`, in
 //!   interleaved rounds; the median ratio is the recording cost of a turn, the
 //!   writer's work included (`TRACE_TURN_ROUNDS`, `TRACE_TURN_TURNS` to change the
-//!   sample). It also prints the process CPU per turn of each bot, the closing flush's
-//!   share and the queueing for the store's writer connection. `TRACE_TURN_BURN_US=N`
+//!   sample). It also prints the process CPU per turn of each bot, the trace writer's
+//!   own CPU per turn (`health`'s `writer_cpu_us`), the closing flush's share and the
+//!   queueing for the store's writer connection. `TRACE_TURN_BURN_US=N`
 //!   (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead: untraced turns beside a
 //!   thread burning N µs of CPU every 50 ms, so the cost of recording can be set
 //!   against the cost of any background CPU on the same machine.
@@ -408,8 +409,7 @@ async fn one_turn(bot: &Bot) {
 /// says how much CPU recording adds per turn.
 ///
 /// With `TRACE_TURN_BURN_US=N` it runs a control instead: the second bot is untraced
-/// too, and during its rounds a thread burns N µs of CPU every 50 ms (the writer's
-/// rhythm), at normal priority or, with `TRACE_TURN_BURN_IDLE=1`, at `SCHED_IDLE`. That
+/// too, and during its rounds a thread burns N µs of CPU every 50 ms, at normal priority or, with `TRACE_TURN_BURN_IDLE=1`, at `SCHED_IDLE`. That
 /// says what background CPU, any background CPU, costs a turn on this machine.
 fn turn_overhead(_: &mut Criterion) {
     let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
@@ -435,6 +435,8 @@ fn turn_overhead(_: &mut Criterion) {
         }
         rt.block_on(async {
             let (started, cpu) = (Instant::now(), process_cpu());
+            let writer_cpu = || Duration::from_micros(bot.tracer.counters().writer_cpu_us);
+            let writer_before = writer_cpu();
             for _ in 0..turns {
                 one_turn(bot).await;
             }
@@ -446,6 +448,7 @@ fn turn_overhead(_: &mut Criterion) {
             Round {
                 wall: started.elapsed(),
                 cpu: process_cpu() - cpu,
+                writer_cpu: writer_cpu() - writer_before,
                 flush,
             }
         })
@@ -486,8 +489,8 @@ fn turn_overhead(_: &mut Criterion) {
     println!(
         "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
          (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
-         {:.0} / {:.0} µs; the closing flush {:.1} µs per turn; queued for the store's writer \
-         connection {:.1} / {:.1} µs per turn",
+         {:.0} / {:.0} µs, the trace writer's {:.1} µs of it; the closing flush {:.1} µs per \
+         turn; queued for the store's writer connection {:.1} / {:.1} µs per turn",
         percent(ratios[rounds / 2]),
         percent(ratios[rounds / 4]),
         percent(ratios[rounds * 3 / 4]),
@@ -495,6 +498,7 @@ fn turn_overhead(_: &mut Criterion) {
         per_turn(on.wall),
         per_turn(off.cpu),
         per_turn(on.cpu),
+        per_turn(on.writer_cpu),
         per_turn(on.flush),
         waited(0),
         waited(1),
@@ -507,6 +511,8 @@ fn turn_overhead(_: &mut Criterion) {
 struct Round {
     wall: Duration,
     cpu: Duration,
+    /// The trace writer's own CPU (zero for the untraced bot).
+    writer_cpu: Duration,
     flush: Duration,
 }
 
@@ -514,6 +520,7 @@ impl Round {
     fn add(&mut self, round: &Round) {
         self.wall += round.wall;
         self.cpu += round.cpu;
+        self.writer_cpu += round.writer_cpu;
         self.flush += round.flush;
     }
 }
@@ -540,7 +547,7 @@ fn process_cpu() -> Duration {
 }
 
 /// The control's background thread: while switched on, it spins for its burn every
-/// 50 ms, the rhythm of the trace writer's batches.
+/// 50 ms (the trace writer's rhythm when the control was made; it now gathers 250 ms).
 struct Burner {
     on: Arc<std::sync::atomic::AtomicBool>,
 }

@@ -32,6 +32,7 @@ const VOLATILE_KEYS: &[&str] = &[
     "utc",
     "unix",
     "time_us",
+    "writer_cpu_us",
     "timestamp",
     "created_at",
     "updated_at",

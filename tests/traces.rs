@@ -128,6 +128,11 @@ async fn sql_on_trace_spans_right_after_a_turn_sees_the_whole_turn() {
         json!([["llm", 2], ["tool", 1], ["turn", 1]]),
         "{result}"
     );
+    let counters = app.bot.tracer.counters();
+    assert!(
+        counters.writer_cpu_us > 0,
+        "the writer's work on the turn is counted: {counters:?}"
+    );
     app.shutdown().await;
 }
 

@@ -14,6 +14,7 @@
 //! cursor, so rows written meanwhile neither repeat nor vanish.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use rusqlite::params_from_iter;
 use serde::Serialize;
@@ -21,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::rows::{Bound, RowRead};
 use super::{Store, StoreError};
-use crate::bot::trace::{SpanKind, SpanRecord};
+use crate::bot::trace::{SpanKind, SpanRecord, thread_cpu_time};
 
 /// Which traces (or spans) a page holds.
 #[derive(Debug, Clone, Default)]
@@ -95,16 +96,19 @@ pub struct Page<T> {
 impl Store {
     /// Stores finished spans in one transaction, one row per turn (merged into the
     /// turn's row when part of it is stored already), then deletes what `prune` says in
-    /// the same one.
+    /// the same one. Returns the CPU time the store's thread spent on it (SQLite; zero
+    /// on PostgreSQL, whose work is done by its server).
     pub async fn append_spans(
         &self,
         spans: Vec<SpanRecord>,
         prune: Prune,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Duration, StoreError> {
         if let Some(pg) = self.postgres() {
-            return pg.append_spans(turn_rows(&spans), prune).await;
+            pg.append_spans(turn_rows(&spans), prune).await?;
+            return Ok(Duration::ZERO);
         }
         self.call(move |c| {
+            let started = thread_cpu_time();
             let tx = c.transaction()?;
             {
                 let mut upsert = tx.prepare_cached(UPSERT_TURN_SQLITE)?;
@@ -119,7 +123,7 @@ impl Store {
                 tx.prepare_cached(PRUNE_OLD)?.execute([before_us])?;
             }
             tx.commit()?;
-            Ok(())
+            Ok(thread_cpu_time() - started)
         })
         .await
     }

@@ -140,6 +140,10 @@ pub struct TraceCounters {
     /// Spans the exporter could not deliver (collector down, slow, or refusing).
     pub spans_export_dropped: u64,
     pub store_errors: u64,
+    /// CPU time the writer has spent on its threads, in µs: redacting, cutting and
+    /// storing spans (on PostgreSQL, the server's share is not in it). What recording
+    /// costs the machine besides the turns' own path (docs/performance.md §6).
+    pub writer_cpu_us: u64,
 }
 
 #[derive(Default)]
@@ -147,6 +151,26 @@ struct Counters {
     recorded: AtomicU64,
     dropped: AtomicU64,
     store_errors: AtomicU64,
+    writer_cpu_us: AtomicU64,
+}
+
+/// The CPU time the calling thread has used so far (user and system); zero where the
+/// platform has no such clock.
+#[cfg(unix)]
+pub(crate) fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; this clock always exists on
+    // Linux, and on failure the zeroed value stands.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn thread_cpu_time() -> Duration {
+    Duration::ZERO
 }
 
 /// Starts spans and hands finished ones to the background writer.
@@ -208,6 +232,7 @@ impl Tracer {
             spans_dropped: self.counters.dropped.load(Ordering::Relaxed),
             spans_export_dropped: self.exporter.as_ref().map_or(0, |e| e.dropped()),
             store_errors: self.counters.store_errors.load(Ordering::Relaxed),
+            writer_cpu_us: self.counters.writer_cpu_us.load(Ordering::Relaxed),
         }
     }
 

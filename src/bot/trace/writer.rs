@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::{Counters, SpanRecord, TraceSettings, WriterMessage};
+use super::{Counters, SpanRecord, TraceSettings, WriterMessage, thread_cpu_time};
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store};
 use crate::redact::Redactor;
@@ -23,8 +23,11 @@ const BATCH: usize = 512;
 /// How long the writer lets spans gather after the first one arrives, unless a flush or
 /// a filling channel wakes it: one wake-up and one store transaction for the spans of
 /// many turns, instead of one per turn competing with the turns for the CPU and the
-/// store's connection.
-const GATHER: Duration = Duration::from_millis(50);
+/// store's connection. A commit writes every page its transaction touched, and
+/// consecutive turns share pages (the last leaves of the indexes), so a longer gather
+/// writes fewer pages per turn: at 250 ms, half the commit's cost per turn of 50 ms
+/// (docs/performance.md §6). Readers never wait for it: the trace tools flush first.
+const GATHER: Duration = Duration::from_millis(250);
 /// How long a flush that asks for export waits for the collector.
 const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -107,13 +110,14 @@ impl Writer {
         let redactor = self.redactor.clone();
         let max_payload_bytes = self.settings.max_payload_bytes;
         let prepared = tokio::task::spawn_blocking(move || {
+            let started = thread_cpu_time();
             for span in &mut spans {
                 prepare(span, &redactor, max_payload_bytes);
             }
-            spans
+            (spans, thread_cpu_time() - started)
         })
         .await;
-        let Ok(spans) = prepared else {
+        let Ok((spans, preparing)) = prepared else {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             return;
         };
@@ -127,10 +131,18 @@ impl Writer {
                     - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
             ),
         };
-        if let Err(error) = self.store.append_spans(spans, prune).await {
-            self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
-        }
+        let storing = match self.store.append_spans(spans, prune).await {
+            Ok(cpu) => cpu,
+            Err(error) => {
+                self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
+                Duration::ZERO
+            }
+        };
+        let cpu_us = u64::try_from((preparing + storing).as_micros()).unwrap_or(u64::MAX);
+        self.counters
+            .writer_cpu_us
+            .fetch_add(cpu_us, Ordering::Relaxed);
     }
 }
 
