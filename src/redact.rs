@@ -10,7 +10,7 @@
 //!    or `password=…` pairs are replaced even when nobody told us about them.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use regex::{Regex, RegexSet};
 use serde_json::Value;
@@ -55,11 +55,19 @@ const SHAPE_PATTERNS: [(&str, &str); 10] = [
     ),
 ];
 
-/// Every shape at once: one scan tells whether a string needs any replacing (most
-/// strings do not), instead of one scan per shape.
-static ANY_SHAPE: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(SHAPE_PATTERNS.map(|(pattern, _)| pattern)).expect("static patterns")
-});
+/// Every shape at once, for a redactor that knows no secret values.
+static ANY_SHAPE: LazyLock<Arc<RegexSet>> = LazyLock::new(|| Arc::new(any_secret(&[])));
+
+/// Every shape and every known secret value at once: one scan tells whether a string
+/// needs any replacing (most strings do not), instead of one scan per shape and one
+/// search per value.
+fn any_secret(values: &[String]) -> RegexSet {
+    let shapes = SHAPE_PATTERNS
+        .iter()
+        .map(|(pattern, _)| pattern.to_string());
+    let values = values.iter().map(|v| regex::escape(v));
+    RegexSet::new(shapes.chain(values)).expect("shapes and escaped literals compile")
+}
 
 static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     SHAPE_PATTERNS
@@ -122,9 +130,20 @@ pub fn is_secret_key(key: &str) -> bool {
     EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Redactor {
     secret_values: Vec<String>,
+    /// [`any_secret`] of `secret_values`.
+    any_secret: Arc<RegexSet>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor {
+            secret_values: Vec::new(),
+            any_secret: ANY_SHAPE.clone(),
+        }
+    }
 }
 
 impl Redactor {
@@ -138,6 +157,7 @@ impl Redactor {
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
         Redactor {
+            any_secret: Arc::new(any_secret(&values)),
             secret_values: values,
         }
     }
@@ -168,7 +188,7 @@ impl Redactor {
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // Most strings in a result are short words (a status, an emoji); none of them
         // can hold a secret, and skipping the scan saves a regex search each.
-        if text.len() < SHORTEST_MATCH {
+        if text.len() < SHORTEST_MATCH || !self.any_secret.is_match(text) {
             return Cow::Borrowed(text);
         }
         let mut out = Cow::Borrowed(text);
@@ -176,9 +196,6 @@ impl Redactor {
             if out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
             }
-        }
-        if !ANY_SHAPE.is_match(&out) {
-            return out;
         }
         for (pattern, replacement) in SHAPES.iter() {
             if pattern.is_match(&out) {
@@ -215,6 +232,18 @@ mod tests {
             &"y".repeat(200),
         ] {
             assert!(!is_secret_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn known_values_are_matched_as_literal_text() {
+        let redactor = Redactor::new(["p@ss.w*rd+(1)|x".to_string()]);
+        assert_eq!(
+            redactor.redact_text("login with p@ss.w*rd+(1)|x now"),
+            "login with [REDACTED] now"
+        );
+        for near in ["p@ssXw*rd+(1)|x", "p@ss.wwrd+(1)|x", "p@ss.w*rd+1|x"] {
+            assert_eq!(redactor.redact_text(near), near, "not the secret: {near}");
         }
     }
 

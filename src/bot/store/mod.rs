@@ -46,7 +46,7 @@ pub use connection::WriterWaits;
 pub use mcp_tasks::StoredTaskRow;
 pub use retention::{ConversationHold, ConversationLimits};
 pub use sql::{SqlOutcome, StatementSummary};
-pub use traces::{Page, Prune, SpanQuery, TraceSummary};
+pub use traces::{Page, Prune, SpanQuery, TraceSummary, TurnRows};
 
 use pg::Postgres;
 pub use pg::{Change, fresh_schema_url, redact_url, url_password};

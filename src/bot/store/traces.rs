@@ -96,15 +96,27 @@ pub struct Page<T> {
 impl Store {
     /// Stores finished spans in one transaction, one row per turn (merged into the
     /// turn's row when part of it is stored already), then deletes what `prune` says in
-    /// the same one. Returns the CPU time the store's thread spent on it (SQLite; zero
-    /// on PostgreSQL, whose work is done by its server).
+    /// the same one. Returns the CPU time the store's thread spent on it, as
+    /// [`Store::append_turns`] does.
     pub async fn append_spans(
         &self,
         spans: Vec<SpanRecord>,
         prune: Prune,
     ) -> Result<Duration, StoreError> {
+        self.append_turns(TurnRows::of(&spans), prune).await
+    }
+
+    /// Stores turn rows made beforehand ([`TurnRows::of`]: the trace writer makes them
+    /// before it takes the store's one writer connection, so turns queue less for it),
+    /// then prunes, in one transaction. Returns the CPU time the store's thread spent
+    /// on it (SQLite; zero on PostgreSQL, whose work is done by its server).
+    pub async fn append_turns(
+        &self,
+        turns: TurnRows,
+        prune: Prune,
+    ) -> Result<Duration, StoreError> {
         if let Some(pg) = self.postgres() {
-            pg.append_spans(turn_rows(&spans), prune).await?;
+            pg.append_spans(turns.0, prune).await?;
             return Ok(Duration::ZERO);
         }
         self.call(move |c| {
@@ -112,7 +124,7 @@ impl Store {
             let tx = c.transaction()?;
             {
                 let mut upsert = tx.prepare_cached(UPSERT_TURN_SQLITE)?;
-                for values in turn_rows(&spans) {
+                for values in turns.0 {
                     upsert.execute(params_from_iter(values))?;
                 }
             }
@@ -442,9 +454,18 @@ pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
 /// Deletes every turn that started before the cutoff.
 pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
 
+/// The rows a batch of spans makes, one per turn, ready to store.
+pub struct TurnRows(Vec<Vec<Bound>>);
+
+impl TurnRows {
+    pub fn of(spans: &[SpanRecord]) -> TurnRows {
+        TurnRows(turn_rows(spans))
+    }
+}
+
 /// The rows a batch of spans makes, one per turn, in the order of [`UPSERT_TURN_SQLITE`]'s
 /// values: the turn's fields, its span ids, then its spans as a JSON array.
-pub(super) fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
+fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
     let mut turns: Vec<Vec<&SpanRecord>> = Vec::new();
     let mut index: HashMap<(&str, &str), usize> = HashMap::new();
     for span in spans {

@@ -140,8 +140,9 @@ pub struct TraceCounters {
     /// Spans the exporter could not deliver (collector down, slow, or refusing).
     pub spans_export_dropped: u64,
     pub store_errors: u64,
-    /// CPU time the writer has spent on its threads, in µs: redacting, cutting and
-    /// storing spans (on PostgreSQL, the server's share is not in it). What recording
+    /// CPU time the writer has spent on its threads, in µs: redacting and cutting
+    /// spans, handing them to the exporter, and storing them (on PostgreSQL, the
+    /// server's share is not in it). What recording
     /// costs the machine besides the turns' own path (docs/performance.md §6).
     pub writer_cpu_us: u64,
 }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::{Counters, SpanRecord, TraceSettings, WriterMessage, thread_cpu_time};
 use crate::bot::retention::Pruning;
-use crate::bot::store::{Prune, Store};
+use crate::bot::store::{Prune, Store, TurnRows};
 use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
@@ -106,24 +106,29 @@ impl Writer {
     /// limit (a seek on the start index: cheap) and, when `prune_turns`, the turns beyond
     /// the count limit.
     async fn write(&self, mut spans: Vec<SpanRecord>, prune_turns: bool) {
-        // Redaction and cutting are CPU work: off the async workers the turns run on.
+        // Redaction, cutting, handing to the exporter and making the turn rows are CPU
+        // work: off the async workers the turns run on, and not while the store's one
+        // writer connection (which turns queue for) is held.
         let redactor = self.redactor.clone();
+        let exporter = self.exporter.clone();
         let max_payload_bytes = self.settings.max_payload_bytes;
         let prepared = tokio::task::spawn_blocking(move || {
             let started = thread_cpu_time();
             for span in &mut spans {
                 prepare(span, &redactor, max_payload_bytes);
             }
-            (spans, thread_cpu_time() - started)
+            if let Some(exporter) = exporter {
+                exporter.export(&spans);
+            }
+            let turns = TurnRows::of(&spans);
+            drop(spans);
+            (turns, thread_cpu_time() - started)
         })
         .await;
-        let Ok((spans, preparing)) = prepared else {
+        let Ok((turns, preparing)) = prepared else {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        if let Some(exporter) = &self.exporter {
-            exporter.export(&spans);
-        }
         let prune = Prune {
             keep_turns: prune_turns.then_some(self.settings.max_turns),
             before_us: Some(
@@ -131,7 +136,7 @@ impl Writer {
                     - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
             ),
         };
-        let storing = match self.store.append_spans(spans, prune).await {
+        let storing = match self.store.append_turns(turns, prune).await {
             Ok(cpu) => cpu,
             Err(error) => {
                 self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
@@ -186,13 +191,9 @@ pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
     let text = match &mut *value {
         Value::String(s) if s.len() > max_bytes => std::mem::take(s),
         Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => return false,
-        other => {
-            let text = serde_json::to_string(&*other).unwrap_or_default();
-            if text.len() <= max_bytes {
-                return false;
-            }
-            text
-        }
+        // Most payloads fit: count their JSON text's length without making it.
+        other if json_length(other) <= max_bytes => return false,
+        other => serde_json::to_string(&*other).unwrap_or_default(),
     };
     let mut end = max_bytes.min(text.len());
     while !text.is_char_boundary(end) {
@@ -204,6 +205,24 @@ pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
         text.len()
     ));
     true
+}
+
+/// The length of `value`'s JSON text, counted as it is written out, not kept.
+fn json_length(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` cannot fail, and the counter never refuses bytes.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 #[cfg(test)]
@@ -238,5 +257,15 @@ mod tests {
         let mut small = json!({"a": 1});
         assert!(!cut_payload(&mut small, 20));
         assert_eq!(small, json!({"a": 1}));
+
+        let exact = json!(["abc", {"é": 1}]);
+        let text = serde_json::to_string(&exact).unwrap();
+        assert_eq!(json_length(&exact), text.len());
+        let mut fits = exact.clone();
+        assert!(
+            !cut_payload(&mut fits, text.len()),
+            "exactly at the limit: kept"
+        );
+        assert!(cut_payload(&mut fits, text.len() - 1), "one byte over: cut");
     }
 }

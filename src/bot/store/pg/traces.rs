@@ -11,7 +11,7 @@ use super::{Postgres, parameters};
 use crate::bot::trace::SpanRecord;
 
 impl Postgres {
-    /// Stores the rows `store::traces::turn_rows` made, then prunes, in one transaction.
+    /// Stores the rows `store::traces::TurnRows` holds, then prunes, in one transaction.
     pub(in super::super) async fn append_spans(
         &self,
         turns: Vec<Vec<Bound>>,
