@@ -17,19 +17,20 @@
 //!   the OTLP exporter and delivered to a collector on 127.0.0.1 that accepts them:
 //!   conversion to OpenTelemetry `SpanData`, protobuf, one HTTP request.
 //!
-//! Then, outside criterion's timing (two bots must take turns, which criterion's
-//! groups cannot do):
+//! Then, outside criterion's timing (recorded and unrecorded rounds must take turns,
+//! which criterion's groups cannot do):
 //! - `trace/turn_overhead`: whole turns (`Supervisor::send`, new conversation, one
 //!   streamed answer) against the fake OpenAI-compatible server of the tests (real HTTP
-//!   on 127.0.0.1), one bot with `TRACE_ENABLED=false` and one with `true`, in
-//!   interleaved rounds; the median ratio is the recording cost of a turn, the
-//!   writer's work included (`TRACE_TURN_ROUNDS`, `TRACE_TURN_TURNS` to change the
-//!   sample). It also prints the process CPU per turn of each bot, the trace writer's
-//!   own CPU per turn (`health`'s `writer_cpu_us`), the closing flush's share and the
-//!   queueing for the store's writer connection. `TRACE_TURN_BURN_US=N`
-//!   (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead: untraced turns beside a
-//!   thread burning N µs of CPU every 50 ms, so the cost of recording can be set
-//!   against the cost of any background CPU on the same machine.
+//!   on 127.0.0.1), on one bot with tracing on, in interleaved rounds of recorded and
+//!   unrecorded turns; the median ratio, and the mean with its 95 % interval, is the
+//!   recording cost of a turn, the writer's work included (`TRACE_TURN_ROUNDS`,
+//!   `TRACE_TURN_TURNS` to change the sample). It also prints the process CPU per turn
+//!   of each kind, the trace writer's own CPU per turn (`health`'s `writer_cpu_us`), the
+//!   closing flush's share and the queueing for the store's writer connection.
+//!   `TRACE_TURN_BURN_US=N` (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead:
+//!   unrecorded turns beside a thread burning N µs of CPU every 50 ms, so the cost of
+//!   recording can be set against the cost of any background CPU on the same machine;
+//!   `TRACE_TURN_BURN_US=0` is an A/A test, the benchmark's own noise.
 //! - `trace/store_growth`: the database file (checkpointed) after 200 turns with tracing
 //!   on, minus the same with tracing off, divided by 200.
 //!
@@ -390,9 +391,13 @@ async fn bot(llm_url: &str, traced: bool, database: &str) -> Arc<Bot> {
     Bot::build(config, Arc::new(TracingWebLogSink)).expect("bot")
 }
 
-async fn one_turn(bot: &Bot) {
+/// One turn on `bot`, recorded when `traced` (its root scope comes from the bot's
+/// tracer) and not otherwise (a disabled scope: nothing in the turn records).
+async fn one_turn(bot: &Bot, traced: bool) {
     let mut ctx = ExecContext::new(&["user"]);
-    ctx.trace = bot.tracer.root("web", None);
+    if traced {
+        ctx.trace = bot.tracer.root("web", None);
+    }
     let reply = bot
         .supervisor
         .send(None, "hello there", &ctx, None)
@@ -401,16 +406,20 @@ async fn one_turn(bot: &Bot) {
     black_box(reply);
 }
 
-/// The recording cost on a whole turn, as a ratio: turns with tracing off and on,
-/// interleaved in rounds (the order alternates, so drift hits both sides alike), each
-/// traced round ending with a timed flush so the writer's work is counted too. Each bot
-/// has its own database file, as a real bot does. Besides the wall time, each round's
-/// CPU time (the whole process, so the writer's thread too) is taken, so the line also
-/// says how much CPU recording adds per turn.
+/// The recording cost on a whole turn, as a ratio: rounds of turns recorded and not
+/// recorded, interleaved (the order alternates, so drift hits both sides alike), each
+/// traced round ending with a timed flush so the writer's work is counted too. Both
+/// kinds of round run on the same bot, with its tracer on, its one database file and
+/// its connections: only whether a turn is recorded differs. (Two bots, one traced and
+/// one not, differed by about 2 % with tracing off in both.) Besides the wall time,
+/// each round's CPU time (the whole process, so the writer's thread too) is taken, so
+/// the line also says how much CPU recording adds per turn.
 ///
-/// With `TRACE_TURN_BURN_US=N` it runs a control instead: the second bot is untraced
-/// too, and during its rounds a thread burns N µs of CPU every 50 ms, at normal priority or, with `TRACE_TURN_BURN_IDLE=1`, at `SCHED_IDLE`. That
-/// says what background CPU, any background CPU, costs a turn on this machine.
+/// With `TRACE_TURN_BURN_US=N` it runs a control instead: no round is recorded, and
+/// during the second kind a thread burns N µs of CPU every 50 ms, at normal priority
+/// or, with `TRACE_TURN_BURN_IDLE=1`, at `SCHED_IDLE`. That says what background CPU,
+/// any background CPU, costs a turn on this machine; with N = 0 it is an A/A test,
+/// the benchmark's own noise.
 fn turn_overhead(_: &mut Criterion) {
     let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
     let turns: usize = env_number("TRACE_TURN_TURNS", 200);
@@ -424,24 +433,26 @@ fn turn_overhead(_: &mut Criterion) {
     let rt = runtime();
     let llm = rt.block_on(fake_llm::start(Vec::new()));
     let dir = tempfile::tempdir().expect("temp dir");
-    let database = |name: &str| dir.path().join(name).display().to_string();
-    let untraced = rt.block_on(bot(&llm.url(), false, &database("untraced.db")));
-    let second = rt.block_on(bot(&llm.url(), control.is_none(), &database("second.db")));
+    let database = dir.path().join("turns.db").display().to_string();
+    let bot = rt.block_on(bot(&llm.url(), true, &database));
     let burner = control.as_ref().map(Burner::start);
-    // One round of `turns` turns (and, for the second bot, the flush).
-    let timed = |bot: &Bot, second_bot: bool| {
+    // One round of `turns` turns, of the second kind (recorded, or beside the burner)
+    // or not, and for a recorded one the closing flush.
+    let timed = |second_kind: bool| {
+        let traced = second_kind && control.is_none();
         if let Some(burner) = &burner {
-            burner.set(second_bot);
+            burner.set(second_kind);
         }
         rt.block_on(async {
             let (started, cpu) = (Instant::now(), process_cpu());
+            let waited = || bot.store.writer_waits().unwrap_or_default().total;
             let writer_cpu = || Duration::from_micros(bot.tracer.counters().writer_cpu_us);
-            let writer_before = writer_cpu();
+            let (waited_before, writer_before) = (waited(), writer_cpu());
             for _ in 0..turns {
-                one_turn(bot).await;
+                one_turn(&bot, traced).await;
             }
             let flushing = Instant::now();
-            if second_bot {
+            if traced {
                 bot.tracer.flush().await;
             }
             let flush = flushing.elapsed();
@@ -449,70 +460,88 @@ fn turn_overhead(_: &mut Criterion) {
                 wall: started.elapsed(),
                 cpu: process_cpu() - cpu,
                 writer_cpu: writer_cpu() - writer_before,
+                waited: waited() - waited_before,
                 flush,
             }
         })
     };
     // Warm-up: connections, the page cache, the allocator.
-    timed(&untraced, false);
-    timed(&second, true);
-    let waits_before = [&untraced, &second].map(|bot| bot.store.writer_waits().unwrap_or_default());
+    timed(false);
+    timed(true);
     let mut ratios = Vec::with_capacity(rounds);
     let (mut off, mut on) = (Round::default(), Round::default());
     for round in 0..rounds {
         let (off_round, on_round) = if round % 2 == 0 {
-            let off_round = timed(&untraced, false);
-            (off_round, timed(&second, true))
+            let off_round = timed(false);
+            (off_round, timed(true))
         } else {
-            let on_round = timed(&second, true);
-            (timed(&untraced, false), on_round)
+            let on_round = timed(true);
+            (timed(false), on_round)
         };
         ratios.push(on_round.wall.as_secs_f64() / off_round.wall.as_secs_f64());
         off.add(&off_round);
         on.add(&on_round);
     }
+    let (mean, margin) = mean_with_margin(&ratios);
     ratios.sort_by(f64::total_cmp);
     let per_turn = |total: Duration| total.as_secs_f64() * 1e6 / (rounds * turns) as f64;
-    // Time the turns (and the trace writer) spent queued for the store's one writer
-    // connection: the part of the overhead that is waiting, not work.
-    let waited = [&untraced, &second].map(|bot| bot.store.writer_waits().unwrap_or_default().total);
-    let waited = |index: usize| per_turn(waited[index] - waits_before[index].total);
     let percent = |ratio: f64| (ratio - 1.0) * 100.0;
     let what = match &control {
-        None => "untraced / traced".to_string(),
+        None => "unrecorded / recorded turns".to_string(),
         Some(control) => format!(
-            "control, untraced both / the second beside a thread burning {} µs per 50 ms{}",
+            "control, unrecorded turns / the same beside a thread burning {} µs per 50 ms{}",
             control.burn.as_micros(),
             if control.idle { " at SCHED_IDLE" } else { "" }
         ),
     };
     println!(
         "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
-         (quartiles {:+.1} % … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
+         (quartiles {:+.1} % … {:+.1} %), mean {:+.1} % (95 % interval {:+.1} … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
          {:.0} / {:.0} µs, the trace writer's {:.1} µs of it; the closing flush {:.1} µs per \
          turn; queued for the store's writer connection {:.1} / {:.1} µs per turn",
         percent(ratios[rounds / 2]),
         percent(ratios[rounds / 4]),
         percent(ratios[rounds * 3 / 4]),
+        percent(mean),
+        percent(mean - margin),
+        percent(mean + margin),
         per_turn(off.wall),
         per_turn(on.wall),
         per_turn(off.cpu),
         per_turn(on.cpu),
         per_turn(on.writer_cpu),
         per_turn(on.flush),
-        waited(0),
-        waited(1),
+        per_turn(off.waited),
+        per_turn(on.waited),
     );
 }
 
-/// One round of a bot's turns, or the sum of its rounds: the wall time, the process's
-/// CPU time meanwhile, and the closing flush's own wall time.
+/// The mean of `values` and the half-width of its 95 % confidence interval (Student's
+/// t, approximated as 1.96 + 2.4 / degrees of freedom: within 2 % of the table from 5
+/// degrees up). Rounds on this machine differ by several percent even between two
+/// untraced bots (run the control with `TRACE_TURN_BURN_US=0`), so a ratio means
+/// something only with its interval.
+fn mean_with_margin(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, f64::NAN);
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = 1.96 + 2.4 / (n - 1.0);
+    (mean, t * (variance / n).sqrt())
+}
+
+/// One round of turns, or the sum of its kind's rounds: the wall time, the process's
+/// CPU time meanwhile, the trace writer's own CPU, the time callers queued for the
+/// store's one writer connection (the turns, and the trace writer: waiting, not work),
+/// and the closing flush's own wall time.
 #[derive(Default)]
 struct Round {
     wall: Duration,
     cpu: Duration,
-    /// The trace writer's own CPU (zero for the untraced bot).
     writer_cpu: Duration,
+    waited: Duration,
     flush: Duration,
 }
 
@@ -521,6 +550,7 @@ impl Round {
         self.wall += round.wall;
         self.cpu += round.cpu;
         self.writer_cpu += round.writer_cpu;
+        self.waited += round.waited;
         self.flush += round.flush;
     }
 }
@@ -596,7 +626,7 @@ fn database_bytes(rt: &Runtime, llm_url: &str, traced: bool, turns: usize) -> u6
     rt.block_on(async {
         let bot = bot(llm_url, traced, &path).await;
         for _ in 0..turns {
-            one_turn(&bot).await;
+            one_turn(&bot, traced).await;
         }
         bot.tracer.flush().await;
         bot.store

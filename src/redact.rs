@@ -56,17 +56,19 @@ const SHAPE_PATTERNS: [(&str, &str); 10] = [
 ];
 
 /// Every shape at once, for a redactor that knows no secret values.
-static ANY_SHAPE: LazyLock<Arc<RegexSet>> = LazyLock::new(|| Arc::new(any_secret(&[])));
+static ANY_SHAPE: LazyLock<Arc<RegexSet>> =
+    LazyLock::new(|| Arc::new(any_secret(&[]).expect("static patterns")));
 
 /// Every shape and every known secret value at once: one scan tells whether a string
 /// needs any replacing (most strings do not), instead of one scan per shape and one
-/// search per value.
-fn any_secret(values: &[String]) -> RegexSet {
+/// search per value. `None` if the values are too large for one set (then every string
+/// takes the slow path, which is correct, only slower).
+fn any_secret(values: &[String]) -> Option<RegexSet> {
     let shapes = SHAPE_PATTERNS
         .iter()
         .map(|(pattern, _)| pattern.to_string());
     let values = values.iter().map(|v| regex::escape(v));
-    RegexSet::new(shapes.chain(values)).expect("shapes and escaped literals compile")
+    RegexSet::new(shapes.chain(values)).ok()
 }
 
 static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
@@ -134,14 +136,14 @@ pub fn is_secret_key(key: &str) -> bool {
 pub struct Redactor {
     secret_values: Vec<String>,
     /// [`any_secret`] of `secret_values`.
-    any_secret: Arc<RegexSet>,
+    any_secret: Option<Arc<RegexSet>>,
 }
 
 impl Default for Redactor {
     fn default() -> Self {
         Redactor {
             secret_values: Vec::new(),
-            any_secret: ANY_SHAPE.clone(),
+            any_secret: Some(ANY_SHAPE.clone()),
         }
     }
 }
@@ -157,7 +159,7 @@ impl Redactor {
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
         Redactor {
-            any_secret: Arc::new(any_secret(&values)),
+            any_secret: any_secret(&values).map(Arc::new),
             secret_values: values,
         }
     }
@@ -188,7 +190,8 @@ impl Redactor {
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // Most strings in a result are short words (a status, an emoji); none of them
         // can hold a secret, and skipping the scan saves a regex search each.
-        if text.len() < SHORTEST_MATCH || !self.any_secret.is_match(text) {
+        let clean = |set: &Arc<RegexSet>| !set.is_match(text);
+        if text.len() < SHORTEST_MATCH || self.any_secret.as_ref().is_some_and(clean) {
             return Cow::Borrowed(text);
         }
         let mut out = Cow::Borrowed(text);

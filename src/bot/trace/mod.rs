@@ -142,8 +142,8 @@ pub struct TraceCounters {
     pub store_errors: u64,
     /// CPU time the writer has spent on its threads, in µs: redacting and cutting
     /// spans, handing them to the exporter, and storing them (on PostgreSQL, the
-    /// server's share is not in it). What recording
-    /// costs the machine besides the turns' own path (docs/performance.md §6).
+    /// server's share is not in it). What recording costs the machine besides the
+    /// turns' own path (docs/performance.md §6).
     pub writer_cpu_us: u64,
 }
 
