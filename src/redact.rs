@@ -132,11 +132,21 @@ pub fn is_secret_key(key: &str) -> bool {
     EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Redactor {
     secret_values: Vec<String>,
     /// [`any_secret`] of `secret_values`.
     any_secret: Option<Arc<RegexSet>>,
+}
+
+/// Says how many values it knows, never which: a redactor printed in a log or an error
+/// must not be where the secrets leak.
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secret_values", &self.secret_values.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Redactor {
@@ -236,6 +246,14 @@ mod tests {
         ] {
             assert!(!is_secret_key(key), "{key}");
         }
+    }
+
+    #[test]
+    fn printing_a_redactor_shows_no_secret() {
+        let redactor = Redactor::new(["hunter2-but-longer".to_string()]);
+        let printed = format!("{redactor:?}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("secret_values: 1"), "{printed}");
     }
 
     #[test]
