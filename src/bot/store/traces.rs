@@ -116,7 +116,7 @@ impl Store {
         prune: Prune,
     ) -> Result<Duration, StoreError> {
         if let Some(pg) = self.postgres() {
-            pg.append_spans(turns.0, prune).await?;
+            pg.append_turns(turns, prune).await?;
             return Ok(Duration::ZERO);
         }
         self.call(move |c| {
@@ -454,63 +454,63 @@ pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
 /// Deletes every turn that started before the cutoff.
 pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
 
-/// The rows a batch of spans makes, one per turn, ready to store.
-pub struct TurnRows(Vec<Vec<Bound>>);
+/// The rows a batch of spans makes, one per turn, ready to store: each holds the values
+/// of [`UPSERT_TURN_SQLITE`] in order (the turn's fields, its span ids, then its spans as
+/// a JSON array).
+pub struct TurnRows(pub(super) Vec<Vec<Bound>>);
 
 impl TurnRows {
     pub fn of(spans: &[SpanRecord]) -> TurnRows {
-        TurnRows(turn_rows(spans))
+        let mut turns: Vec<Vec<&SpanRecord>> = Vec::new();
+        let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+        for span in spans {
+            let key = (span.trace_id.as_str(), span.root_span_id.as_str());
+            let at = *index.entry(key).or_insert_with(|| {
+                turns.push(Vec::new());
+                turns.len() - 1
+            });
+            turns[at].push(span);
+        }
+        TurnRows(
+            turns
+                .into_iter()
+                .map(|turn| {
+                    let root = turn.iter().find(|s| s.is_root);
+                    let first = turn[0];
+                    let start_us = root.map_or_else(
+                        || turn.iter().map(|s| s.start_us).min().unwrap_or_default(),
+                        |r| r.start_us,
+                    );
+                    let conversation_id = root
+                        .and_then(|r| r.conversation_id.as_deref())
+                        .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
+                    let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
+                    let span_ids: Vec<&str> = turn.iter().map(|s| s.span_id.as_str()).collect();
+                    vec![
+                        first.trace_id.as_str().into(),
+                        first.root_span_id.as_str().into(),
+                        i64::from(root.is_some()).into(),
+                        start_us.into(),
+                        root.map_or(0, |r| r.duration_us).into(),
+                        turn.iter()
+                            .map(|s| s.start_us + s.duration_us)
+                            .max()
+                            .unwrap_or_default()
+                            .into(),
+                        conversation_id.into(),
+                        root.and_then(|r| r.source.as_deref()).into(),
+                        failed.into(),
+                        span_ids.join(" ").into(),
+                        serde_json::to_string(
+                            &turn.iter().map(|s| StoredSpan::of(s)).collect::<Vec<_>>(),
+                        )
+                        .unwrap_or_default()
+                        .into(),
+                    ]
+                })
+                .collect(),
+        )
     }
-}
-
-/// The rows a batch of spans makes, one per turn, in the order of [`UPSERT_TURN_SQLITE`]'s
-/// values: the turn's fields, its span ids, then its spans as a JSON array.
-fn turn_rows(spans: &[SpanRecord]) -> Vec<Vec<Bound>> {
-    let mut turns: Vec<Vec<&SpanRecord>> = Vec::new();
-    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
-    for span in spans {
-        let key = (span.trace_id.as_str(), span.root_span_id.as_str());
-        let at = *index.entry(key).or_insert_with(|| {
-            turns.push(Vec::new());
-            turns.len() - 1
-        });
-        turns[at].push(span);
-    }
-    turns
-        .into_iter()
-        .map(|turn| {
-            let root = turn.iter().find(|s| s.is_root);
-            let first = turn[0];
-            let start_us = root.map_or_else(
-                || turn.iter().map(|s| s.start_us).min().unwrap_or_default(),
-                |r| r.start_us,
-            );
-            let conversation_id = root
-                .and_then(|r| r.conversation_id.as_deref())
-                .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
-            let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
-            let span_ids: Vec<&str> = turn.iter().map(|s| s.span_id.as_str()).collect();
-            vec![
-                first.trace_id.as_str().into(),
-                first.root_span_id.as_str().into(),
-                i64::from(root.is_some()).into(),
-                start_us.into(),
-                root.map_or(0, |r| r.duration_us).into(),
-                turn.iter()
-                    .map(|s| s.start_us + s.duration_us)
-                    .max()
-                    .unwrap_or_default()
-                    .into(),
-                conversation_id.into(),
-                root.and_then(|r| r.source.as_deref()).into(),
-                failed.into(),
-                span_ids.join(" ").into(),
-                serde_json::to_string(&turn.iter().map(|s| StoredSpan::of(s)).collect::<Vec<_>>())
-                    .unwrap_or_default()
-                    .into(),
-            ]
-        })
-        .collect()
 }
 
 /// The filter of a trace listing: turns whose root is stored, and the query's

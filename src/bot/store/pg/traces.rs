@@ -5,16 +5,16 @@
 use super::super::StoreError;
 use super::super::rows::{Bound, numbered_for_postgres};
 use super::super::traces::{
-    PRUNE_OLD, PRUNE_TURNS, Prune, TurnRow, UPSERT_TURN_POSTGRES, span_from_row,
+    PRUNE_OLD, PRUNE_TURNS, Prune, TurnRow, TurnRows, UPSERT_TURN_POSTGRES, span_from_row,
 };
 use super::{Postgres, parameters};
 use crate::bot::trace::SpanRecord;
 
 impl Postgres {
     /// Stores the rows `store::traces::TurnRows` holds, then prunes, in one transaction.
-    pub(in super::super) async fn append_spans(
+    pub(in super::super) async fn append_turns(
         &self,
-        turns: Vec<Vec<Bound>>,
+        turns: TurnRows,
         prune: Prune,
     ) -> Result<(), StoreError> {
         let mut client = self.client().await?;
@@ -22,7 +22,7 @@ impl Postgres {
         let upsert = tx
             .prepare_cached(&numbered_for_postgres(UPSERT_TURN_POSTGRES))
             .await?;
-        for values in &turns {
+        for values in &turns.0 {
             tx.execute(&upsert, &parameters(values)).await?;
         }
         if let Some(keep) = prune.keep_turns {
