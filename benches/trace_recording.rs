@@ -31,6 +31,10 @@
 //!   unrecorded turns beside a thread burning N µs of CPU every 50 ms, so the cost of
 //!   recording can be set against the cost of any background CPU on the same machine;
 //!   `TRACE_TURN_BURN_US=0` is an A/A test, the benchmark's own noise.
+//!   `TRACE_TURN_PACE_US=N` pauses N µs after every turn, as a bot that is not flat out
+//!   does between messages: the writer then works in the pauses, and a round's time is
+//!   its turns' own (the closing flush left out), so the ratio is what recording adds
+//!   to a turn's latency rather than to a saturated loop's throughput.
 //! - `trace/store_growth`: the database file (checkpointed) after 200 turns with tracing
 //!   on, minus the same with tracing off, divided by 200.
 //!
@@ -430,6 +434,7 @@ fn turn_overhead(_: &mut Criterion) {
             burn: Duration::from_micros(micros),
             idle: std::env::var_os("TRACE_TURN_BURN_IDLE").is_some(),
         });
+    let pace = Duration::from_micros(env_number("TRACE_TURN_PACE_US", 0) as u64);
     let rt = runtime();
     let llm = rt.block_on(fake_llm::start(Vec::new()));
     let dir = tempfile::tempdir().expect("temp dir");
@@ -448,8 +453,14 @@ fn turn_overhead(_: &mut Criterion) {
             let waited = || bot.store.writer_waits().unwrap_or_default().total;
             let writer_cpu = || Duration::from_micros(bot.tracer.counters().writer_cpu_us);
             let (waited_before, writer_before) = (waited(), writer_cpu());
+            let mut turning = Duration::ZERO;
             for _ in 0..turns {
+                let turn = Instant::now();
                 one_turn(&bot, traced).await;
+                turning += turn.elapsed();
+                if !pace.is_zero() {
+                    tokio::time::sleep(pace).await;
+                }
             }
             let flushing = Instant::now();
             if traced {
@@ -457,7 +468,12 @@ fn turn_overhead(_: &mut Criterion) {
             }
             let flush = flushing.elapsed();
             Round {
-                wall: started.elapsed(),
+                // Paced, the writer works in the pauses: what a turn pays is its own time.
+                wall: if pace.is_zero() {
+                    started.elapsed()
+                } else {
+                    turning
+                },
                 cpu: process_cpu() - cpu,
                 writer_cpu: writer_cpu() - writer_before,
                 waited: waited() - waited_before,
@@ -494,8 +510,16 @@ fn turn_overhead(_: &mut Criterion) {
             if control.idle { " at SCHED_IDLE" } else { "" }
         ),
     };
+    let paced = if pace.is_zero() {
+        "back to back (a round's time includes its closing flush)".to_string()
+    } else {
+        format!(
+            "each followed by a {} µs pause (a round's time is its turns' own)",
+            pace.as_micros()
+        )
+    };
     println!(
-        "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns, interleaved: median {:+.1} % \
+        "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns {paced}, interleaved: median {:+.1} % \
          (quartiles {:+.1} % … {:+.1} %), mean {:+.1} % (95 % interval {:+.1} … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
          {:.0} / {:.0} µs, the trace writer's {:.1} µs of it; the closing flush {:.1} µs per \
          turn; queued for the store's writer connection {:.1} / {:.1} µs per turn",
