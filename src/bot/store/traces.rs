@@ -41,7 +41,7 @@ pub struct SpanQuery {
     pub limit: usize,
 }
 
-/// What [`Store::append_spans`] deletes in the transaction that stores the spans.
+/// What [`Store::append_turns`] deletes in the transaction that stores the turns.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Prune {
     /// Keep this many turns, the newest stored; the others go, spans and all.
@@ -471,46 +471,42 @@ impl TurnRows {
             });
             turns[at].push(span);
         }
-        TurnRows(
-            turns
-                .into_iter()
-                .map(|turn| {
-                    let root = turn.iter().find(|s| s.is_root);
-                    let first = turn[0];
-                    let start_us = root.map_or_else(
-                        || turn.iter().map(|s| s.start_us).min().unwrap_or_default(),
-                        |r| r.start_us,
-                    );
-                    let conversation_id = root
-                        .and_then(|r| r.conversation_id.as_deref())
-                        .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
-                    let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
-                    let span_ids: Vec<&str> = turn.iter().map(|s| s.span_id.as_str()).collect();
-                    vec![
-                        first.trace_id.as_str().into(),
-                        first.root_span_id.as_str().into(),
-                        i64::from(root.is_some()).into(),
-                        start_us.into(),
-                        root.map_or(0, |r| r.duration_us).into(),
-                        turn.iter()
-                            .map(|s| s.start_us + s.duration_us)
-                            .max()
-                            .unwrap_or_default()
-                            .into(),
-                        conversation_id.into(),
-                        root.and_then(|r| r.source.as_deref()).into(),
-                        failed.into(),
-                        span_ids.join(" ").into(),
-                        serde_json::to_string(
-                            &turn.iter().map(|s| StoredSpan::of(s)).collect::<Vec<_>>(),
-                        )
-                        .unwrap_or_default()
-                        .into(),
-                    ]
-                })
-                .collect(),
-        )
+        TurnRows(turns.iter().map(|turn| turn_row(turn)).collect())
     }
+}
+
+/// The row of one turn's spans (all, or the part in this batch), never empty.
+fn turn_row(turn: &[&SpanRecord]) -> Vec<Bound> {
+    let root = turn.iter().find(|s| s.is_root);
+    let first = turn[0];
+    let start_us = root.map_or_else(
+        || turn.iter().map(|s| s.start_us).min().unwrap_or_default(),
+        |r| r.start_us,
+    );
+    let end_us = turn
+        .iter()
+        .map(|s| s.start_us + s.duration_us)
+        .max()
+        .unwrap_or_default();
+    let conversation_id = root
+        .and_then(|r| r.conversation_id.as_deref())
+        .or_else(|| turn.iter().find_map(|s| s.conversation_id.as_deref()));
+    let failed = turn.iter().filter(|s| s.error.is_some()).count() as i64;
+    let span_ids: Vec<&str> = turn.iter().map(|s| s.span_id.as_str()).collect();
+    let spans: Vec<StoredSpan> = turn.iter().map(|s| StoredSpan::of(s)).collect();
+    vec![
+        first.trace_id.as_str().into(),
+        first.root_span_id.as_str().into(),
+        i64::from(root.is_some()).into(),
+        start_us.into(),
+        root.map_or(0, |r| r.duration_us).into(),
+        end_us.into(),
+        conversation_id.into(),
+        root.and_then(|r| r.source.as_deref()).into(),
+        failed.into(),
+        span_ids.join(" ").into(),
+        serde_json::to_string(&spans).unwrap_or_default().into(),
+    ]
 }
 
 /// The filter of a trace listing: turns whose root is stored, and the query's

@@ -121,6 +121,7 @@ impl Writer {
                 exporter.export(&spans);
             }
             let turns = TurnRows::of(&spans);
+            // Freed here, so the freeing is off the async workers and in the count.
             drop(spans);
             (turns, thread_cpu_time() - started)
         })
