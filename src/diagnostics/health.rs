@@ -16,7 +16,7 @@ impl DiagnosticTool for Health {
             "health",
             "Bot health",
             "The bot's vital signs: uptime, resident memory, WebSocket clients, LLM provider and model, \
-             active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size and how often writers queued for it, and turn tracing \
+             active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size and how often writers queued for it (the bot's file and the traces' own), and turn tracing \
              (spans recorded, dropped because the writer fell behind, dropped by the OpenTelemetry exporter).",
         )
         .output(
@@ -68,6 +68,7 @@ impl DiagnosticTool for Health {
                 "path": bot.store.path(),
                 "size_bytes": bot.store.file_size(),
                 "writer_waits": bot.store.writer_waits(),
+                "traces_file": bot.store.traces_file(),
             },
             "bot_tools": bot.tools.len(),
             "traces": {

@@ -321,7 +321,7 @@ async fn log_events_on(store: Store) {
     assert_eq!(found.len(), 1, "case-insensitive contains, after a time");
 }
 
-fn span(trace: &str, id: &str, root: &str, kind: SpanKind, start_us: i64) -> SpanRecord {
+pub(super) fn span(trace: &str, id: &str, root: &str, kind: SpanKind, start_us: i64) -> SpanRecord {
     SpanRecord {
         trace_id: trace.into(),
         span_id: id.into(),

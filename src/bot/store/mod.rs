@@ -6,18 +6,18 @@
 //!
 //! SQLite calls block, so they never run on an async worker thread: [`Store::call`] hands
 //! a closure to tokio's blocking pool, where it gets the connection under a mutex. One
-//! writer connection keeps writes serialised (SQLite allows one writer anyway); WAL mode
-//! and a busy timeout let readers from other processes (or `db_query`'s read-only
-//! connection, see [`sql`]) proceed alongside it.
+//! writer connection per file keeps writes serialised (SQLite allows one writer anyway);
+//! traces have a file and a connection of their own, so turns never queue behind the
+//! trace writer ([`files`]). WAL mode and a busy timeout let readers from other
+//! processes (or `db_query`'s read-only connection, see [`sql`]) proceed alongside.
 //!
 //! This file holds the types and the connection; each kind of record has its own file
 //! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
 //! `ended_sessions`, `mcp_tasks`, `traces`), `retention` how long conversations are kept
-//! (and which a turn holds), `schema` the migrations, `sql` the
+//! (and which a turn holds), `files` the two SQLite files, `schema` the migrations, `sql` the
 //! console behind `db_query`, `rows` what both backends share (reading a row, binding a
 //! parameter, one statement text for both), and `pg` the PostgreSQL backend.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{SecondsFormat, Utc};
@@ -28,6 +28,7 @@ use serde_json::Value;
 mod connection;
 mod conversations;
 mod ended_sessions;
+mod files;
 mod log_events;
 mod mcp_tasks;
 mod memories;
@@ -42,6 +43,7 @@ mod traces;
 
 use connection::WriterConnection;
 pub use connection::WriterWaits;
+use files::SqliteFiles;
 
 pub use mcp_tasks::StoredTaskRow;
 pub use retention::{ConversationHold, ConversationLimits};
@@ -54,7 +56,6 @@ use rows::RowRead;
 
 use log_events::*;
 pub use schema::schema_version;
-use schema::*;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -260,7 +261,7 @@ pub struct Store {
 
 #[derive(Clone)]
 enum Backend {
-    Sqlite(Arc<WriterConnection>),
+    Sqlite(Arc<SqliteFiles>),
     Postgres(Arc<Postgres>),
 }
 
@@ -281,35 +282,8 @@ impl Store {
     }
 
     fn open_sqlite(path: &str) -> Result<Store, StoreError> {
-        let open_error = |reason: String| StoreError::Open {
-            path: path.to_string(),
-            reason,
-        };
-        if path != ":memory:"
-            && let Some(parent) = Path::new(path).parent()
-            && !parent.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                open_error(format!(
-                    "cannot create folder {}: {e}; set DATABASE_PATH to a writable location",
-                    parent.display()
-                ))
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|e| {
-            open_error(format!(
-                "{e}; check that DATABASE_PATH points to a writable file"
-            ))
-        })?;
-        let mut conn = conn;
-        configure(&conn).map_err(|e| {
-            open_error(format!(
-                "{e}; the file may be corrupt or not a SQLite database (move it aside or set DATABASE_PATH)"
-            ))
-        })?;
-        migrate(&mut conn).map_err(|e| open_error(format!("migration failed: {e}")))?;
         Ok(Store {
-            backend: Backend::Sqlite(Arc::new(WriterConnection::new(conn))),
+            backend: Backend::Sqlite(Arc::new(SqliteFiles::open(path)?)),
             path: path.into(),
             activity: Arc::default(),
         })
@@ -324,7 +298,7 @@ impl Store {
     /// start-up (see [`connection`]); `None` on PostgreSQL, whose pool has no such queue.
     pub fn writer_waits(&self) -> Option<WriterWaits> {
         match &self.backend {
-            Backend::Sqlite(conn) => Some(conn.waits()),
+            Backend::Sqlite(files) => Some(files.main.waits()),
             Backend::Postgres(_) => None,
         }
     }
@@ -352,11 +326,28 @@ impl Store {
         if &*self.path == ":memory:" || self.postgres().is_some() {
             return None;
         }
-        let main = std::fs::metadata(&*self.path).ok()?.len();
-        let wal = std::fs::metadata(format!("{}-wal", self.path))
-            .map(|m| m.len())
-            .unwrap_or(0);
-        Some(main + wal)
+        file_and_wal_size(&self.path)
+    }
+
+    /// The SQLite traces file (see [`files`]): where it is, its size and its writer's
+    /// queue; `None` on PostgreSQL, which keeps traces in its one database.
+    pub fn traces_file(&self) -> Option<TracesFile> {
+        let Backend::Sqlite(files) = &self.backend else {
+            return None;
+        };
+        let in_memory = &*self.path == ":memory:";
+        Some(TracesFile {
+            path: if in_memory {
+                ":memory:"
+            } else {
+                &files.traces_location
+            }
+            .to_string(),
+            size_bytes: (!in_memory)
+                .then(|| file_and_wal_size(&files.traces_location))
+                .flatten(),
+            writer_waits: files.traces.waits(),
+        })
     }
 
     /// Runs `f` with the SQLite writer connection on the blocking pool (an error on
@@ -366,10 +357,16 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        let conn = self.sqlite_connection()?;
-        tokio::task::spawn_blocking(move || f(&mut conn.lock()))
-            .await
-            .map_err(|_| StoreError::WorkerGone)?
+        run_blocking(self.sqlite()?.main.clone(), f).await
+    }
+
+    /// [`Store::call`] on the traces file's connection.
+    async fn call_traces<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        run_blocking(self.sqlite()?.traces.clone(), f).await
     }
 
     /// Announces a change to every replica sharing the database (PostgreSQL
@@ -387,14 +384,42 @@ impl Store {
         self.postgres().map(Postgres::subscribe_changes)
     }
 
-    fn sqlite_connection(&self) -> Result<Arc<WriterConnection>, StoreError> {
+    fn sqlite(&self) -> Result<&SqliteFiles, StoreError> {
         match &self.backend {
-            Backend::Sqlite(conn) => Ok(conn.clone()),
+            Backend::Sqlite(files) => Ok(files),
             Backend::Postgres(_) => Err(StoreError::Postgres(
                 "this operation needs the SQLite backend, not PostgreSQL".into(),
             )),
         }
     }
+}
+
+/// Runs `f` with `connection` on tokio's blocking pool.
+async fn run_blocking<R, F>(connection: Arc<WriterConnection>, f: F) -> Result<R, StoreError>
+where
+    R: Send + 'static,
+    F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || f(&mut connection.lock()))
+        .await
+        .map_err(|_| StoreError::WorkerGone)?
+}
+
+/// A SQLite file's size with its WAL, in bytes.
+fn file_and_wal_size(path: &str) -> Option<u64> {
+    let main = std::fs::metadata(path).ok()?.len();
+    let wal = std::fs::metadata(format!("{path}-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    Some(main + wal)
+}
+
+/// The SQLite traces file as `health` shows it ([`Store::traces_file`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct TracesFile {
+    pub path: String,
+    pub size_bytes: Option<u64>,
+    pub writer_waits: WriterWaits,
 }
 
 /// For tests: the stores every backend-independent test runs against — SQLite in
@@ -426,6 +451,7 @@ mod backend_tests;
 
 #[cfg(test)]
 mod tests {
+    use super::schema::MIGRATIONS;
     use super::*;
     use std::time::Duration;
 
@@ -596,20 +622,28 @@ mod tests {
             }
         }
         let store = Store::open(path.to_str().unwrap()).unwrap();
-        let indexes: Vec<String> = store
-            .call(|c| {
-                let mut s = c.prepare(
-                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trace_turns' \
-                     AND sql IS NOT NULL ORDER BY name",
-                )?;
-                Ok(s.query_map([], |r| r.get(0))?
-                    .collect::<Result<_, _>>()?)
+        let trace_objects = |schema: &'static str| {
+            store.call(move |c| {
+                let mut s = c.prepare(&format!(
+                    "SELECT name FROM {schema}.sqlite_master WHERE type = 'index' \
+                     AND tbl_name = 'trace_turns' AND sql IS NOT NULL \
+                     OR name IN ('trace_turns', 'trace_spans') ORDER BY name"
+                ))?;
+                Ok(s.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()?)
             })
-            .await
-            .unwrap();
+        };
         assert_eq!(
-            indexes,
+            trace_objects("main").await.unwrap(),
+            Vec::<String>::new(),
+            "migration 13 moves traces out of the bot's file"
+        );
+        assert!(dir.path().join("traced.traces.db").exists());
+        assert_eq!(
+            trace_objects("traces").await.unwrap(),
             [
+                "trace_spans",
+                "trace_turns",
                 "trace_turns_by_end",
                 "trace_turns_by_start",
                 "trace_turns_by_turn",

@@ -3,6 +3,58 @@
 
 use super::*;
 
+/// `trace_turns` as migration 12 made it in the bot's file and the traces file's first
+/// migration makes it in its own: a macro, so both are one text (`concat!` takes only
+/// literals). Frozen, as every migration is: a change is a new traces migration.
+macro_rules! trace_turns_table {
+    () => {
+        "CREATE TABLE trace_turns (
+        id INTEGER PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        root_span_id TEXT NOT NULL,
+        has_root INTEGER NOT NULL,
+        start_us INTEGER NOT NULL,
+        duration_us INTEGER NOT NULL,
+        end_us INTEGER NOT NULL,
+        conversation_id TEXT,
+        source TEXT,
+        failed INTEGER NOT NULL,
+        span_ids TEXT NOT NULL,
+        spans TEXT NOT NULL
+    );\n"
+    };
+}
+
+/// The indexes of `trace_turns` and the `trace_spans` view over it (one row per span),
+/// shared as [`trace_turns_table`] is.
+macro_rules! trace_turns_indexes_and_view {
+    () => {
+        "CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
+    CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
+    CREATE INDEX trace_turns_by_end ON trace_turns(end_us, id);
+    CREATE INDEX trace_turns_failed ON trace_turns(end_us, id) WHERE failed > 0;
+    CREATE VIEW trace_spans AS SELECT
+        s.value ->> 'span_id' AS span_id,
+        t.trace_id AS trace_id,
+        s.value ->> 'parent_span_id' AS parent_span_id,
+        coalesce(s.value ->> 'is_root', 0) AS is_root,
+        s.value ->> 'kind' AS kind,
+        s.value ->> 'name' AS name,
+        s.value ->> 'source' AS source,
+        s.value ->> 'conversation_id' AS conversation_id,
+        s.value ->> 'start_us' AS start_us,
+        s.value ->> 'duration_us' AS duration_us,
+        s.value ->> 'error' AS error,
+        s.value ->> 'model' AS model,
+        s.value ->> 'tool' AS tool,
+        s.value ->> 'input_tokens' AS input_tokens,
+        s.value ->> 'output_tokens' AS output_tokens,
+        coalesce(s.value -> 'attributes', '{}') AS attributes,
+        t.root_span_id AS root_span_id
+    FROM trace_turns t, json_each(t.spans) s;"
+    };
+}
+
 /// Ordered migrations; `PRAGMA user_version` records how many have run.
 pub(super) const MIGRATIONS: &[&str] = &[
     // 1: the core tables.
@@ -168,21 +220,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // newest spans across turns are found by walking the newest turns only); a turn whose
     // root has not arrived yet (`has_root = 0`) is stored all the same
     // and is completed when the rest of its spans arrive.
-    "CREATE TABLE trace_turns (
-        id INTEGER PRIMARY KEY,
-        trace_id TEXT NOT NULL,
-        root_span_id TEXT NOT NULL,
-        has_root INTEGER NOT NULL,
-        start_us INTEGER NOT NULL,
-        duration_us INTEGER NOT NULL,
-        end_us INTEGER NOT NULL,
-        conversation_id TEXT,
-        source TEXT,
-        failed INTEGER NOT NULL,
-        span_ids TEXT NOT NULL,
-        spans TEXT NOT NULL
-    );
-    INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
+    concat!(
+        trace_turns_table!(),
+        "INSERT INTO trace_turns (trace_id, root_span_id, has_root, start_us, duration_us,
         end_us, conversation_id, source, failed, span_ids, spans)
     SELECT trace_id, root_span_id, max(is_root),
         coalesce(min(CASE WHEN is_root = 1 THEN start_us END), min(start_us)),
@@ -202,29 +242,27 @@ pub(super) const MIGRATIONS: &[&str] = &[
     GROUP BY trace_id, root_span_id
     ORDER BY min(start_us);
     DROP TABLE trace_spans;
-    CREATE UNIQUE INDEX trace_turns_by_turn ON trace_turns(trace_id, root_span_id);
-    CREATE INDEX trace_turns_by_start ON trace_turns(start_us, root_span_id);
-    CREATE INDEX trace_turns_by_end ON trace_turns(end_us, id);
-    CREATE INDEX trace_turns_failed ON trace_turns(end_us, id) WHERE failed > 0;
-    CREATE VIEW trace_spans AS SELECT
-        s.value ->> 'span_id' AS span_id,
-        t.trace_id AS trace_id,
-        s.value ->> 'parent_span_id' AS parent_span_id,
-        coalesce(s.value ->> 'is_root', 0) AS is_root,
-        s.value ->> 'kind' AS kind,
-        s.value ->> 'name' AS name,
-        s.value ->> 'source' AS source,
-        s.value ->> 'conversation_id' AS conversation_id,
-        s.value ->> 'start_us' AS start_us,
-        s.value ->> 'duration_us' AS duration_us,
-        s.value ->> 'error' AS error,
-        s.value ->> 'model' AS model,
-        s.value ->> 'tool' AS tool,
-        s.value ->> 'input_tokens' AS input_tokens,
-        s.value ->> 'output_tokens' AS output_tokens,
-        coalesce(s.value -> 'attributes', '{}') AS attributes,
-        t.root_span_id AS root_span_id
-    FROM trace_turns t, json_each(t.spans) s;",
+",
+        trace_turns_indexes_and_view!()
+    ),
+    // 13: traces move to a SQLite file of their own (see `files`), so the trace writer
+    // and the bot's own writes never wait for each other. `OR IGNORE`: a copy that
+    // committed in the traces file while this migration did not (the two files commit
+    // apart) is not copied twice when it runs again.
+    "INSERT OR IGNORE INTO traces.trace_turns (trace_id, root_span_id, has_root, start_us,
+        duration_us, end_us, conversation_id, source, failed, span_ids, spans)
+    SELECT trace_id, root_span_id, has_root, start_us, duration_us, end_us,
+        conversation_id, source, failed, span_ids, spans
+    FROM main.trace_turns ORDER BY id;
+    DROP VIEW main.trace_spans;
+    DROP TABLE main.trace_turns;",
+];
+
+/// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
+/// many have run.
+pub(super) const TRACE_MIGRATIONS: &[&str] = &[
+    // 1: the tables of migration 12, in a file of their own.
+    concat!(trace_turns_table!(), trace_turns_indexes_and_view!()),
 ];
 
 /// Tables and views with their columns, indexes and row counts (for
@@ -237,8 +275,11 @@ impl Store {
         self.call(|c| {
             let mut tables = Vec::new();
             let names: Vec<(String, String, bool)> = {
+                // The traces file is attached as `traces` (see `files`); its names are
+                // reached unqualified, as in `db_query`.
                 let mut stmt = c.prepare(
-                    "SELECT name, sql, type = 'view' FROM sqlite_master \
+                    "SELECT name, sql, type = 'view' FROM \
+                     (SELECT * FROM main.sqlite_master UNION ALL SELECT * FROM traces.sqlite_master) \
                      WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
                 )?;
                 stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default(), r.get(2)?)))?
@@ -293,13 +334,13 @@ pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Runs every migration newer than the database's `user_version`, each in its own
-/// transaction, so a failure leaves the database at the last good version.
-pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<usize> {
+/// Runs every one of `migrations` newer than the database's `user_version`, each in its
+/// own transaction, so a failure leaves the database at the last good version.
+pub(super) fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<usize> {
     let current: usize =
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
     let mut applied = 0;
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+    for (index, sql) in migrations.iter().enumerate().skip(current) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (index + 1) as i64)?;

@@ -3,9 +3,9 @@
 //!
 //! Read-only means that nothing a statement does outlives its call:
 //! - it runs on a connection of its own, opened read-only and closed when the call ends,
-//!   never on the bot's writer connection (whose settings would otherwise stay changed);
-//!   a `:memory:` database has no second connection, so there the writer is used, under
-//!   the same authorizer;
+//!   never on the bot's writer connection (whose settings would otherwise stay changed),
+//!   with the traces file attached as on the writer (see `files`); a `:memory:` database
+//!   has no second connection, so there the writer is used, under the same authorizer;
 //! - an authorizer, consulted while the statement compiles (before anything runs),
 //!   allows only reading: `SELECT`, reading tables, functions other than those that reach
 //!   outside the database, and PRAGMAs that only report. `ATTACH`/`DETACH`,
@@ -248,7 +248,9 @@ impl Store {
             return pg.run_sql(sql, params, limit, read_only, timeout).await;
         }
         let sql = sql.to_string();
-        let writer = self.sqlite_connection()?;
+        let files = self.sqlite()?;
+        let writer = files.main.clone();
+        let traces_location = files.traces_location.clone();
         let path = self.path.clone();
         let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
         let work = tokio::task::spawn_blocking(move || {
@@ -265,6 +267,9 @@ impl Store {
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )?;
                 own.busy_timeout(BUSY_TIMEOUT)?;
+                // Attached before the authorizer, which refuses `ATTACH`; read-only
+                // too, as an attached file takes its connection's flags.
+                own.execute("ATTACH DATABASE ?1 AS traces", [&traces_location])?;
                 ReadOnlyConnection::Own(own)
             };
             match connection {

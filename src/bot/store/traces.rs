@@ -119,7 +119,7 @@ impl Store {
             pg.append_turns(turns, prune).await?;
             return Ok(Duration::ZERO);
         }
-        self.call(move |c| {
+        self.call_traces(move |c| {
             let started = thread_cpu_time();
             let tx = c.transaction()?;
             {
@@ -293,7 +293,7 @@ impl Store {
         let rows = if let Some(pg) = self.postgres() {
             pg.read_turn_rows(&sql, &values).await?
         } else {
-            self.call(move |c| {
+            self.call_traces(move |c| {
                 let mut statement = c.prepare(&sql)?;
                 let rows = statement
                     .query_map(params_from_iter(values.iter()), |r| {
@@ -327,7 +327,7 @@ impl Store {
         if let Some(pg) = self.postgres() {
             return pg.read_spans(&sql, &values).await;
         }
-        self.call(move |c| {
+        self.call_traces(move |c| {
             let mut statement = c.prepare(&sql)?;
             let rows = statement
                 .query_map(params_from_iter(values.iter()), |r| span_from_row(r))?

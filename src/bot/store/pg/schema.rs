@@ -220,6 +220,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
         coalesce(s -> 'attributes', '{}')::text AS attributes,
         t.root_span_id AS root_span_id
     FROM trace_turns t CROSS JOIN LATERAL jsonb_array_elements(t.spans) s;",
+    // 13: SQLite moves traces to a file of their own; PostgreSQL has one database, and
+    // its writers do not queue for one connection, so nothing changes here.
+    "",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
