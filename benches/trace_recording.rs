@@ -26,7 +26,7 @@
 //!   recording cost of a turn, the writer's work included (`TRACE_TURN_ROUNDS`,
 //!   `TRACE_TURN_TURNS` to change the sample). It also prints the process CPU per turn
 //!   of each kind, the trace writer's own CPU per turn (`health`'s `writer_cpu_us`), the
-//!   closing flush's share and the queueing for the store's writer connection.
+//!   closing flush's share and the queueing for the bot's SQLite writer connection (traces have their own).
 //!   `TRACE_TURN_BURN_US=N` (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead:
 //!   unrecorded turns beside a thread burning N µs of CPU every 50 ms, so the cost of
 //!   recording can be set against the cost of any background CPU on the same machine;
@@ -35,7 +35,7 @@
 //!   does between messages: the writer then works in the pauses, and a round's time is
 //!   its turns' own (the closing flush left out), so the ratio is what recording adds
 //!   to a turn's latency rather than to a saturated loop's throughput.
-//! - `trace/store_growth`: the database file (checkpointed) after 200 turns with tracing
+//! - `trace/store_growth`: the database files (checkpointed) after 200 turns with tracing
 //!   on, minus the same with tracing off, divided by 200.
 //!
 //! Run: `cargo bench --bench trace_recording` (optimised), or on a shared machine
@@ -522,7 +522,7 @@ fn turn_overhead(_: &mut Criterion) {
         "trace/turn_overhead ({what}): {rounds} rounds of {turns} turns {paced}, interleaved: median {:+.1} % \
          (quartiles {:+.1} % … {:+.1} %), mean {:+.1} % (95 % interval {:+.1} … {:+.1} %); mean turn {:.0} / {:.0} µs; process CPU per turn \
          {:.0} / {:.0} µs, the trace writer's {:.1} µs of it; the closing flush {:.1} µs per \
-         turn; queued for the store's writer connection {:.1} / {:.1} µs per turn",
+         turn; queued for the bot's writer connection {:.1} / {:.1} µs per turn",
         percent(ratios[rounds / 2]),
         percent(ratios[rounds / 4]),
         percent(ratios[rounds * 3 / 4]),
@@ -643,7 +643,8 @@ fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The database file after `turns` turns, checkpointed, in bytes.
+/// The database files (the bot's and the traces') after `turns` turns, checkpointed, in
+/// bytes.
 fn database_bytes(rt: &Runtime, llm_url: &str, traced: bool, turns: usize) -> u64 {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("growth.db").display().to_string();
@@ -655,12 +656,16 @@ fn database_bytes(rt: &Runtime, llm_url: &str, traced: bool, turns: usize) -> u6
         bot.tracer.flush().await;
         bot.store
             .call(|c| {
-                c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+                // Both files: the traces file is attached to this connection.
+                c.execute_batch(
+                    "PRAGMA main.wal_checkpoint(TRUNCATE); PRAGMA traces.wal_checkpoint(TRUNCATE);",
+                )?;
                 Ok(())
             })
             .await
             .expect("checkpoint");
-        bot.store.file_size().unwrap_or(0)
+        let traces = bot.store.traces_file().and_then(|f| f.size_bytes);
+        bot.store.file_size().unwrap_or(0) + traces.unwrap_or(0)
     })
 }
 

@@ -1,8 +1,9 @@
-//! The one SQLite connection every write goes through, and how long callers wait for it.
+//! A SQLite file's one writer connection, and how long callers wait for it.
 //!
-//! SQLite allows one writer at a time, so the store keeps one writer connection behind
-//! a mutex: turns, tools, retention and the trace writer take turns on it. When the
-//! store is the bottleneck, callers queue here; [`WriterConnection::waits`] says how
+//! SQLite allows one writer per file at a time, so the store keeps one writer connection
+//! per file behind a mutex: turns, tools and retention take turns on the bot's, the trace
+//! writer and the trace reads on the traces' (see `files`). When the store is the
+//! bottleneck, callers queue here; [`WriterConnection::waits`] says how
 //! often and for how long (`health` shows it, and the trace benchmark uses it to split
 //! what recording a turn costs). Taking a free connection is not counted and costs a
 //! `try_lock`; only a caller that has to wait reads the clock.

@@ -1,6 +1,7 @@
 //! Turn traces in the store: one row per turn in `trace_turns`, its spans a JSON array,
 //! and `trace_spans` a view with one row per span for SQL (`db_query`) and the
-//! statistics (migration 12). A turn is the spans that share a
+//! statistics (migration 12). On SQLite they live in a file of their own, read and
+//! written through its connection ([`Store::call_traces`]; see `files`). A turn is the spans that share a
 //! `root_span_id` (its root has `is_root`); a trace id may hold several turns when a
 //! caller reuses its trace for many requests. Written in batches by the trace writer,
 //! one statement per turn, and kept within a count (of turns) and an age.
@@ -107,7 +108,7 @@ impl Store {
     }
 
     /// Stores turn rows made beforehand ([`TurnRows::of`]: the trace writer makes them
-    /// before it takes the store's one writer connection, so turns queue less for it),
+    /// before it takes the traces' writer connection, so readers queue less for it),
     /// then prunes, in one transaction. Returns the CPU time the store's thread spent
     /// on it (SQLite; zero on PostgreSQL, whose work is done by its server).
     pub async fn append_turns(

@@ -22,8 +22,7 @@ use crate::redact::Redactor;
 const BATCH: usize = 512;
 /// How long the writer lets spans gather after the first one arrives, unless a flush or
 /// a filling channel wakes it: one wake-up and one store transaction for the spans of
-/// many turns, instead of one per turn competing with the turns for the CPU and the
-/// store's connection. A commit writes every page its transaction touched, and
+/// many turns, instead of one per turn competing with the turns for the CPU. A commit writes every page its transaction touched, and
 /// consecutive turns share pages (the last leaves of the indexes), so a longer gather
 /// writes fewer pages per turn: at 250 ms, half the commit's cost per turn of 50 ms
 /// (docs/performance.md §6). Readers never wait for it: the trace tools flush first.
@@ -107,8 +106,8 @@ impl Writer {
     /// the count limit.
     async fn write(&self, mut spans: Vec<SpanRecord>, prune_turns: bool) {
         // Redaction, cutting, handing to the exporter and making the turn rows are CPU
-        // work: off the async workers the turns run on, and not while the store's one
-        // writer connection (which turns queue for) is held.
+        // work: off the async workers the turns run on, and not while the traces'
+        // writer connection (which the trace tools' reads queue for) is held.
         let redactor = self.redactor.clone();
         let exporter = self.exporter.clone();
         let max_payload_bytes = self.settings.max_payload_bytes;
