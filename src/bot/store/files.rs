@@ -95,7 +95,7 @@ impl SqliteFiles {
         migrate(&mut traces, TRACE_MIGRATIONS)
             .map_err(|e| open_error(&traces_location, format!("migration failed: {e}")))?;
 
-        main.execute("ATTACH DATABASE ?1 AS traces", [&traces_location])
+        attach_traces(&main, &traces_location)
             .map_err(|e| open_error(&traces_location, format!("cannot attach it: {e}")))?;
         if in_memory {
             // A shared cache locks by table, and a reader that meets the trace writer's
@@ -111,6 +111,21 @@ impl SqliteFiles {
             traces_location,
         })
     }
+}
+
+/// Attaches the traces file to `conn` as the schema `traces`, unless it is attached
+/// already: after a `DETACH traces` through `db_query`'s write mode, SQL and the schema
+/// description find the traces again at once, not after a restart.
+pub(super) fn attach_traces(conn: &Connection, location: &str) -> rusqlite::Result<()> {
+    let attached: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_database_list WHERE name = 'traces'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !attached {
+        conn.execute("ATTACH DATABASE ?1 AS traces", [location])?;
+    }
+    Ok(())
 }
 
 fn open_error(path: &str, reason: String) -> StoreError {
@@ -188,6 +203,12 @@ mod tests {
             .await
             .unwrap();
         assert!(store.trace_spans("t1").await.unwrap().is_empty());
+        store
+            .run_sql("DETACH traces", vec![], 1, false, TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(count(&store, "SELECT count(*) FROM trace_turns").await, 0);
+        store.describe_schema().await.unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

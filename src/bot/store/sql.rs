@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::connection::WriterConnection;
+use super::files::attach_traces;
 use super::{BUSY_TIMEOUT, Store, StoreError};
 
 /// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
@@ -257,7 +258,9 @@ impl Store {
             if !read_only {
                 let mut guard = writer.lock();
                 let _ = interrupt_tx.send(guard.get_interrupt_handle());
-                return execute_one(&mut guard, &sql, &params, limit);
+                let outcome = execute_one(&mut guard, &sql, &params, limit);
+                attach_traces(&guard, &traces_location)?;
+                return outcome;
             }
             let connection = if &*path == ":memory:" {
                 ReadOnlyConnection::Shared(writer)
@@ -269,7 +272,7 @@ impl Store {
                 own.busy_timeout(BUSY_TIMEOUT)?;
                 // Attached before the authorizer, which refuses `ATTACH`; read-only
                 // too, as an attached file takes its connection's flags.
-                own.execute("ATTACH DATABASE ?1 AS traces", [&traces_location])?;
+                attach_traces(&own, &traces_location)?;
                 ReadOnlyConnection::Own(own)
             };
             match connection {
