@@ -24,7 +24,7 @@
 //!   on 127.0.0.1), on one bot with tracing on, in interleaved rounds of recorded and
 //!   unrecorded turns; the median ratio, and the mean with its 95 % interval, is the
 //!   recording cost of a turn, the writer's work included (`TRACE_TURN_ROUNDS`,
-//!   `TRACE_TURN_TURNS` to change the sample). It also prints the process CPU per turn
+//!   `TRACE_TURN_TURNS` to change the sample: 30 rounds of 1,000 turns unless set). It also prints the process CPU per turn
 //!   of each kind, the trace writer's own CPU per turn (`health`'s `writer_cpu_us`), the
 //!   closing flush's share and the queueing for the bot's SQLite writer connection (traces have their own).
 //!   `TRACE_TURN_BURN_US=N` (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead:
@@ -425,8 +425,11 @@ async fn one_turn(bot: &Bot, traced: bool) {
 /// any background CPU, costs a turn on this machine; with N = 0 it is an A/A test,
 /// the benchmark's own noise.
 fn turn_overhead(_: &mut Criterion) {
-    let rounds: usize = env_number("TRACE_TURN_ROUNDS", 21);
-    let turns: usize = env_number("TRACE_TURN_TURNS", 200);
+    // Rounds of 1,000 turns (about a second each): a round much shorter than the
+    // writer's gathering time (250 ms) leaves the whole round's writing to the closing
+    // flush, which then times the writer run after the turns instead of beside them.
+    let rounds: usize = env_number("TRACE_TURN_ROUNDS", 30);
+    let turns: usize = env_number("TRACE_TURN_TURNS", 1_000);
     let control = std::env::var("TRACE_TURN_BURN_US")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -350,7 +350,7 @@ impl Store {
         })
     }
 
-    /// Runs `f` with the SQLite writer connection on the blocking pool (an error on
+    /// Runs `f` with the bot's SQLite writer connection on the blocking pool (an error on
     /// PostgreSQL, whose methods never come here).
     pub async fn call<R, F>(&self, f: F) -> Result<R, StoreError>
     where
