@@ -279,6 +279,19 @@ mod tests {
         trace_batch.await.unwrap().unwrap();
     }
 
+    #[test]
+    fn a_corrupt_traces_file_is_named_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bot.db");
+        std::fs::write(dir.path().join("bot.traces.db"), vec![0x42u8; 8192]).unwrap();
+        let text = Store::open(path.to_str().unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(text.contains("bot.traces.db"), "{text}");
+        assert!(text.contains("move it aside"), "{text}");
+    }
+
     /// Migration 13 copies traces over and drops them from the bot's file; when the copy
     /// committed but the drop did not, running it again does not copy twice.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
