@@ -279,6 +279,30 @@ mod tests {
         trace_batch.await.unwrap().unwrap();
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deleted_traces_file_comes_back_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bot.db");
+        let store = Store::open(path.to_str().unwrap()).unwrap();
+        let conversation = store.create_conversation("kept").await.unwrap();
+        let spans = vec![span("t1", "r1", "r1", SpanKind::Turn, 1_000)];
+        store.append_spans(spans, Prune::default()).await.unwrap();
+        drop(store);
+        for file in ["bot.traces.db", "bot.traces.db-wal", "bot.traces.db-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(file));
+        }
+        let store = Store::open(path.to_str().unwrap()).unwrap();
+        assert!(store.trace_spans("t1").await.unwrap().is_empty());
+        assert_eq!(count(&store, "SELECT count(*) FROM trace_spans").await, 0);
+        assert!(
+            store
+                .get_conversation(&conversation.id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+
     #[test]
     fn a_corrupt_traces_file_is_named_with_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
