@@ -24,9 +24,10 @@
 //!   on 127.0.0.1), on one bot with tracing on, in interleaved rounds of recorded and
 //!   unrecorded turns; the median ratio, and the mean with its 95 % interval, is the
 //!   recording cost of a turn, the writer's work included (`TRACE_TURN_ROUNDS`,
-//!   `TRACE_TURN_TURNS` to change the sample: 30 rounds of 1,000 turns unless set). It also prints the process CPU per turn
-//!   of each kind, the trace writer's own CPU per turn (`health`'s `writer_cpu_us`), the
-//!   closing flush's share and the queueing for the bot's SQLite writer connection (traces have their own).
+//!   `TRACE_TURN_TURNS` to change the sample: 30 rounds of 1,000 turns unless set). It
+//!   also prints the process CPU per turn of each kind, the trace writer's own CPU per
+//!   turn (`health`'s `writer_cpu_us`), the closing flush's share and the queueing for
+//!   the bot's SQLite writer connection (traces have their own).
 //!   `TRACE_TURN_BURN_US=N` (and `TRACE_TURN_BURN_IDLE=1`) runs the control instead:
 //!   unrecorded turns beside a thread burning N µs of CPU every 50 ms, so the cost of
 //!   recording can be set against the cost of any background CPU on the same machine;

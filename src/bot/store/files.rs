@@ -160,6 +160,10 @@ mod tests {
 
     const TIMEOUT: Duration = Duration::from_secs(10);
 
+    async fn has_conversation(store: &Store, id: &str) -> bool {
+        store.get_conversation(id).await.unwrap().is_some()
+    }
+
     async fn count(store: &Store, sql: &str) -> i64 {
         let outcome = store.run_sql(sql, vec![], 1, true, TIMEOUT).await.unwrap();
         outcome.rows[0][0].as_i64().unwrap()
@@ -267,13 +271,7 @@ mod tests {
                 .await
                 .expect("the bot's write waited for the trace writer's transaction")
                 .unwrap();
-        assert!(
-            store
-                .get_conversation(&conversation.id)
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert!(has_conversation(&store, &conversation.id).await);
         assert_eq!(store.writer_waits().unwrap().count, 0);
         release.send(()).unwrap();
         trace_batch.await.unwrap().unwrap();
@@ -294,13 +292,7 @@ mod tests {
         let store = Store::open(path.to_str().unwrap()).unwrap();
         assert!(store.trace_spans("t1").await.unwrap().is_empty());
         assert_eq!(count(&store, "SELECT count(*) FROM trace_spans").await, 0);
-        assert!(
-            store
-                .get_conversation(&conversation.id)
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert!(has_conversation(&store, &conversation.id).await);
     }
 
     #[test]

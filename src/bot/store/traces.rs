@@ -1,10 +1,11 @@
 //! Turn traces in the store: one row per turn in `trace_turns`, its spans a JSON array,
 //! and `trace_spans` a view with one row per span for SQL (`db_query`) and the
 //! statistics (migration 12). On SQLite they live in a file of their own, read and
-//! written through its connection ([`Store::call_traces`]; see `files`). A turn is the spans that share a
-//! `root_span_id` (its root has `is_root`); a trace id may hold several turns when a
-//! caller reuses its trace for many requests. Written in batches by the trace writer,
-//! one statement per turn, and kept within a count (of turns) and an age.
+//! written through its connection ([`Store::call_traces`]; see `files`). A turn is the
+//! spans that share a `root_span_id` (its root has `is_root`); a trace id may hold
+//! several turns when a caller reuses its trace for many requests. Written in batches by
+//! the trace writer, one statement per turn, and kept within a count (of turns) and an
+//! age.
 //!
 //! A batch may hold part of a turn: spans that end after their turn's root has been
 //! stored (a cancelled child) or before it (the batch closed while the turn went on).

@@ -22,9 +22,9 @@ use crate::redact::Redactor;
 const BATCH: usize = 512;
 /// How long the writer lets spans gather after the first one arrives, unless a flush or
 /// a filling channel wakes it: one wake-up and one store transaction for the spans of
-/// many turns, instead of one per turn competing with the turns for the CPU. A commit writes every page its transaction touched, and
-/// consecutive turns share pages (the last leaves of the indexes), so a longer gather
-/// writes fewer pages per turn: at 250 ms, half the commit's cost per turn of 50 ms
+/// many turns, instead of one per turn competing with the turns for the CPU. A commit
+/// writes every page its transaction touched, and consecutive turns share pages (the
+/// last leaves of the indexes), so a longer gather writes fewer pages per turn: at 250 ms, half the commit's cost per turn of 50 ms
 /// (docs/performance.md §6). Readers never wait for it: the trace tools flush first.
 const GATHER: Duration = Duration::from_millis(250);
 /// How long a flush that asks for export waits for the collector.
