@@ -49,14 +49,15 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use porthole::bot::llm::{ChatMessage, ChatRequest, LlmProvider, OfflineProvider};
-use porthole::bot::store::{Role, Store};
+use porthole::bot::store::Store;
 use porthole::bot::tools::ExecContext;
 use porthole::bot::trace::{
-    OtlpExporter, OtlpSettings, SpanExporter, SpanKind, SpanRecord, TraceSettings, Tracer,
-    traced_chat,
+    OtlpExporter, OtlpSettings, SpanExporter, TraceSettings, Tracer, traced_chat,
 };
 use porthole::bot::{Bot, TracingWebLogSink};
 use porthole::config::Config;
+use porthole::model::Role;
+use porthole::model::{SpanKind, SpanRecord};
 use porthole::redact::Redactor;
 use tokio::runtime::Runtime;
 

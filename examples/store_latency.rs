@@ -12,8 +12,9 @@
 
 use std::time::Instant;
 
-use porthole::bot::store::{MessageQuery, NewMessage, Prune, Role, SpanQuery, Store};
-use porthole::bot::trace::{SpanKind, SpanRecord};
+use porthole::bot::store::{MessageQuery, Prune, SpanQuery, Store};
+use porthole::model::{NewMessage, Role};
+use porthole::model::{SpanKind, SpanRecord};
 use serde_json::{Map, json};
 
 /// Latencies of one operation, in microseconds.

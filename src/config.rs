@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::bot::store::ConversationLimits;
+use crate::model::ConversationLimits;
 use crate::tool_filter::ToolFilter;
 
 /// A configuration value that could not be used.
@@ -343,7 +343,7 @@ impl Config {
         secrets.extend(
             self.database_url
                 .as_deref()
-                .and_then(crate::bot::store::url_password),
+                .and_then(crate::redact::url_password),
         );
         secrets
     }
@@ -355,9 +355,7 @@ impl Config {
 
     /// `DATABASE_URL` with its password redacted, if set.
     pub fn database_url_redacted(&self) -> Option<String> {
-        self.database_url
-            .as_deref()
-            .map(crate::bot::store::redact_url)
+        self.database_url.as_deref().map(crate::redact::redact_url)
     }
 }
 
@@ -372,7 +370,7 @@ fn database_url(vars: &Vars) -> Result<Option<String>, ConfigError> {
     }
     Err(ConfigError {
         variable: "DATABASE_URL",
-        value: crate::bot::store::redact_url(&url),
+        value: crate::redact::redact_url(&url),
         allowed: "a PostgreSQL URL such as postgres://user:password@127.0.0.1:5432/porthole \
                   (leave it unset to use the SQLite file DATABASE_PATH)"
             .into(),

@@ -12,9 +12,11 @@
 pub mod app;
 pub mod bot;
 pub mod config;
+pub mod cpu_time;
 pub mod diagnostics;
 pub mod logs;
 pub mod mcp;
+pub mod model;
 pub mod net;
 pub mod redact;
 pub mod serve;

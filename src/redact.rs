@@ -219,6 +219,65 @@ impl Redactor {
     }
 }
 
+/// The URL with the password (in the user part or a `password=` parameter) replaced.
+pub fn redact_url(url: &str) -> String {
+    let Some(password) = url_password(url) else {
+        return url.to_string();
+    };
+    url.replacen(&format!(":{password}@"), ":[REDACTED]@", 1)
+        .replace(&format!("password={password}"), "password=[REDACTED]")
+}
+
+/// The password a PostgreSQL URL carries, if any (as written, percent-encoding kept).
+pub fn url_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    if let Some((user_info, _)) = authority.rsplit_once('@')
+        && let Some((_, password)) = user_info.split_once(':')
+        && !password.is_empty()
+    {
+        return Some(password.to_string());
+    }
+    let query = rest.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("password="))
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+}
+
+/// `text` with the URL's password (as written and percent-decoded) removed.
+pub fn scrub_url_password(url: &str, text: &str) -> String {
+    match url_password(url) {
+        Some(password) => {
+            let decoded = percent_decode(&password);
+            text.replace(&password, "[REDACTED]")
+                .replace(&decoded, "[REDACTED]")
+        }
+        None => text.to_string(),
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(byte) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +421,21 @@ mod tests {
                 "{text} was not redacted"
             );
         }
+    }
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(
+            redact_url("postgres://bot:s3cret@db:5432/porthole"),
+            "postgres://bot:[REDACTED]@db:5432/porthole"
+        );
+        assert_eq!(
+            redact_url("postgresql://db/porthole?user=bot&password=s3cret"),
+            "postgresql://db/porthole?user=bot&password=[REDACTED]"
+        );
+        assert_eq!(
+            redact_url("postgres://bot@db/porthole"),
+            "postgres://bot@db/porthole"
+        );
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use common::start_bot;
 use fake_llm::Turn;
-use porthole::bot::store::Role;
 use porthole::bot::tasks::RunAs;
 use porthole::bot::tools::ExecContext;
+use porthole::model::Role;
 use serde_json::json;
 
 #[tokio::test]

@@ -300,7 +300,7 @@ async fn the_database_password_never_shows() {
     let Some(base) = test_database_url("the_database_password_never_shows") else {
         return;
     };
-    let Some(password) = porthole::bot::store::url_password(&base) else {
+    let Some(password) = porthole::redact::url_password(&base) else {
         eprintln!("the_database_password_never_shows: skipped, the URL has no password");
         return;
     };

@@ -16,7 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::store::{ConversationLimits, Store};
+use super::store::Store;
+use crate::model::ConversationLimits;
 
 /// When to apply a stored table's limits.
 pub(crate) struct Pruning {

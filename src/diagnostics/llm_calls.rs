@@ -16,8 +16,8 @@ use super::traces::store_failed;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
 use crate::bot::store::SpanQuery;
-use crate::bot::trace::{SpanKind, SpanRecord};
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::model::{SpanKind, SpanRecord};
 use crate::trace_context::is_span_id;
 
 pub(super) struct GetLlmCalls;

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::mcp_servers::ToggleArgs;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed, mcp_exec};
-use crate::bot::tools::ToolSource;
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, TaskSupport, ToolSpec};
+use crate::model::ToolSource;
 
 pub(super) struct ListTools;
 

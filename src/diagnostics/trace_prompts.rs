@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 
 use super::Diagnostics;
 use crate::bot::store::SpanQuery;
-use crate::bot::trace::SpanRecord;
 use crate::mcp::{
     Outcome, Prompt, PromptArgument, PromptMessages, PromptSpec, RequestContext, RpcError,
 };
+use crate::model::SpanRecord;
 use crate::text::elide_middle;
 use crate::trace_context::is_trace_id;
 

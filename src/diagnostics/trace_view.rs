@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::bot::store::{Page, SpanQuery, TraceSummary};
-use crate::bot::trace::{SpanRecord, cut_payload};
+use crate::bot::trace::cut_payload;
+use crate::model::SpanRecord;
 
 /// The default and largest byte budgets of the trace tools.
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;

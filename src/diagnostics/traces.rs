@@ -16,8 +16,8 @@ use super::trace_view::{
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::store::SpanQuery;
-use crate::bot::trace::SpanRecord;
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, ToolSpec};
+use crate::model::SpanRecord;
 use crate::trace_context::{is_span_id, is_trace_id};
 
 pub(super) fn store_failed(e: impl std::fmt::Display) -> Outcome<CallToolResult> {

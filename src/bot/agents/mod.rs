@@ -20,9 +20,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::bot::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider};
-use crate::bot::store::{Message, NewMessage, Role, Store, StoreError, now_rfc3339};
+use crate::bot::store::{Store, StoreError, now_rfc3339};
 use crate::bot::tools::{ExecContext, ToolRunner};
-use crate::bot::trace::{SpanKind, traced_chat};
+use crate::bot::trace::traced_chat;
+use crate::model::{Message, NewMessage, Role, SpanKind};
 
 mod supervisor;
 mod tool_loop;
@@ -171,7 +172,7 @@ impl Drop for RegistryEntry<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bot::store::ToolCall;
+    use crate::model::ToolCall;
 
     fn msg(id: i64, role: Role, calls: Option<Vec<&str>>, answers: Option<&str>) -> Message {
         Message {

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::bot::llm::ChatResponse;
-use crate::bot::store::ToolCall;
+use crate::model::ToolCall;
 
 /// Where a loop keeps its messages: the store (supervisor) or memory (workers).
 #[async_trait]

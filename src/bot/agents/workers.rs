@@ -1,6 +1,7 @@
 //! Worker agents: run a delegated sub-task in memory and hand back only the answer.
 
 use super::*;
+use crate::bot::tools::native::Delegation;
 
 pub(super) const WORKER_PROMPT: &str =
     "You are a worker agent. Complete the task you are given and answer with the result only.";
@@ -27,14 +28,13 @@ impl Workers {
             supervisor_id,
         }
     }
+}
 
-    pub fn registry(&self) -> &AgentRegistry {
-        &self.registry
-    }
-
-    /// Runs one worker on `task` and returns its answer. The worker is listed in the
-    /// registry while it works and removed when done (or when the call is dropped).
-    pub async fn run(
+/// The `delegate` tool's seam: a worker is listed in the registry while it works and
+/// removed when done (or when the call is dropped).
+#[async_trait]
+impl Delegation for Workers {
+    async fn run(
         &self,
         name: &str,
         task: &str,
@@ -77,5 +77,9 @@ impl Workers {
                 Ok(outcome.text)
             }
         }
+    }
+
+    fn agents(&self) -> Value {
+        serde_json::to_value(self.registry.list()).unwrap_or_default()
     }
 }

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use super::streamed::{PartialCall, StreamedReply, WireFormat};
 use super::{ChatRequest, Endpoint, LlmError, ToolNames, Usage};
-use crate::bot::store::Role;
 use crate::config::LlmConfig;
+use crate::model::Role;
 
 const API_VERSION: &str = "2023-06-01";
 const MAX_TOKENS: u32 = 4096;

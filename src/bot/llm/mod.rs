@@ -17,9 +17,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::bot::store::{Role, ToolCall};
-use crate::bot::tools::ToolDef;
 use crate::config::{LlmConfig, LlmProviderKind};
+use crate::model::ToolDef;
+use crate::model::{Role, ToolCall};
 
 pub use anthropic::AnthropicProvider;
 pub use offline::OfflineProvider;

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink};
-use crate::bot::store::{Role, ToolCall};
+use crate::model::{Role, ToolCall};
 
 pub struct OfflineProvider;
 

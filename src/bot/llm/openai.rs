@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::streamed::{StreamedReply, WireFormat};
 use super::{ChatRequest, Endpoint, LlmError, ToolNames, Usage};
-use crate::bot::store::Role;
 use crate::config::LlmConfig;
+use crate::model::Role;
 
 pub struct OpenAiProvider {
     endpoint: Endpoint,

@@ -13,7 +13,7 @@ use super::{
     ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames, Usage,
     parse_arguments, sse,
 };
-use crate::bot::store::ToolCall;
+use crate::model::ToolCall;
 
 /// How one streaming chat API writes its requests and reads its events.
 pub(super) trait WireFormat: Send + Sync {

@@ -13,7 +13,7 @@ use super::jsonrpc::{self, ParamHeader};
 use super::server::{RegisteredTool, ServerEntry};
 use super::tool::McpTool;
 use crate::bot::lock;
-use crate::bot::tools::{ToolDef, ToolSource};
+use crate::model::{ToolDef, ToolSource};
 
 /// The tools to offer, by the server's names, with their `x-mcp-header` annotations.
 type WantedTools = BTreeMap<String, (RegisteredTool, Vec<ParamHeader>)>;

@@ -13,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{McpHost, McpServerStatus};
-use crate::bot::tools::{ExecContext, ToolError, ToolRunner, ToolSource};
+use crate::bot::tools::{ExecContext, ToolError, ToolRunner};
+use crate::model::ToolSource;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, json};
 
 use super::*;
-use crate::bot::trace::{SpanKind, SpanRecord};
+use crate::model::{ConversationLimits, NewMessage, Role, SpanKind, SpanRecord, ToolCall};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

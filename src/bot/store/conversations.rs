@@ -2,6 +2,7 @@
 //! are kept is `retention`'s business.
 
 use super::*;
+use crate::model::{Message, NewMessage, Role};
 
 pub(super) const CONVERSATION_SELECT: &str = "SELECT c.id, c.title, c.created_at, c.updated_at,
     (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";

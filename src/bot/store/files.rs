@@ -156,7 +156,7 @@ mod tests {
     use super::super::schema::MIGRATIONS;
     use super::*;
     use crate::bot::store::{Prune, Store};
-    use crate::bot::trace::SpanKind;
+    use crate::model::SpanKind;
 
     const TIMEOUT: Duration = Duration::from_secs(10);
 

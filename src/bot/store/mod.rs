@@ -46,14 +46,15 @@ pub use connection::WriterWaits;
 use files::SqliteFiles;
 
 pub use mcp_tasks::StoredTaskRow;
-pub use retention::{ConversationHold, ConversationLimits};
+pub use retention::ConversationHold;
 pub use sql::{SqlOutcome, StatementSummary};
 pub use traces::{Page, Prune, SpanQuery, TraceSummary, TurnRows};
 
 use pg::Postgres;
-pub use pg::{Change, fresh_schema_url, redact_url, url_password};
+pub use pg::{Change, fresh_schema_url};
 use rows::RowRead;
 
+use crate::model::Message;
 use log_events::*;
 pub use schema::schema_version;
 
@@ -115,84 +116,6 @@ pub struct Conversation {
     pub created_at: String,
     pub updated_at: String,
     pub message_count: i64,
-}
-
-/// A tool call requested by the model, stored with the assistant message that made it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
-
-    fn parse(text: &str) -> Role {
-        match text {
-            "system" => Role::System,
-            "user" => Role::User,
-            "tool" => Role::Tool,
-            _ => Role::Assistant,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Message {
-    pub id: i64,
-    pub conversation_id: String,
-    pub role: Role,
-    pub content: String,
-    pub tool_calls: Option<Vec<ToolCall>>,
-    pub tool_call_id: Option<String>,
-    pub name: Option<String>,
-    pub created_at: String,
-}
-
-/// A message about to be stored.
-#[derive(Debug, Clone)]
-pub struct NewMessage {
-    pub role: Role,
-    pub content: String,
-    pub tool_calls: Option<Vec<ToolCall>>,
-    pub tool_call_id: Option<String>,
-    pub name: Option<String>,
-}
-
-impl NewMessage {
-    pub fn text(role: Role, content: impl Into<String>) -> Self {
-        NewMessage {
-            role,
-            content: content.into(),
-            tool_calls: None,
-            tool_call_id: None,
-            name: None,
-        }
-    }
-
-    /// The tool calls as the JSON text both backends store.
-    fn tool_calls_json(&self) -> Option<String> {
-        self.tool_calls
-            .as_ref()
-            .map(|calls| serde_json::to_string(calls).unwrap_or_default())
-    }
 }
 
 /// The error both backends give for a message to a conversation that is not there.
@@ -453,6 +376,7 @@ mod backend_tests;
 mod tests {
     use super::schema::MIGRATIONS;
     use super::*;
+    use crate::model::{NewMessage, Role};
     use std::time::Duration;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

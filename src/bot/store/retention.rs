@@ -24,29 +24,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use rusqlite::params;
 
 use super::{Conversation, Store, StoreError};
 use crate::bot::lock;
-
-/// How much chat history to keep. The default keeps all of it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConversationLimits {
-    /// Keep the newest this many conversations by last activity (`None`: all).
-    pub max_count: Option<usize>,
-    /// Delete conversations whose last activity is older than this (`None`: never).
-    pub max_age: Option<Duration>,
-}
-
-impl ConversationLimits {
-    /// Whether any limit is set (otherwise nothing is ever pruned).
-    pub fn is_set(&self) -> bool {
-        self.max_count.is_some() || self.max_age.is_some()
-    }
-}
+use crate::model::ConversationLimits;
 
 /// The conversations turns are working on in this process, and how many were created.
 #[derive(Default)]
@@ -185,7 +169,7 @@ mod tests {
             let store = store.clone();
             async move { store.hold_conversation("c").await }
         });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(
             !hold.is_finished(),
             "the hold waits for the prune to commit"

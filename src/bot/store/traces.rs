@@ -4,8 +4,7 @@
 //! written through its connection ([`Store::call_traces`]; see `files`). A turn is the
 //! spans that share a `root_span_id` (its root has `is_root`); a trace id may hold
 //! several turns when a caller reuses its trace for many requests. Written in batches by
-//! the trace writer, one statement per turn, and kept within a count (of turns) and an
-//! age.
+//! the trace writer, one statement per turn, kept within a count (of turns) and an age.
 //!
 //! A batch may hold part of a turn: spans that end after their turn's root has been
 //! stored (a cancelled child) or before it (the batch closed while the turn went on).
@@ -24,7 +23,8 @@ use serde_json::{Map, Value};
 
 use super::rows::{Bound, RowRead};
 use super::{Store, StoreError};
-use crate::bot::trace::{SpanKind, SpanRecord, thread_cpu_time};
+use crate::cpu_time::thread_cpu_time;
+use crate::model::{SpanKind, SpanRecord};
 
 /// Which traces (or spans) a page holds.
 #[derive(Debug, Clone, Default)]

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use crate::bot::lock;
 use crate::bot::stats::Recorder;
-use crate::bot::trace::{SpanKind, TraceScope};
+use crate::bot::trace::TraceScope;
+use crate::model::SpanKind;
+use crate::model::ToolDef;
 use crate::tool_filter::ToolFilter;
 
 use async_trait::async_trait;
@@ -27,38 +29,6 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
-
-/// Where a tool comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolSource {
-    Native,
-    User,
-    Mcp,
-}
-
-impl ToolSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolSource::Native => "native",
-            ToolSource::User => "user",
-            ToolSource::Mcp => "mcp",
-        }
-    }
-}
-
-/// The description of a tool, as listed to callers.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolDef {
-    pub name: String,
-    pub source: ToolSource,
-    pub description: String,
-    pub input_schema: Value,
-    /// The caller needs at least one of these roles; empty means anyone.
-    pub required_roles: Vec<String>,
-    /// Hidden from the LLM; callable by admins only.
-    pub internal: bool,
-}
 
 /// Who is calling and why; passed to every tool.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! Tests of the tool runner: schema checks, timeouts, panics, roles and filters.
 
 use super::*;
+use crate::model::ToolSource;
 use serde_json::json;
 
 fn def(name: &str, schema: Value) -> ToolDef {

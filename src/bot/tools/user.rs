@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use super::{ToolCall, ToolDef, ToolHandler, ToolRunner, ToolSource};
+use super::{ToolCall, ToolHandler, ToolRunner};
+use crate::model::{ToolDef, ToolSource};
 
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

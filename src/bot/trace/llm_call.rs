@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::{SpanKind, TraceScope};
+use super::TraceScope;
 use crate::bot::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink};
+use crate::model::SpanKind;
 
 /// Asks `llm` through `request`, recording the call as a span under `scope`.
 pub async fn traced_chat(

@@ -19,92 +19,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::bot::store::Store;
+use crate::model::{SpanKind, SpanRecord};
 use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
 
 pub use llm_call::traced_chat;
 pub use otel::{OtlpExporter, OtlpSettings};
 pub use writer::{SpanExporter, cut_payload};
-
-/// What a span stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SpanKind {
-    /// A whole turn: a user message answered by the supervisor.
-    Turn,
-    /// One request to the language model.
-    Llm,
-    /// One tool call.
-    Tool,
-    /// A worker agent the supervisor delegated to.
-    Agent,
-}
-
-impl SpanKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpanKind::Turn => "turn",
-            SpanKind::Llm => "llm",
-            SpanKind::Tool => "tool",
-            SpanKind::Agent => "agent",
-        }
-    }
-
-    pub fn parse(text: &str) -> SpanKind {
-        match text {
-            "turn" => SpanKind::Turn,
-            "llm" => SpanKind::Llm,
-            "agent" => SpanKind::Agent,
-            _ => SpanKind::Tool,
-        }
-    }
-}
-
-/// One finished span, as stored and exported.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SpanRecord {
-    /// Left out of a span stored in its turn's row (the row holds it), hence the default.
-    #[serde(default)]
-    pub trace_id: String,
-    pub span_id: String,
-    /// The parent span; for a root, the caller's span from its `traceparent` (if any).
-    pub parent_span_id: Option<String>,
-    /// The first span of the trace inside this process.
-    #[serde(default)]
-    pub is_root: bool,
-    /// The turn this span belongs to: its root's span id (a caller may reuse one trace
-    /// id for many requests; each is a turn of its own, kept and pruned as one).
-    #[serde(default)]
-    pub root_span_id: String,
-    pub kind: SpanKind,
-    pub name: String,
-    /// Roots only: what started the trace (`web`, `send_message`, `task`, `run_tool`…).
-    pub source: Option<String>,
-    pub conversation_id: Option<String>,
-    /// Start, in microseconds since the Unix epoch.
-    pub start_us: i64,
-    pub duration_us: i64,
-    pub error: Option<String>,
-    /// LLM spans: the model; tool spans: the tool's name.
-    pub model: Option<String>,
-    pub tool: Option<String>,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    /// Everything else: request, response, arguments, result, provider, timings.
-    #[serde(default)]
-    pub attributes: Map<String, Value>,
-}
-
-impl SpanRecord {
-    pub fn status(&self) -> &'static str {
-        if self.error.is_some() { "error" } else { "ok" }
-    }
-}
 
 /// Limits of what is kept, from the configuration.
 #[derive(Debug, Clone)]
@@ -153,25 +79,6 @@ struct Counters {
     dropped: AtomicU64,
     store_errors: AtomicU64,
     writer_cpu_us: AtomicU64,
-}
-
-/// The CPU time the calling thread has used so far (user and system); zero where the
-/// platform has no such clock.
-#[cfg(unix)]
-pub(crate) fn thread_cpu_time() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; this clock always exists on
-    // Linux, and on failure the zeroed value stands.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-#[cfg(not(unix))]
-pub(crate) fn thread_cpu_time() -> Duration {
-    Duration::ZERO
 }
 
 /// Starts spans and hands finished ones to the background writer.

@@ -26,7 +26,8 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter as _, SpanLink
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{SpanExporter, SpanKind, SpanRecord};
+use super::SpanExporter;
+use crate::model::{SpanKind, SpanRecord};
 
 /// Batches waiting for the collector; beyond this, new batches are dropped and counted.
 const QUEUE_BATCHES: usize = 64;

@@ -13,9 +13,11 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::{Counters, SpanRecord, TraceSettings, WriterMessage, thread_cpu_time};
+use super::{Counters, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store, TurnRows};
+use crate::cpu_time::thread_cpu_time;
+use crate::model::SpanRecord;
 use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.

@@ -25,6 +25,7 @@ use tokio_postgres::error::SqlState;
 
 use super::StoreError;
 use super::rows::{Bound, numbered_for_postgres};
+use crate::redact::{redact_url, scrub_url_password};
 use tokio_postgres::types::ToSql;
 
 mod changes;
@@ -65,7 +66,7 @@ impl Postgres {
         let display_url = redact_url(url);
         let open_error = |reason: String| StoreError::Open {
             path: display_url.clone(),
-            reason: scrub_password(url, &reason),
+            reason: scrub_url_password(url, &reason),
         };
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             open_error(format!(
@@ -149,65 +150,6 @@ impl Postgres {
         let statement = client.prepare_cached(&numbered_for_postgres(sql)).await?;
         Ok(client.execute(&statement, &parameters(values)).await?)
     }
-}
-
-/// The URL with the password (in the user part or a `password=` parameter) replaced.
-pub fn redact_url(url: &str) -> String {
-    let Some(password) = url_password(url) else {
-        return url.to_string();
-    };
-    url.replacen(&format!(":{password}@"), ":[REDACTED]@", 1)
-        .replace(&format!("password={password}"), "password=[REDACTED]")
-}
-
-/// The password a PostgreSQL URL carries, if any (as written, percent-encoding kept).
-pub fn url_password(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?']).next().unwrap_or_default();
-    if let Some((user_info, _)) = authority.rsplit_once('@')
-        && let Some((_, password)) = user_info.split_once(':')
-        && !password.is_empty()
-    {
-        return Some(password.to_string());
-    }
-    let query = rest.split_once('?')?.1;
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("password="))
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-}
-
-/// `text` with the URL's password (as written and percent-decoded) removed.
-fn scrub_password(url: &str, text: &str) -> String {
-    match url_password(url) {
-        Some(password) => {
-            let decoded = percent_decode(&password);
-            text.replace(&password, "[REDACTED]")
-                .replace(&decoded, "[REDACTED]")
-        }
-        None => text.to_string(),
-    }
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(byte) = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What a request that lost its connection is told.
@@ -301,22 +243,6 @@ pub fn fresh_schema_url(base_url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_redacted_from_urls() {
-        assert_eq!(
-            redact_url("postgres://bot:s3cret@db:5432/porthole"),
-            "postgres://bot:[REDACTED]@db:5432/porthole"
-        );
-        assert_eq!(
-            redact_url("postgresql://db/porthole?user=bot&password=s3cret"),
-            "postgresql://db/porthole?user=bot&password=[REDACTED]"
-        );
-        assert_eq!(
-            redact_url("postgres://bot@db/porthole"),
-            "postgres://bot@db/porthole"
-        );
-    }
 
     #[test]
     fn an_unreachable_server_is_a_clear_error_without_the_password() {

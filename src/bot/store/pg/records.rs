@@ -15,10 +15,11 @@ use super::super::retention::{PRUNE_BY_AGE_POSTGRES, PRUNE_BY_COUNT_POSTGRES};
 use super::super::rows::numbered_for_postgres;
 use super::super::tasks::{OPEN_RUN, TASK_COLUMNS, TASK_SELECT, task_from_row};
 use super::super::{
-    Conversation, Message, MessagePage, MessageQuery, NewMessage, StoreError, StoredTaskRow, Task,
-    no_such_conversation, now_rfc3339,
+    Conversation, MessagePage, MessageQuery, StoreError, StoredTaskRow, Task, no_such_conversation,
+    now_rfc3339,
 };
 use super::{Postgres, cached, is_unique_violation};
+use crate::model::{Message, NewMessage};
 
 /// A fixed key for `pg_try_advisory_xact_lock`: one replica prunes conversations at a
 /// time.

@@ -8,7 +8,7 @@ use super::super::traces::{
     PRUNE_OLD, PRUNE_TURNS, Prune, TurnRow, TurnRows, UPSERT_TURN_POSTGRES, span_from_row,
 };
 use super::{Postgres, parameters};
-use crate::bot::trace::SpanRecord;
+use crate::model::SpanRecord;
 
 impl Postgres {
     /// Stores the rows `store::traces::TurnRows` holds, then prunes, in one transaction.

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{NativeTool, native};
-use crate::bot::agents::Workers;
+use super::{Delegation, NativeTool, native};
 use crate::bot::tools::{ToolCall, ToolHandler};
 
-pub(super) fn delegate(workers: Arc<Workers>) -> NativeTool {
+pub(super) fn delegate(workers: Arc<dyn Delegation>) -> NativeTool {
     native(
         "delegate",
         "Hands a self-contained sub-task to a worker agent and returns its answer.",
@@ -28,7 +27,7 @@ pub(super) fn delegate(workers: Arc<Workers>) -> NativeTool {
 }
 
 struct DelegateTool {
-    workers: Arc<Workers>,
+    workers: Arc<dyn Delegation>,
 }
 
 #[async_trait]

@@ -21,11 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{ToolDef, ToolHandler, ToolRunner, ToolSource};
-use crate::bot::agents::Workers;
+use super::{ExecContext, ToolHandler, ToolRunner};
 use crate::bot::store::Store;
+use crate::model::{ToolDef, ToolSource};
 pub use calculator::calculate;
 pub use workspace::resolve_in_workspace;
 
@@ -34,11 +35,30 @@ pub struct StatusSources {
     pub started: Instant,
     pub llm_provider: String,
     pub llm_model: String,
-    pub workers: Arc<Workers>,
+    pub workers: Arc<dyn Delegation>,
     pub mcp_servers: Arc<dyn Fn() -> Value + Send + Sync>,
     /// Limits and switches from the configuration, secrets left out (see
     /// `Bot::operational_settings`).
     pub settings: Value,
+}
+
+/// What `delegate` and `get_bot_status` need of the worker agents. The agents layer
+/// fills it in (`agents::Workers`): the agents call tools, so the tools reach the agents
+/// only through this seam rather than pointing back at them.
+#[async_trait]
+pub trait Delegation: Send + Sync {
+    /// Runs one worker on `task` with the caller's tools, roles and trace, and returns
+    /// its answer (or what went wrong, for the model to read).
+    async fn run(
+        &self,
+        name: &str,
+        task: &str,
+        runner: &ToolRunner,
+        ctx: &ExecContext,
+    ) -> Result<String, String>;
+
+    /// The agents at work now, as `get_bot_status` lists them.
+    fn agents(&self) -> Value;
 }
 
 /// A native tool: its definition and what runs it.

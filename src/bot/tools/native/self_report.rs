@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{NativeTool, StatusSources, native};
-use crate::bot::tools::{ToolCall, ToolHandler, ToolSource};
+use crate::bot::tools::{ToolCall, ToolHandler};
+use crate::model::ToolSource;
 
 pub(super) fn list_available_tools() -> NativeTool {
     native(
@@ -76,7 +77,7 @@ impl ToolHandler for BotStatusTool {
             "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
             "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
             "settings": self.0.settings,
-            "agents": self.0.workers.registry().list(),
+            "agents": self.0.workers.agents(),
             "mcp_servers": (self.0.mcp_servers)(),
             "tools": {
                 "total": tools.len(),
