@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::env_file::EnvFile;
 use crate::model::ConversationLimits;
 use crate::tool_filter::ToolFilter;
 
@@ -167,7 +168,7 @@ impl Vars<'_> {
                 _ => Err(ConfigError {
                     variable: name,
                     value: v,
-                    allowed: "use true or false".into(),
+                    allowed: "use true or false (also accepted: yes/no, on/off, 1/0)".into(),
                 }),
             },
         }
@@ -262,12 +263,10 @@ impl Vars<'_> {
 }
 
 impl Config {
-    /// Loads `.env` from the working directory (variables already set in the real
-    /// environment win), then reads the environment.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        // A missing .env is normal; a malformed one is reported by the caller's log.
-        let _ = dotenvy::dotenv();
-        Self::from_lookup(&|name| std::env::var(name).ok())
+    /// Reads the environment, with `env_file` (the working directory's `.env`) behind it:
+    /// a variable set in the real environment wins.
+    pub fn from_env(env_file: &EnvFile) -> Result<Self, ConfigError> {
+        Self::from_lookup(&|name| env_file.lookup(name))
     }
 
     /// Builds a config from an explicit map (tests, embedding).
@@ -615,7 +614,9 @@ mod tests {
         assert_eq!(err.variable, "PORT");
         assert!(err.to_string().contains("0 to 65535"), "{err}");
         let err = config(&[("MCP_SERVER_ENABLED", "maybe")]).unwrap_err();
-        assert!(err.to_string().contains("true or false"), "{err}");
+        for accepted in ["true or false", "yes/no", "on/off", "1/0"] {
+            assert!(err.to_string().contains(accepted), "{err}");
+        }
         let err = config(&[("LLM_PROVIDER", "gpt")]).unwrap_err();
         assert!(err.to_string().contains("offline, openai, anthropic"));
     }

@@ -14,6 +14,7 @@ pub mod bot;
 pub mod config;
 pub mod cpu_time;
 pub mod diagnostics;
+pub mod env_file;
 pub mod logs;
 pub mod mcp;
 pub mod model;

@@ -17,11 +17,13 @@ use porthole::app::Logging;
 use porthole::bot::WEB_CONSOLE_TARGET;
 use porthole::config::Config;
 use porthole::diagnostics::LogFilterControl;
+use porthole::env_file::EnvFile;
 use porthole::logs::buffer::LogBuffer;
 use porthole::logs::file::LogFile;
 use porthole::logs::journal::LogJournal;
 use porthole::mcp::McpServer;
 use std::net::SocketAddr;
+use std::path::Path;
 
 const USAGE: &str = "usage: porthole [token | --help]
 
@@ -71,7 +73,14 @@ async fn main() -> ExitCode {
 
 async fn run() -> ExitCode {
     porthole::serve::raise_open_file_limit();
-    let config = match Config::from_env() {
+    let env_file = match EnvFile::load(Path::new(".env")) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("porthole: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = match Config::from_env(&env_file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("porthole: configuration error: {e}");
@@ -201,28 +210,24 @@ impl<S: 'static> LogFilterControl for ReloadableFilter<S> {
     }
 }
 
-/// The value of `NAME=value` in `.env` text (uncommented lines only).
-fn env_file_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix(name)?.strip_prefix('='))
-        .map(|v| v.trim().trim_matches(['"', '\'']))
-        .next_back()
-}
-
-/// Makes sure `.env` enables MCP with a secret: keeps an existing secret, otherwise
-/// writes a new random one; replaces any `MCP_SERVER_ENABLED` line (an earlier `false`
-/// would win over an appended `true`). Writes atomically.
+/// Makes sure `.env` enables MCP with a secret: keeps an existing secret (from `.env` or
+/// the environment, read as the bot reads them), otherwise writes a new random one;
+/// replaces any `MCP_SERVER_ENABLED` line (an earlier `false` would win over an appended
+/// `true`). Writes atomically. A `.env` the bot could not read is refused untouched.
 fn token() -> ExitCode {
-    let path = std::path::Path::new(".env");
+    let path = Path::new(".env");
+    let env_file = match EnvFile::load(path) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("porthole: {e}; fix that line, then run `porthole token` again");
+            return ExitCode::from(2);
+        }
+    };
     let existing = std::fs::read_to_string(path).unwrap_or_default();
-    let port = env_file_value(&existing, "PORT")
-        .map(str::to_string)
-        .or_else(|| std::env::var("PORT").ok())
-        .unwrap_or_else(|| "3000".into());
+    // The port the bot will listen on: the same lookup, the same precedence.
+    let port = env_file.lookup("PORT").unwrap_or_else(|| "3000".into());
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let kept_secret = env_file_value(&existing, "MCP_SERVER_SECRET").filter(|v| !v.is_empty());
-    let from_environment = std::env::var("MCP_SERVER_SECRET").is_ok_and(|v| !v.is_empty());
-    let new_secret = (kept_secret.is_none() && !from_environment).then(|| {
+    let new_secret = env_file.lookup("MCP_SERVER_SECRET").is_none().then(|| {
         rand::random::<[u8; 32]>()
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -244,7 +249,7 @@ fn token() -> ExitCode {
     if let Some(secret) = &new_secret {
         lines.push(format!("MCP_SERVER_SECRET={secret}"));
     }
-    let temporary = std::path::Path::new(".env.porthole-tmp");
+    let temporary = Path::new(".env.porthole-tmp");
     let written = write_private(temporary, &(lines.join("\n") + "\n"))
         .and_then(|_| std::fs::rename(temporary, path));
     if let Err(e) = written {

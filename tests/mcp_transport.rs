@@ -105,6 +105,15 @@ async fn guards_answer_with_the_right_status_and_a_json_rpc_body() {
         .unwrap();
     assert_eq!(r.status(), 404);
     assert_eq!(r.headers()["content-type"], "application/json");
+
+    // Paths that are not `/mcp` are the plain 404 they are with `/mcp` off, token or
+    // not; `/mcp` itself still asks for the token, whatever the method.
+    for path in ["/favicon.ico", "/mpc", "/mcp/extra"] {
+        let r = c.get(format!("{}{path}", app.url())).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+    }
+    let r = c.put(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401, "PUT /mcp without a token");
     app.shutdown().await;
 }
 

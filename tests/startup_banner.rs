@@ -96,3 +96,77 @@ async fn with_auth_disabled_the_connect_line_has_no_header() {
         "{out}"
     );
 }
+
+/// Runs `porthole <args>` to its end in a folder holding `.env` = `env_file`, with
+/// `env` on top of a minimal environment; returns the output and the `.env` after it.
+fn run_with_env_file(
+    args: &[&str],
+    env_file: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".env");
+    std::fs::write(&path, env_file).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .args(args)
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .expect("the porthole binary runs");
+    (out, std::fs::read_to_string(&path).unwrap())
+}
+
+#[test]
+fn a_env_line_that_cannot_be_read_stops_start_up_with_its_line_number() {
+    // Before, `hello world` silently dropped itself and every line after it (the bot
+    // listened on 3000), and an unclosed quote left the secret unset.
+    let cases = [
+        ("# settings\nhello world\nPORT=40455\n", "line 2"),
+        (
+            "PORT=0\nMCP_SERVER_SECRET=\"unclosed-0123456789abcdef\nX=1\n",
+            "line 2",
+        ),
+    ];
+    for (text, line) in cases {
+        let (out, _) = run_with_env_file(&[], text, &[("DATABASE_PATH", ":memory:")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {stderr}");
+        assert!(stderr.contains(line) && stderr.contains(".env"), "{stderr}");
+        assert!(
+            !stderr.contains("unclosed-0123"),
+            "the value is not echoed: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn porthole_token_reads_env_as_the_bot_does() {
+    // The environment's PORT wins over `.env`'s, as it does for the bot.
+    let (out, written) = run_with_env_file(&["token"], "PORT=5555\n", &[("PORT", "4321")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("http://127.0.0.1:4321/mcp"), "{stdout}");
+    assert!(written.contains("MCP_SERVER_SECRET="), "{written}");
+    // `.env`'s port when the environment has none; a quoted secret is kept.
+    let (out, written) = run_with_env_file(
+        &["token"],
+        "PORT=5555\nMCP_SERVER_SECRET='kept-secret-0123456789abcdef'\n",
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("http://127.0.0.1:5555/mcp"), "{stdout}");
+    assert!(stdout.contains("already set"), "{stdout}");
+    assert!(
+        written.contains("'kept-secret-0123456789abcdef'"),
+        "{written}"
+    );
+    // A secret the bot could not read is refused, and `.env` is left as it was.
+    let broken = "MCP_SERVER_SECRET=\"never-closed\nPORT=1\n";
+    let (out, written) = run_with_env_file(&["token"], broken, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("line 1"), "{stderr}");
+    assert_eq!(written, broken);
+}

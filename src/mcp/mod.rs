@@ -336,15 +336,18 @@ impl McpServer {
     /// `/mcp` with its own guards, plus JSON 404s for OAuth discovery probes.
     pub fn router(&self) -> Router {
         let guard = Arc::new(self.inner.guard.clone());
+        // The guard wraps the `/mcp` route itself (every method, the 405 fallback too),
+        // not the router: a layer on the router would also wrap the merged app's 404
+        // fallback, so a mistyped path would answer 401 instead of 404.
         let mcp = Router::new()
             .route(
                 "/mcp",
                 post(http::handle_post)
                     .get(http::handle_get)
-                    .delete(http::handle_delete),
+                    .delete(http::handle_delete)
+                    .layer(from_fn_with_state(guard, guard::guard)),
             )
-            .with_state(self.inner.clone())
-            .layer(from_fn_with_state(guard, guard::guard));
+            .with_state(self.inner.clone());
         Router::new()
             .merge(mcp)
             .route("/.well-known/{*probe}", any(oauth_discovery_not_found))
