@@ -145,6 +145,18 @@ async fn bot_down_or_wrong_token_is_an_error_not_a_hang() {
         "{reply}"
     );
     app.shutdown().await;
+
+    // A bot whose `/mcp` is off answers a plain 404: the relay says what to switch on.
+    let app = start_bot(&[("MCP_SERVER_ENABLED", "false")]).await;
+    let mut relay = spawn_relay(&format!("{}/mcp", app.url()), TOKEN);
+    relay
+        .send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await;
+    let reply = relay.response().await;
+    assert_eq!(reply["id"], 2);
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("MCP_SERVER_ENABLED=true"), "{reply}");
+    app.shutdown().await;
 }
 
 /// The seed's usage: a base URL, and requests written back to back without waiting for

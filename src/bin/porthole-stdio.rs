@@ -206,6 +206,14 @@ impl Relay {
                 }
                 self.emit(&reply);
             }
+            // A plain 404 is a bot (or another server) without `/mcp` mounted.
+            Err(_) if status == reqwest::StatusCode::NOT_FOUND => self.fail(
+                id,
+                format!(
+                    "{} has no MCP endpoint (HTTP 404): start the bot with MCP_SERVER_ENABLED=true (`porthole token` sets it in .env), or point PORTHOLE_URL at the bot's /mcp",
+                    self.url
+                ),
+            ),
             Err(_) => self.fail(
                 id,
                 format!(
