@@ -306,6 +306,34 @@ try {
     return `${n} panels on stored answers`;
   });
 
+  await step('a failed tool call is marked failed, live and after a reload', async () => {
+    const chips = () =>
+      page.locator('.message.tool').evaluateAll((rows) =>
+        rows.map((r) => `${r.dataset.status}:${(r.querySelector('.tool-status') || {}).textContent}`)
+      );
+    await page.click('#message-input');
+    await page.keyboard.type('/run no_such_tool {}');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => {
+        const rows = document.querySelectorAll('.message.tool');
+        const last = rows[rows.length - 1];
+        return last && last.dataset.status === 'error';
+      },
+      null,
+      { timeout: 30000 }
+    );
+    const live = (await chips()).pop();
+    if (live !== 'error:error') throw new Error(`live chip is ${live}`);
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+    await page.waitForFunction(() => document.querySelectorAll('.message.tool').length >= 2, null, { timeout: 15000 });
+    const stored = await chips();
+    if (stored[stored.length - 1] !== 'error:error') throw new Error(`chips after reload: ${stored.join(', ')}`);
+    if (!stored.includes('ok:done')) throw new Error(`the successful call lost its chip: ${stored.join(', ')}`);
+    return stored.join(', ');
+  });
+
   const probe = `probe-${randomBytes(6).toString('hex')}`;
   await step('browser console line is forwarded to the server log', async () => {
     await page.evaluate((p) => console.warn(p), probe);

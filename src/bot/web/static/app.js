@@ -594,6 +594,13 @@
     return wrap;
   }
 
+  // A stored tool message keeps only its text: the agent writes a failed call's result
+  // as "Error: …" (src/bot/agents/tool_loop.rs), so a reloaded conversation marks the
+  // call failed as it was marked live, and as the "What happened" panel marks it.
+  function isStoredToolFailure(content) {
+    return typeof content === 'string' && content.indexOf('Error: ') === 0;
+  }
+
   function setToolResult(wrap, content, isError) {
     wrap.dataset.status = isError ? 'error' : 'ok';
     var status = wrap.querySelector('.tool-status');
@@ -735,7 +742,7 @@
           target = toolMessage(m.name || 'tool', null);
           frag.appendChild(target);
         }
-        setToolResult(target, m.content, false);
+        setToolResult(target, m.content, isStoredToolFailure(m.content));
       } else if (role === 'system') {
         frag.appendChild(systemMessage(m.content));
       }
