@@ -368,6 +368,12 @@ async fn legacy_tasks_are_listed_per_session_and_cancelled() {
         "{}",
         cancelled.raw
     );
+    // A task already in a terminal status is refused with -32602, as 2025-11-25 says.
+    for id in [&hanging_id, &task_id] {
+        let again = legacy(&app, &session, 8, "tasks/cancel", json!({"taskId": id})).await;
+        assert_eq!(again.error_code(), Some(-32602), "{}", again.raw);
+        assert!(again.raw.contains("terminal status"), "{}", again.raw);
+    }
     let list = legacy(&app, &session, 7, "tasks/list", json!({})).await;
     let ids: Vec<&str> = list.result()["tasks"]
         .as_array()

@@ -70,6 +70,14 @@ impl ServerInner {
         }
         match method {
             TaskMethod::Get => Ok(task.legacy()),
+            // 2025-11-25: a terminal task MUST be refused with -32602 (the extension
+            // instead acknowledges any cancel, as eventually consistent).
+            TaskMethod::Cancel if task.status.is_terminal() => {
+                Err(RpcError::invalid_params(format!(
+                    "Cannot cancel task: already in terminal status '{}'",
+                    task.status.as_str()
+                )))
+            }
             TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|t| t.legacy()),
             TaskMethod::Result => tasks.wait_for_result(task).await,
             TaskMethod::Update | TaskMethod::List => {
