@@ -3,7 +3,7 @@
 //! routing, header validation, dispatch, the handler task, and serialising the reply.
 //! Only hyper and the socket are left out (`scripts/bench.sh` has those).
 //!
-//! The dispatcher itself (`ServerInner::dispatch`) is crate-private, so the smallest
+//! The dispatcher itself (`mcp::methods::dispatch`) is crate-private, so the smallest
 //! public unit is `McpServer::router()` driven with `tower::ServiceExt::oneshot`: these
 //! figures are an upper bound on dispatch alone. The router is the one `app::start`
 //! builds for the bot, with its 26 diagnostics tools.

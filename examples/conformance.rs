@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use porthole::mcp::dispatch::{ask, input_request};
+use porthole::mcp::input_request;
 use porthole::mcp::jsonrpc::MISSING_CLIENT_CAPABILITY;
 use porthole::mcp::{
     Annotations, Auth, CallToolResult, InputRequired, McpServer, Notifier, Outcome, Prompt,
@@ -231,7 +231,7 @@ impl Tool for Fixture {
             }
             "test_input_required_result_elicitation" => match accepted(ctx, "user_name", "name") {
                 Some(name) => text(format!("Hello, {name}!")),
-                None => Ok(Outcome::InputRequired(ask(
+                None => Ok(Outcome::InputRequired(InputRequired::ask(
                     "user_name",
                     elicit("What is your name?", json!({"name": {"type": "string"}}), &["name"]),
                     None,
@@ -239,11 +239,11 @@ impl Tool for Fixture {
             },
             "test_input_required_result_sampling" => match sampled_text(ctx, "capital_question") {
                 Some(answer) => text(format!("The model answered: {answer}")),
-                None => Ok(Outcome::InputRequired(ask("capital_question", sample("What is the capital of France?", 100), None))),
+                None => Ok(Outcome::InputRequired(InputRequired::ask("capital_question", sample("What is the capital of France?", 100), None))),
             },
             "test_input_required_result_list_roots" => match ctx.input_response("client_roots").and_then(|r| r["roots"].as_array()) {
                 Some(roots) => text(format!("The client has {} roots.", roots.len())),
-                None => Ok(Outcome::InputRequired(ask("client_roots", input_request("roots/list", json!({})), None))),
+                None => Ok(Outcome::InputRequired(InputRequired::ask("client_roots", input_request("roots/list", json!({})), None))),
             },
             "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
                 let state = ctx.request_state()?;
@@ -251,7 +251,7 @@ impl Tool for Fixture {
                     (Some(state), Some(answer)) if state["tool"] == self.name && answer["action"] == "accept" => {
                         text("state-ok: requestState validated")
                     }
-                    _ => Ok(Outcome::InputRequired(ask(
+                    _ => Ok(Outcome::InputRequired(InputRequired::ask(
                         "confirm",
                         elicit("Please confirm", json!({"ok": {"type": "boolean"}}), &["ok"]),
                         Some(ctx.seal_state(&json!({"tool": self.name}))),
@@ -282,7 +282,7 @@ impl Tool for Fixture {
                 let step = state.as_ref().and_then(|s| s["step"].as_u64()).unwrap_or(0);
                 match step {
                     1 => match accepted(ctx, "step1", "name") {
-                        Some(name) => Ok(Outcome::InputRequired(ask(
+                        Some(name) => Ok(Outcome::InputRequired(InputRequired::ask(
                             "step2",
                             elicit("Step 2: What is your favorite color?", json!({"color": {"type": "string"}}), &["color"]),
                             Some(ctx.seal_state(&json!({"step": 2, "name": name}))),
@@ -296,7 +296,7 @@ impl Tool for Fixture {
                         )),
                         None => Err(RpcError::invalid_params("step2 needs an accepted answer with a color")),
                     },
-                    _ => Ok(Outcome::InputRequired(ask(
+                    _ => Ok(Outcome::InputRequired(InputRequired::ask(
                         "step1",
                         elicit("Step 1: What is your name?", json!({"name": {"type": "string"}}), &["name"]),
                         Some(ctx.seal_state(&json!({"step": 1}))),
@@ -505,7 +505,7 @@ impl Prompt for FixturePrompt {
                     PromptMessages::user(vec![text(format!("Use this context: {context}"))])
                 }
                 None => {
-                    return Ok(Outcome::InputRequired(ask(
+                    return Ok(Outcome::InputRequired(InputRequired::ask(
                         "user_context",
                         elicit(
                             "What context should the prompt use?",

@@ -130,9 +130,9 @@ impl Tool for Confirm {
             (Some(_), Some(answer)) => {
                 Ok(Outcome::Complete(CallToolResult::text(answer.to_string())))
             }
-            _ => Ok(Outcome::InputRequired(porthole::mcp::dispatch::ask(
+            _ => Ok(Outcome::InputRequired(porthole::mcp::InputRequired::ask(
                 "ok",
-                porthole::mcp::dispatch::input_request(
+                porthole::mcp::input_request(
                     "elicitation/create",
                     json!({"message": "ok?", "requestedSchema": {"type": "object"}}),
                 ),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use porthole::mcp::dispatch::{ask, input_request};
+use porthole::mcp::input_request;
 use porthole::mcp::{
     Annotations, CallToolResult, InputRequired, Outcome, RequestContext, RpcError, TaskSupport,
     Tool, ToolSpec,
@@ -63,7 +63,7 @@ impl TaskFixture {
             Some(content) if content["confirm"] == true => text(format!("Deleted {filename}")),
             Some(_) => text(format!("Kept {filename}")),
             None if ctx.input_response("confirm").is_some() => text(format!("Kept {filename}")),
-            None => Ok(Outcome::InputRequired(ask(
+            None => Ok(Outcome::InputRequired(InputRequired::ask(
                 "confirm",
                 confirm_request(&format!("Delete {filename}?")),
                 None,
@@ -131,7 +131,7 @@ impl Tool for TaskFixture {
                     "Hello, {}!",
                     content["name"].as_str().unwrap_or("stranger")
                 )),
-                None => Ok(Outcome::InputRequired(ask(
+                None => Ok(Outcome::InputRequired(InputRequired::ask(
                     "user_name",
                     name_request("What is your name?"),
                     None,

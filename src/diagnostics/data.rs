@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
-use crate::mcp::{Annotations, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec};
+use crate::mcp::{
+    Annotations, InputRequired, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec,
+    input_request,
+};
 use crate::redact::{REDACTED, is_secret_key};
 
 pub(super) struct DbQuery;
@@ -186,7 +189,7 @@ enum Confirmation {
     Confirmed,
     Declined,
     /// 2026: ask through an `input_required` result first.
-    Ask(crate::mcp::InputRequired),
+    Ask(InputRequired),
 }
 
 const CONFIRM_KEY: &str = "confirm_write";
@@ -256,12 +259,9 @@ async fn confirm_write(
         } else {
             Confirmation::Declined
         }),
-        _ => Ok(Confirmation::Ask(crate::mcp::dispatch::ask(
+        _ => Ok(Confirmation::Ask(InputRequired::ask(
             CONFIRM_KEY,
-            crate::mcp::dispatch::input_request(
-                "elicitation/create",
-                confirmation_request(sql, summary),
-            ),
+            input_request("elicitation/create", confirmation_request(sql, summary)),
             Some(ctx.seal_state(&json!({"sql": sql}))),
         ))),
     }

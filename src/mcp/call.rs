@@ -26,8 +26,8 @@ use tokio::task::JoinHandle;
 
 use super::ServerInner;
 use super::context::{RequestContext, StreamEvent};
-use super::dispatch::Method;
 use super::jsonrpc::RpcError;
+use super::methods::{self, Method, MethodResult};
 use super::session::{Session, Tracked};
 
 /// Why a handler produced no result.
@@ -39,33 +39,6 @@ pub(crate) enum Unfinished {
 
 /// A handler's end: its result, or why there is none.
 pub(crate) type Finished = Result<Result<MethodResult, RpcError>, Unfinished>;
-
-/// A method's result: a value, or JSON text the method wrote itself (a tool's result,
-/// whose structured content is serialised once and written out as it is).
-#[derive(Debug)]
-pub(crate) enum MethodResult {
-    Value(Value),
-    Json(String),
-}
-
-impl MethodResult {
-    pub(crate) fn into_value(self) -> Value {
-        match self {
-            MethodResult::Value(value) => value,
-            MethodResult::Json(text) => serde_json::from_str(&text).unwrap_or_default(),
-        }
-    }
-
-    /// Appends the result's JSON text to `out`.
-    pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            MethodResult::Value(value) => {
-                let _ = serde_json::to_writer(out, value);
-            }
-            MethodResult::Json(text) => out.extend_from_slice(text.as_bytes()),
-        }
-    }
-}
 
 /// What becomes of a call whose HTTP request goes away.
 pub(crate) enum Lifetime {
@@ -148,9 +121,10 @@ impl Call {
         if streams {
             ctx.outbound = Some(outbound);
         }
-        let dispatch = AssertUnwindSafe(async move { inner.dispatch(method, &params, &ctx).await })
-            .catch_unwind()
-            .map(|result| result.map_err(|_| Unfinished::Panicked));
+        let dispatch =
+            AssertUnwindSafe(async move { methods::dispatch(&inner, method, &params, &ctx).await })
+                .catch_unwind()
+                .map(|result| result.map_err(|_| Unfinished::Panicked));
         let (handler, finish_on_drop): (Handler, bool) = match lifetime {
             Lifetime::EndsWithRequest => (Box::pin(dispatch), false),
             Lifetime::Detached { cancel, tracked } => (

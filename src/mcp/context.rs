@@ -86,7 +86,7 @@ impl RequestContext {
     /// Whether the client declared the Tasks extension on this request (modern era).
     pub fn declares_tasks(&self) -> bool {
         self.client_capabilities["extensions"]
-            .get(super::tasks::TASKS_EXTENSION)
+            .get(super::protocol::TASKS_EXTENSION)
             .is_some_and(Value::is_object)
     }
 

@@ -13,22 +13,25 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: `http` (transport, both eras) → `dispatch` (one function per method family)
-//! → the [`Tool`], [`ResourceProvider`] and [`Prompt`] seams. `guard` holds the
-//! middleware, `session` the legacy sessions and resumable streams, `subscriptions` the
-//! change notifications, `seal` the server's keyed tags and sealed state, `tasks` and
-//! `skills` the two extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
+//! Layout: `http` (transport, both eras) → `call` (how one handler runs) → `methods`
+//! (the method table, one file per method family) → the [`Tool`], [`ResourceProvider`]
+//! and [`Prompt`] seams. `guard` holds the middleware, `session` the legacy sessions and
+//! resumable streams, `subscriptions` the change notifications, `seal` the server's
+//! keyed tags and sealed state, `params` the reading of request parameters, `tasks`
+//! (with `task_record`) and `skills` the two extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
 //! this module holds no logging code of its own.
 
 mod call;
 mod caller;
 mod context;
-pub mod dispatch;
 mod guard;
 mod http;
 pub mod jsonrpc;
+mod methods;
+mod params;
 pub mod protocol;
 mod seal;
+mod task_record;
 
 mod prompt;
 mod resource;
@@ -58,9 +61,11 @@ pub use seal::SealingKey;
 pub use session::{SessionConfig, SessionLedger};
 pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
-pub use tasks::{MemoryTaskStore, TaskConfig, TaskRecord, TaskStatus, TaskStore};
+pub use task_record::{TaskRecord, TaskStatus};
+pub use tasks::{MemoryTaskStore, TaskConfig, TaskStore};
 pub use tool::{
     Annotations, CallToolResult, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec,
+    input_request,
 };
 
 /// Who the server says it is.
@@ -74,32 +79,27 @@ pub struct ServerInfo {
     pub cache_ttl_ms: u64,
 }
 
+/// One server's state, shared by its requests. What it serves (`info` to `skills`) and
+/// the shaped answers kept of it (`memo`) are the method layer's; `sessions` to `tasks`
+/// are what its requests leave behind; the keys and limits guard the transport.
 pub(crate) struct ServerInner {
     info: ServerInfo,
     tools: ToolSet,
     resources: Vec<Arc<dyn ResourceProvider>>,
     prompts: PromptSet,
+    /// The skills served through the Skills extension, if a folder was given.
+    skills: Option<Arc<SkillCatalog>>,
+    memo: methods::Memo,
     sessions: session::Sessions,
     notifier: Notifier,
+    /// Requests answered with a task handle, and the tasks' store.
+    tasks: tasks::TaskEngine,
     sealer: Arc<SealingKey>,
     redactor: Arc<Redactor>,
     guard: GuardConfig,
-    max_body_bytes: usize,
-    body_timeout: Duration,
-    keepalive: Duration,
+    limits: http::Limits,
     /// Turns true when the server shuts down; open streams end.
     shutdown: tokio::sync::watch::Sender<bool>,
-    /// The serialised first page of `tools/list` per era (legacy, modern): the tool set
-    /// never changes after build, so it is shaped and serialised once.
-    /// Indexed by access (full, read-only), then era (legacy, modern).
-    tools_list_cache: [[std::sync::OnceLock<Box<serde_json::value::RawValue>>; 2]; 2],
-    /// What each era adds to every complete tool result, as JSON members (legacy,
-    /// modern).
-    tool_result_tail: [std::sync::OnceLock<String>; 2],
-    /// Requests answered with a task handle, and the tasks' store.
-    tasks: tasks::TaskEngine,
-    /// The skills served through the Skills extension, if a folder was given.
-    skills: Option<Arc<SkillCatalog>>,
     /// This server, for work that outlives a request (a task's tool call).
     this: std::sync::Weak<ServerInner>,
 }
@@ -274,8 +274,11 @@ impl McpServerBuilder {
                 tools,
                 resources: self.resources,
                 prompts,
+                skills: self.skills,
+                memo: methods::Memo::default(),
                 sessions: session::Sessions::new(secret, self.sessions),
                 notifier: self.notifier,
+                tasks,
                 sealer: Arc::new(SealingKey::new(secret, "mrtr-state")),
                 redactor: self.redactor,
                 guard: GuardConfig {
@@ -284,14 +287,12 @@ impl McpServerBuilder {
                     allowed_origins: self.allowed_origins,
                     allowed_hosts: self.allowed_hosts,
                 },
-                max_body_bytes: self.max_body_bytes,
-                body_timeout: self.body_timeout,
-                keepalive: self.keepalive,
+                limits: http::Limits {
+                    max_body_bytes: self.max_body_bytes,
+                    body_timeout: self.body_timeout,
+                    keepalive: self.keepalive,
+                },
                 shutdown: tokio::sync::watch::channel(false).0,
-                tools_list_cache: Default::default(),
-                tool_result_tail: Default::default(),
-                tasks,
-                skills: self.skills,
                 this: this.clone(),
             }),
         })

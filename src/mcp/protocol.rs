@@ -27,6 +27,11 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// The Tasks extension's identifier, in capabilities and `-32021` errors.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The Skills extension's identifier, in capabilities.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+
 /// Which era a request belongs to, with its protocol version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Era {

@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 
 use super::jsonrpc;
 use super::protocol::META_SUBSCRIPTION_ID;
-use super::tasks::record::TaskRecord;
+use super::task_record::TaskRecord;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {

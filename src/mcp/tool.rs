@@ -206,7 +206,23 @@ pub struct InputRequired {
     pub request_state: Option<String>,
 }
 
+/// An MRTR input request: `{"method": …, "params": …}`.
+pub fn input_request(method: &str, params: Value) -> Value {
+    json!({"method": method, "params": params})
+}
+
 impl InputRequired {
+    /// A result asking the client for one input under `key` (`request` as built by
+    /// [`input_request`]), with the tool's sealed `state` to echo back.
+    pub fn ask(key: &str, request: Value, state: Option<String>) -> InputRequired {
+        let mut input_requests = Map::new();
+        input_requests.insert(key.to_string(), request);
+        InputRequired {
+            input_requests,
+            request_state: state,
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         let mut result = json!({"resultType": "input_required"});
         if !self.input_requests.is_empty() {
@@ -425,13 +441,15 @@ impl ToolSet {
 
     /// Validates arguments and runs the tool. Unknown tools are a `-32602` error naming
     /// close matches; invalid arguments are a tool error result naming the field.
-    pub async fn call(
+    /// Access is checked before, once, with [`ToolSet::check_access`]: `tools/call` does
+    /// it before anything starts, and a task's later rounds keep to the access it
+    /// started with.
+    pub(crate) async fn call(
         &self,
         name: &str,
         args: Value,
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
-        self.check_access(name, ctx.access)?;
         let Some(entry) = self.entries.get(name) else {
             let similar = self.similar(name);
             let hint = if similar.is_empty() {

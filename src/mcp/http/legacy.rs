@@ -61,7 +61,7 @@ pub(super) async fn legacy_post(
         Incoming::Request {
             id, method, params, ..
         } => {
-            let Some(parsed) = Method::parse(&method, false) else {
+            let Some(parsed) = methods::served(&inner, &method, false) else {
                 return rpc_error(
                     StatusCode::OK,
                     Some(&id),
@@ -69,8 +69,8 @@ pub(super) async fn legacy_post(
                 );
             };
             let ctx = session_context(&inner, headers, access, &session, &id, Some(&params));
-            if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
-                return raw_reply(&id, listing, accept);
+            if let Some(known) = methods::remembered(&inner, parsed, &params, &ctx) {
+                return raw_reply(&id, known, accept);
             }
             run_legacy(inner, session, parsed, params, ctx, accept).await
         }
@@ -121,7 +121,7 @@ async fn initialize(
         None,
         None,
     );
-    let result = inner.dispatch(Method::Initialize, params, &ctx).await;
+    let result = methods::dispatch(inner, Method::Initialize, params, &ctx).await;
     // The answer to `initialize` is JSON whatever the client accepts, as it has been.
     let json = Accepts {
         json: true,
@@ -268,7 +268,8 @@ async fn batch_item(
         Ok(Incoming::Request {
             id, method, params, ..
         }) => {
-            let Some(parsed) = Method::parse(&method, false).filter(|m| *m != Method::Initialize)
+            let Some(parsed) =
+                methods::served(inner, &method, false).filter(|m| *m != Method::Initialize)
             else {
                 return Some(jsonrpc::error_response(
                     Some(&id),

@@ -17,7 +17,7 @@ pub(super) async fn listen_filter(
         return Ok(filter);
     };
     if capabilities["extensions"]
-        .get(crate::mcp::tasks::TASKS_EXTENSION)
+        .get(protocol::TASKS_EXTENSION)
         .is_none()
     {
         return Err(crate::mcp::tasks::missing_tasks_capability());

@@ -38,9 +38,9 @@ use super::ServerInner;
 use super::call::{Call, Finished, Lifetime, Progress, Unfinished};
 use super::caller::Caller;
 use super::context::{RequestContext, StreamEvent};
-use super::dispatch::Method;
 use super::guard::{Access, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
+use super::methods::{self, Method};
 use super::protocol::{self, Era};
 use super::session::{Lookup, Session};
 use super::subscriptions::ListenFilter;
@@ -60,6 +60,15 @@ use modern::*;
 use reply::*;
 use sse::*;
 pub(crate) use streams::{handle_delete, handle_get};
+
+/// What the transport allows a request, and how it keeps idle streams alive.
+pub(crate) struct Limits {
+    pub(crate) max_body_bytes: usize,
+    /// How long a request body may take to arrive in full.
+    pub(crate) body_timeout: Duration,
+    /// How often an idle SSE stream gets a keep-alive comment.
+    pub(crate) keepalive: Duration,
+}
 
 pub(crate) async fn handle_post(
     State(inner): State<Arc<ServerInner>>,
@@ -166,7 +175,7 @@ async fn read_body(
             jsonrpc::INVALID_REQUEST,
             format!(
                 "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
-                inner.max_body_bytes
+                inner.limits.max_body_bytes
             ),
         )
     };
@@ -174,16 +183,16 @@ async fn read_body(
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > inner.max_body_bytes as u64) {
+    if declared.is_some_and(|length| length > inner.limits.max_body_bytes as u64) {
         return Err(too_large());
     }
     // A client that sends its body slowly (or never finishes it) must not hold a task
     // forever: the whole body has to arrive within the body timeout. Most bodies came
     // in with the headers, so the timer is armed only when the first read has to wait.
-    let mut read = std::pin::pin!(axum::body::to_bytes(body, inner.max_body_bytes));
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, inner.limits.max_body_bytes));
     let read = match futures::poll!(read.as_mut()) {
         std::task::Poll::Ready(read) => Ok(read),
-        std::task::Poll::Pending => tokio::time::timeout(inner.body_timeout, read).await,
+        std::task::Poll::Pending => tokio::time::timeout(inner.limits.body_timeout, read).await,
     };
     let bytes = match read {
         Ok(Ok(b)) => b,
@@ -193,7 +202,7 @@ async fn read_body(
                 jsonrpc::INVALID_REQUEST,
                 format!(
                     "Request Timeout: the body did not arrive within {} s (MCP_BODY_TIMEOUT_SECS)",
-                    inner.body_timeout.as_secs()
+                    inner.limits.body_timeout.as_secs()
                 ),
             ));
         }
@@ -263,7 +272,7 @@ async fn bare_post(
     else {
         return accepted();
     };
-    let Some(parsed) = Method::parse(&method, false) else {
+    let Some(parsed) = methods::served(&inner, &method, false) else {
         return rpc_error(
             StatusCode::OK,
             Some(&id),
@@ -280,8 +289,8 @@ async fn bare_post(
     );
     // A bare request has no progress stream, but may still join the caller's trace.
     ctx.trace_parent = params.get("_meta").and_then(super::context::trace_parent);
-    if let Some(listing) = inner.cached_tools_list(parsed, &params, &ctx) {
-        return raw_reply(&id, listing, accept);
+    if let Some(known) = methods::remembered(&inner, parsed, &params, &ctx) {
+        return raw_reply(&id, known, accept);
     }
     run_stateless(inner, parsed, params, ctx, accept).await
 }

@@ -62,8 +62,8 @@ pub(super) async fn modern_post(
         Ok(ctx) => ctx,
         Err(refusal) => return fail(refusal),
     };
-    if let Some(listing) = inner.cached_tools_list(checked.method, &params, &ctx) {
-        return raw_reply(&id, listing, accept);
+    if let Some(known) = methods::remembered(&inner, checked.method, &params, &ctx) {
+        return raw_reply(&id, known, accept);
     }
     run_stateless(inner, checked.method, params, ctx, accept).await
 }
@@ -81,8 +81,7 @@ fn check_request<'a>(
     let (meta_version, capabilities) = required_meta(meta, has_params).map_err(bad_request)?;
     let version = checked_version(headers, meta_version).map_err(bad_request)?;
     check_routing_headers(headers, method, params).map_err(bad_request)?;
-    let parsed = Method::parse(method, true)
-        .filter(|m| *m != Method::PromptsList || !inner.prompts.is_empty())
+    let parsed = methods::served(inner, method, true)
         .ok_or_else(|| (StatusCode::NOT_FOUND, RpcError::method_not_found(method)))?;
     if parsed == Method::ToolsCall {
         check_param_headers(inner, headers, params)

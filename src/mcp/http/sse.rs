@@ -51,7 +51,7 @@ pub(super) fn sse_response(
     let mut stopping = inner.shutdown.subscribe();
     let body = SseBody {
         rx,
-        keepalive: keepalive(inner.keepalive),
+        keepalive: keepalive(inner.limits.keepalive),
         stop: Box::pin(async move {
             let _ = stopping.wait_for(|stop| *stop).await;
         }),

@@ -29,9 +29,6 @@ use super::resource::ResourceProvider;
 use super::tool::Outcome;
 use scan::SkillEntry;
 
-/// The extension's identifier, in capabilities.
-pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
-
 const SCHEME: &str = "skill://";
 const DIRECTORY_MIME: &str = "inode/directory";
 

@@ -2,38 +2,35 @@
 //! Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28) and the experimental
 //! tasks of 2025-11-25 — on one engine.
 //!
-//! Layout: `record` (a task and its wire shapes), `store` (the [`TaskStore`] seam and an
-//! in-memory store), `runner` (a tool call running as a task, its input rounds and its
-//! end) and `methods` (`tasks/*` for both eras). The [`TaskEngine`] here owns what only
-//! this process knows: which tasks run, how to stop them, where their inputs go.
+//! Layout: `store` (the [`TaskStore`] seam and an in-memory store) and `ops` (what the
+//! `tasks/*` methods do to a task). The task itself and its wire shapes are
+//! `mcp::task_record`; the `tasks/*` methods and a tool call running as a task are in
+//! the method layer (`methods/tasks.rs`, `methods/tool_task.rs`). The [`TaskEngine`] here
+//! owns what only this process knows: which tasks run, how to stop them, where their
+//! inputs go.
 //!
 //! Every change to a task is written to the store under the task's own lock before it
 //! is announced or acknowledged, so a `tasks/get` always sees what was promised.
 
-mod methods;
-pub(crate) use methods::TaskMethod;
-pub(crate) mod record;
-mod runner;
+mod ops;
 mod store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::AbortHandle;
+use futures::future::{AbortHandle, AbortRegistration};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-pub use record::{TaskRecord, TaskStatus};
 pub use store::{MemoryTaskStore, StoreFailure, TaskStore};
 
 use super::caller::Caller;
 use super::jsonrpc::{self, RpcError};
+use super::protocol::TASKS_EXTENSION;
 use super::seal::SealingKey;
 use super::subscriptions::{Change, Notifier};
-
-/// The extension's identifier, in capabilities and `-32021` errors.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+use super::task_record::{self as record, TaskRecord, TaskStatus};
 
 /// How tasks are kept and paced.
 #[derive(Clone)]
@@ -68,6 +65,9 @@ impl std::fmt::Debug for TaskConfig {
     }
 }
 
+/// Where a running task receives the answers `tasks/update` brings, by wire key.
+pub(crate) type TaskInputs = mpsc::UnboundedReceiver<Map<String, Value>>;
+
 /// A task that runs in this process.
 struct Running {
     /// The current record; every change goes through this lock and then the store.
@@ -96,7 +96,7 @@ pub fn missing_tasks_capability() -> RpcError {
     .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
 }
 
-fn not_found(id: &str) -> RpcError {
+pub(crate) fn not_found(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
         "Failed to retrieve task: Task not found (`{id}`); use the taskId a tools/call returned, within its ttlMs"
     ))
@@ -154,7 +154,7 @@ impl TaskEngine {
 
     /// A new working task for `owner`, durably stored; refused when the caller already
     /// has as many unfinished tasks as allowed.
-    async fn create(
+    pub(crate) async fn create(
         &self,
         owner: &str,
         session: Option<String>,
@@ -207,6 +207,61 @@ impl TaskEngine {
         let mut record = record.lock().await;
         let outcome = change(&mut record);
         Some(self.save(&record).await.map(|()| outcome))
+    }
+
+    /// Marks `record` as running here: returns what stops its work and where
+    /// `tasks/update` delivers its inputs. [`TaskEngine::finish`] ends it.
+    pub(crate) fn track(&self, record: &TaskRecord) -> (AbortRegistration, TaskInputs) {
+        let (inputs, inputs_rx) = mpsc::unbounded_channel();
+        let (abort, registration) = AbortHandle::new_pair();
+        let running = Running {
+            record: Arc::new(tokio::sync::Mutex::new(record.clone())),
+            abort,
+            inputs,
+        };
+        self.running().insert(record.id.clone(), running);
+        (registration, inputs_rx)
+    }
+
+    /// Parks a running task in `input_required`, asking the client for `asked` (keys as
+    /// the client sees them).
+    pub(crate) async fn park_for_input(
+        &self,
+        id: &str,
+        asked: Map<String, Value>,
+    ) -> Result<(), RpcError> {
+        let parked = self.change_running(id, move |task| {
+            task.set_status(
+                TaskStatus::InputRequired,
+                Some("Waiting for the client: answer inputRequests with tasks/update.".into()),
+            );
+            task.input_requests = asked;
+        });
+        parked.await.unwrap_or(Ok(()))
+    }
+
+    /// Records how a task's work ended (`None`: it was cancelled, which `tasks/cancel`
+    /// recorded already) and forgets it as running; a cancelled task stays cancelled.
+    pub(crate) async fn finish(&self, id: &str, end: Option<Result<Value, RpcError>>) {
+        if let Some(end) = end {
+            let saved = self.change_running(id, |task| match end {
+                Ok(result) => {
+                    if task.set_status(
+                        TaskStatus::Completed,
+                        Some("The operation completed.".into()),
+                    ) {
+                        task.result = Some(result);
+                    }
+                }
+                Err(error) => {
+                    task.fail(&error);
+                }
+            });
+            if let Some(Err(e)) = saved.await {
+                tracing::error!(target: "porthole::mcp::tasks", task = %id, error = %e.message, "could not store a task's end");
+            }
+        }
+        self.running().remove(id);
     }
 
     /// Start-up: tasks that were unfinished when the process stopped can never finish;

@@ -1,91 +1,20 @@
-//! The `tasks/*` methods. Modern (the extension): `tasks/get` (the detailed task),
-//! `tasks/update` (answers to its input requests) and `tasks/cancel`, all acknowledged
-//! with plain results and only for clients that declare the extension. Legacy
-//! (2025-11-25 experimental tasks): `tasks/get`, `tasks/result` (waits for the end and
-//! returns what the request itself would have), `tasks/list` (the session's tasks) and
-//! `tasks/cancel` (returns the task).
+//! What the `tasks/*` methods do to the tasks (the methods themselves, which era gets
+//! which, are `methods/tasks.rs`): agree to the ids of a `subscriptions/listen`, take
+//! the answers of `tasks/update`, cancel, list a session's tasks, and wait for a legacy
+//! `tasks/result`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::record::{TaskRecord, TaskStatus};
-use super::{TaskEngine, missing_tasks_capability};
-use crate::mcp::ServerInner;
-use crate::mcp::context::RequestContext;
-use crate::mcp::dispatch::required_str;
+use super::TaskEngine;
 use crate::mcp::jsonrpc::RpcError;
 use crate::mcp::subscriptions::Change;
+use crate::mcp::task_record::{self as record, TaskRecord, TaskStatus};
 
 /// The `_meta` key that ties a legacy `tasks/result` to its task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// Which `tasks/*` method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskMethod {
-    Get,
-    Update,
-    Cancel,
-    Result,
-    List,
-}
-
-impl ServerInner {
-    /// Serves a `tasks/*` method for `ctx`'s era.
-    pub(crate) async fn task_method(
-        &self,
-        method: TaskMethod,
-        params: &Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<Value, RpcError> {
-        let tasks = &self.tasks;
-        let owner = tasks.owner(&ctx.caller);
-        if ctx.era.is_modern() {
-            if !ctx.declares_tasks() {
-                return Err(missing_tasks_capability());
-            }
-            let id = required_str(params, "taskId")?;
-            return match method {
-                TaskMethod::Get => Ok(tasks.find(id, &owner).await?.detailed()),
-                TaskMethod::Update => tasks.update(id, &owner, params).await,
-                TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|_| json!({})),
-                TaskMethod::Result | TaskMethod::List => {
-                    Err(RpcError::method_not_found("tasks/result and tasks/list"))
-                }
-            };
-        }
-        let Some(session) = &ctx.session else {
-            return Err(RpcError::invalid_params(
-                "tasks belong to a session: call initialize first",
-            ));
-        };
-        if method == TaskMethod::List {
-            return tasks.list(&session.id, &owner).await;
-        }
-        let id = required_str(params, "taskId")?;
-        let task = tasks.find(id, &owner).await?;
-        if task.session.as_deref() != Some(session.id.as_str()) {
-            return Err(super::not_found(id));
-        }
-        match method {
-            TaskMethod::Get => Ok(task.legacy()),
-            // 2025-11-25: a terminal task MUST be refused with -32602 (the extension
-            // instead acknowledges any cancel, as eventually consistent).
-            TaskMethod::Cancel if task.status.is_terminal() => {
-                Err(RpcError::invalid_params(format!(
-                    "Cannot cancel task: already in terminal status '{}'",
-                    task.status.as_str()
-                )))
-            }
-            TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|t| t.legacy()),
-            TaskMethod::Result => tasks.wait_for_result(task).await,
-            TaskMethod::Update | TaskMethod::List => {
-                Err(RpcError::method_not_found("tasks/update"))
-            }
-        }
-    }
-}
 
 /// Most task ids one `subscriptions/listen` may name.
 const MAX_LISTENED_TASKS: usize = 100;
@@ -115,7 +44,7 @@ impl TaskEngine {
 
     /// `tasks/update`: keeps the answers to keys the task is waiting on, drops the rest,
     /// and passes them to the running work.
-    async fn update(
+    pub(crate) async fn update(
         &self,
         id: &str,
         owner: &str,
@@ -159,7 +88,7 @@ impl TaskEngine {
 
     /// `tasks/cancel`: records the cancellation, then stops the work. A task that has
     /// already ended is left as it is.
-    async fn cancel(&self, id: &str, owner: &str) -> Result<TaskRecord, RpcError> {
+    pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<TaskRecord, RpcError> {
         let mut task = self.find(id, owner).await?;
         if task.status.is_terminal() {
             return Ok(task);
@@ -183,14 +112,14 @@ impl TaskEngine {
     }
 
     /// Legacy `tasks/list`: the session's tasks (newest first).
-    async fn list(&self, session: &str, owner: &str) -> Result<Value, RpcError> {
+    pub(crate) async fn list(&self, session: &str, owner: &str) -> Result<Value, RpcError> {
         let tasks = self
             .config
             .store
             .list_for_session(session)
             .await
             .map_err(|e| RpcError::internal(format!("the task store failed: {e}")))?;
-        let now = super::record::now_ms();
+        let now = record::now_ms();
         let listed: Vec<Value> = tasks
             .iter()
             .filter(|t| t.owner == owner && !t.is_expired(now))
@@ -202,7 +131,7 @@ impl TaskEngine {
 
     /// Legacy `tasks/result`: waits until the task ends, then answers what the request
     /// itself would have (its result, or its error).
-    async fn wait_for_result(&self, mut task: TaskRecord) -> Result<Value, RpcError> {
+    pub(crate) async fn wait_for_result(&self, mut task: TaskRecord) -> Result<Value, RpcError> {
         let mut changes = self.notifier.subscribe();
         let poll = Duration::from_millis(task.poll_interval_ms.clamp(100, 5000));
         while !task.status.is_terminal() {

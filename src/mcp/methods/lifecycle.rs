@@ -1,0 +1,66 @@
+//! `initialize` (legacy), `server/discover` (modern) and what both say about the
+//! server: its identity and its capabilities in each era. `ping` is answered in the
+//! table itself.
+
+use serde_json::{Map, Value, json};
+
+use crate::mcp::ServerInner;
+use crate::mcp::protocol::{self, Era, SKILLS_EXTENSION, TASKS_EXTENSION};
+
+/// `initialize`: the negotiated version, the capabilities and who the server is. The
+/// session itself is opened by the transport, which routes on this method.
+pub(super) fn initialize(inner: &ServerInner, params: &Map<String, Value>) -> Value {
+    let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(inner, &Era::Legacy(version)),
+        "serverInfo": server_info(inner),
+    });
+    if !inner.info.instructions.is_empty() {
+        result["instructions"] = json!(inner.info.instructions);
+    }
+    result
+}
+
+/// `server/discover`: the modern versions and the capabilities.
+pub(super) fn discover(inner: &ServerInner, era: &Era) -> Value {
+    json!({
+        "supportedVersions": protocol::MODERN_VERSIONS,
+        "capabilities": capabilities(inner, era),
+        "instructions": inner.info.instructions,
+    })
+}
+
+/// The capabilities object for `era`: tasks are the extension in the modern era and
+/// the experimental `tasks` capability from 2025-11-25 on.
+fn capabilities(inner: &ServerInner, era: &Era) -> Value {
+    let mut caps = json!({
+        "tools": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+    });
+    match era {
+        Era::Modern(_) => {
+            caps["extensions"] = json!({TASKS_EXTENSION: {}});
+            if inner.skills.is_some() {
+                caps["extensions"][SKILLS_EXTENSION] = json!({"directoryRead": true});
+            }
+        }
+        Era::Legacy(version) if *version >= "2025-11-25" => {
+            caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
+        Era::Legacy(_) => {}
+    }
+    if !inner.resources.is_empty() {
+        caps["resources"] = json!({"subscribe": true, "listChanged": true});
+    }
+    if !inner.prompts.is_empty() {
+        caps["prompts"] = json!({"listChanged": true});
+    }
+    caps
+}
+
+/// The server's identity, as `serverInfo` and in every modern result's `_meta`.
+pub(super) fn server_info(inner: &ServerInner) -> Value {
+    json!({"name": inner.info.name, "version": inner.info.version, "title": inner.info.title})
+}

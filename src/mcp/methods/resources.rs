@@ -1,0 +1,76 @@
+//! `resources/list`, `resources/templates/list`, `resources/read` (redacted like tool
+//! results) and the legacy `resources/subscribe` / `resources/unsubscribe`, over every
+//! [`ResourceProvider`](crate::mcp::ResourceProvider) in the order they were added.
+
+use serde_json::{Map, Value, json};
+
+use super::Method;
+use crate::mcp::ServerInner;
+use crate::mcp::context::RequestContext;
+use crate::mcp::jsonrpc::RpcError;
+use crate::mcp::params::{page, required_str};
+use crate::mcp::tool::Outcome;
+
+pub(super) async fn serve(
+    inner: &ServerInner,
+    method: Method,
+    params: &Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Outcome<Value>, RpcError> {
+    let listed = match method {
+        Method::ResourcesList => {
+            let all: Vec<Value> = inner.resources.iter().flat_map(|r| r.resources()).collect();
+            page("resources", &all, params)?
+        }
+        Method::ResourcesTemplatesList => {
+            let all: Vec<Value> = inner.resources.iter().flat_map(|r| r.templates()).collect();
+            page("resourceTemplates", &all, params)?
+        }
+        Method::ResourcesRead => return read(inner, params, ctx).await,
+        _ => subscribe(method, params, ctx)?,
+    };
+    Ok(Outcome::Complete(listed))
+}
+
+/// `resources/subscribe` and `resources/unsubscribe`: the session's interest in one URI.
+fn subscribe(
+    method: Method,
+    params: &Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Value, RpcError> {
+    let uri = required_str(params, "uri")?;
+    if let Some(session) = &ctx.session {
+        if method == Method::ResourcesSubscribe {
+            session.subscribe(uri);
+        } else {
+            session.unsubscribe(uri);
+        }
+    }
+    Ok(json!({}))
+}
+
+/// `resources/read`: the first provider that knows the URI answers.
+async fn read(
+    inner: &ServerInner,
+    params: &Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Outcome<Value>, RpcError> {
+    let uri = required_str(params, "uri")?;
+    for provider in &inner.resources {
+        if let Some(outcome) = provider.read(uri, ctx).await? {
+            return Ok(match outcome {
+                Outcome::Complete(mut contents) => {
+                    for c in &mut contents {
+                        inner.redactor.redact(c);
+                    }
+                    Outcome::Complete(json!({"contents": contents}))
+                }
+                Outcome::InputRequired(i) => Outcome::InputRequired(i),
+            });
+        }
+    }
+    Err(
+        RpcError::invalid_params(format!("Resource not found: {uri}"))
+            .with_data(json!({"uri": uri})),
+    )
+}
