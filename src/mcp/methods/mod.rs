@@ -213,9 +213,8 @@ pub(crate) async fn dispatch(
         | Method::ResourcesRead
         | Method::ResourcesSubscribe
         | Method::ResourcesUnsubscribe => resources::serve(inner, method, params, ctx).await?,
-        Method::PromptsList | Method::PromptsGet => {
-            prompts::serve(inner, method, params, ctx).await?
-        }
+        Method::PromptsList => Outcome::Complete(prompts::list(inner, params)?),
+        Method::PromptsGet => prompts::get(inner, params, ctx).await?,
         Method::CompletionComplete => Outcome::Complete(completion::complete(inner, params).await?),
         Method::Tasks(task_method) => {
             Outcome::Complete(tasks::serve(inner, task_method, params, ctx).await?)

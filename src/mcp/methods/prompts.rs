@@ -3,26 +3,22 @@
 
 use serde_json::{Map, Value};
 
-use super::Method;
 use crate::mcp::ServerInner;
 use crate::mcp::context::RequestContext;
 use crate::mcp::jsonrpc::RpcError;
 use crate::mcp::params::{page, required_str};
 use crate::mcp::tool::Outcome;
 
-pub(super) async fn serve(
+pub(super) fn list(inner: &ServerInner, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    page("prompts", inner.prompts.listing(), params)
+}
+
+/// `prompts/get`: the prompt rendered with its arguments (an object of strings).
+pub(super) async fn get(
     inner: &ServerInner,
-    method: Method,
     params: &Map<String, Value>,
     ctx: &RequestContext,
 ) -> Result<Outcome<Value>, RpcError> {
-    if method == Method::PromptsList {
-        return Ok(Outcome::Complete(page(
-            "prompts",
-            inner.prompts.listing(),
-            params,
-        )?));
-    }
     let name = required_str(params, "name")?;
     let empty = Map::new();
     let args = match params.get("arguments") {
