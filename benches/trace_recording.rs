@@ -139,6 +139,7 @@ fn llm_call(c: &mut Criterion) {
         system: "You are Porthole, a helpful assistant.",
         messages: &messages,
         tools: &[],
+        parameters: None,
     };
     let provider = OfflineProvider;
     let sink = |_: &str| {};

@@ -136,9 +136,40 @@ async fn sql_on_trace_spans_right_after_a_turn_sees_the_whole_turn() {
     app.shutdown().await;
 }
 
+/// The span holds every parameter the provider was sent, and the tool definitions in
+/// full (stored once by their hash).
+async fn assert_recorded_as_sent(app: &RunningApp, attributes: &Value, sent: &Value) {
+    let mut parameters = sent.as_object().unwrap().clone();
+    parameters.remove("messages");
+    let wire_tools = parameters.remove("tools").unwrap();
+    assert_eq!(attributes["parameters"], Value::Object(parameters));
+    assert_eq!(attributes["parameters"]["model"], "fake-model");
+    let hash = attributes["tools_hash"].as_str().unwrap();
+    let stored = app.bot.store.tool_set(hash).await.unwrap().unwrap();
+    let stored: Vec<Value> = serde_json::from_str(&stored).unwrap();
+    let wire_tools = wire_tools.as_array().unwrap();
+    assert_eq!(stored.len(), wire_tools.len());
+    for (definition, wire) in stored.iter().zip(wire_tools) {
+        assert_eq!(definition["name"], wire["function"]["name"]);
+        assert_eq!(definition["description"], wire["function"]["description"]);
+        assert_eq!(definition["input_schema"], wire["function"]["parameters"]);
+    }
+    let sets = call_tool(
+        app,
+        "db_query",
+        json!({"query": "SELECT COUNT(*) AS n FROM trace_tool_sets"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&sets)["rows"][0][0],
+        1,
+        "both calls of the turn offered one set: stored once"
+    );
+}
+
 #[tokio::test]
 async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
-    let (app, _llm, _) = one_tool_turn().await;
+    let (app, llm, _) = one_tool_turn().await;
     // One LLM call in full: what the model was sent and what it answered.
     let calls = call_tool(&app, "get_llm_calls", json!({"model": "fake-model"})).await;
     let calls = structured(&calls)["calls"].as_array().unwrap().clone();
@@ -159,6 +190,7 @@ async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
         json!({"expression": "6*7"})
     );
     assert_eq!(attributes["provider"], "openai");
+    assert_recorded_as_sent(&app, attributes, &llm.requests()[0]).await;
 
     let stats = call_tool(&app, "get_trace_stats", json!({"since": "1h"})).await;
     let stats = structured(&stats);

@@ -65,6 +65,7 @@ pub(super) async fn run_tool_loop(
             system: settings.system,
             messages: &context,
             tools: &tools,
+            parameters: None,
         };
         let token_events = events.clone();
         let on_token = move |t: &str| emit(&token_events, AgentEvent::Token(t.to_string()));

@@ -1,6 +1,6 @@
 //! The Anthropic Messages API (`POST {LLM_BASE_URL}/v1/messages`), streamed.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::streamed::{PartialCall, StreamedReply, WireFormat};
 use super::{ChatRequest, Endpoint, LlmError, ToolNames, Usage};
@@ -29,7 +29,19 @@ impl WireFormat for AnthropicProvider {
         &self.endpoint
     }
 
-    fn body(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Value {
+    /// The API requires `max_tokens`.
+    fn default_parameters(&self) -> Map<String, Value> {
+        Map::from_iter([
+            ("model".to_string(), json!(self.endpoint.model)),
+            ("max_tokens".to_string(), json!(MAX_TOKENS)),
+        ])
+    }
+
+    fn stream_parameters(&self) -> Value {
+        json!({"stream": true})
+    }
+
+    fn content(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Map<String, Value> {
         // Anthropic wants tool results as user messages made of `tool_result` blocks,
         // and consecutive ones merged into one message.
         let mut messages: Vec<Value> = Vec::new();
@@ -69,21 +81,18 @@ impl WireFormat for AnthropicProvider {
                 _ => messages.push(json!({"role": role, "content": blocks})),
             }
         }
-        let mut body = json!({
-            "model": self.endpoint.model,
-            "max_tokens": MAX_TOKENS,
-            "system": request.system,
-            "messages": messages,
-            "stream": true,
-        });
+        let mut content = Map::new();
+        content.insert("system".into(), json!(request.system));
+        content.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let tools = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": names.wire(&t.name), "description": t.description, "input_schema": t.input_schema}))
                 .collect();
+            content.insert("tools".into(), tools);
         }
-        body
+        content
     }
 
     async fn post(&self, body: &Value) -> Result<reqwest::Response, LlmError> {

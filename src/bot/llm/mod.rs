@@ -15,7 +15,7 @@ mod streamed;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::config::{LlmConfig, LlmProviderKind};
 use crate::model::ToolDef;
@@ -53,6 +53,10 @@ pub struct ChatRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [ChatMessage],
     pub tools: &'a [ToolDef],
+    /// Parameters to send instead of the provider's own (model, sampling, `max_tokens`):
+    /// a replay sends those of the call it replays. The stream settings stay the
+    /// provider's, which reads the answer as a stream.
+    pub parameters: Option<&'a Map<String, Value>>,
 }
 
 /// A model's turn: text and/or tool calls, and what the provider said about it.
@@ -115,6 +119,14 @@ pub trait LlmProvider: Send + Sync {
     /// `offline`, `openai` or `anthropic`.
     fn provider(&self) -> &str;
     fn model(&self) -> &str;
+    /// Every parameter `request` is sent with beside its messages, system prompt and
+    /// tools (model, `max_tokens`, stream settings…), as the provider writes them.
+    fn parameters(&self, request: &ChatRequest<'_>) -> Map<String, Value> {
+        request
+            .parameters
+            .cloned()
+            .unwrap_or_else(|| Map::from_iter([("model".to_string(), Value::from(self.model()))]))
+    }
     async fn chat(
         &self,
         request: &ChatRequest<'_>,

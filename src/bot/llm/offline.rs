@@ -122,6 +122,7 @@ mod tests {
             system: "",
             messages: &messages,
             tools: &[],
+            parameters: None,
         })
     }
 

@@ -1,7 +1,7 @@
 //! OpenAI-compatible chat completions (`POST {LLM_BASE_URL}/chat/completions`), streamed.
 //! Works with OpenAI, Ollama, llama.cpp's server and vLLM, which all speak this format.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::streamed::{StreamedReply, WireFormat};
 use super::{ChatRequest, Endpoint, LlmError, ToolNames, Usage};
@@ -27,7 +27,16 @@ impl WireFormat for OpenAiProvider {
         &self.endpoint
     }
 
-    fn body(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Value {
+    fn default_parameters(&self) -> Map<String, Value> {
+        Map::from_iter([("model".to_string(), json!(self.endpoint.model))])
+    }
+
+    /// `include_usage` asks for a last chunk with the token counts (for traces).
+    fn stream_parameters(&self) -> Value {
+        json!({"stream": true, "stream_options": {"include_usage": true}})
+    }
+
+    fn content(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Map<String, Value> {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
         for m in request.messages {
             messages.push(match m.role {
@@ -48,15 +57,10 @@ impl WireFormat for OpenAiProvider {
                 role => json!({"role": role.as_str(), "content": m.content}),
             });
         }
-        // `include_usage` asks for a last chunk with the token counts (for traces).
-        let mut body = json!({
-            "model": self.endpoint.model,
-            "messages": messages,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        });
+        let mut content = Map::new();
+        content.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let tools = request
                 .tools
                 .iter()
                 .map(|t| {
@@ -70,8 +74,9 @@ impl WireFormat for OpenAiProvider {
                     })
                 })
                 .collect();
+            content.insert("tools".into(), tools);
         }
-        body
+        content
     }
 
     async fn post(&self, body: &Value) -> Result<reqwest::Response, LlmError> {

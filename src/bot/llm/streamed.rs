@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{
     ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames, Usage,
@@ -22,8 +22,16 @@ pub(super) trait WireFormat: Send + Sync {
 
     fn endpoint(&self) -> &Endpoint;
 
-    /// The request body for `request`, tools named by their wire names.
-    fn body(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Value;
+    /// The parameters the provider sends when the request brings none: the model and
+    /// what the API requires besides.
+    fn default_parameters(&self) -> Map<String, Value>;
+
+    /// The stream settings, always the provider's own (it reads the answer as a stream).
+    fn stream_parameters(&self) -> Value;
+
+    /// The request body beside its parameters ([`LlmProvider::parameters`]): the
+    /// messages, system prompt and tools of `request`, tools named by their wire names.
+    fn content(&self, request: &ChatRequest<'_>, names: &ToolNames) -> Map<String, Value>;
 
     /// POSTs `body` with the provider's headers and its way of sending the key.
     fn post(
@@ -50,13 +58,26 @@ impl<F: WireFormat> LlmProvider for F {
         &self.endpoint().model
     }
 
+    fn parameters(&self, request: &ChatRequest<'_>) -> Map<String, Value> {
+        let mut parameters = request
+            .parameters
+            .cloned()
+            .unwrap_or_else(|| self.default_parameters());
+        if let Value::Object(stream) = self.stream_parameters() {
+            parameters.extend(stream);
+        }
+        parameters
+    }
+
     async fn chat(
         &self,
         request: &ChatRequest<'_>,
         on_token: TokenSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let names = request.tool_names();
-        let response = self.post(&self.body(request, &names)).await?;
+        let mut body = LlmProvider::parameters(self, request);
+        body.extend(self.content(request, &names));
+        let response = self.post(&Value::Object(body)).await?;
         let mut reply = StreamedReply::new(on_token);
         sse::for_each_event(response, self.endpoint().timeout_secs, |data| {
             self.on_event(data, &mut reply)

@@ -598,6 +598,33 @@ async fn llm_calls_across_turns_on(store: Store) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_set_is_stored_once_by_its_hash() {
+    on_every_backend!(tool_sets_on);
+}
+
+async fn tool_sets_on(store: Store) {
+    assert_eq!(store.tool_set("abc").await.unwrap(), None);
+    let first = r#"[{"name":"calculator"}]"#.to_string();
+    store
+        .put_tool_sets(vec![
+            ("abc".into(), first.clone()),
+            ("def".into(), "[]".into()),
+        ])
+        .await
+        .unwrap();
+    store
+        .put_tool_sets(vec![("abc".into(), "changed".into())])
+        .await
+        .unwrap();
+    assert_eq!(store.tool_set("abc").await.unwrap(), Some(first));
+    assert_eq!(store.tool_set("def").await.unwrap().as_deref(), Some("[]"));
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM trace_tool_sets").await,
+        2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_is_described() {
     on_every_backend!(schema_on);
 }

@@ -13,7 +13,7 @@
 //!
 //! This file holds the types and the connection; each kind of record has its own file
 //! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
-//! `ended_sessions`, `mcp_tasks`, `traces`), `retention` how long conversations are kept
+//! `ended_sessions`, `mcp_tasks`, `traces`, `tool_sets`), `retention` how long conversations are kept
 //! (and which a turn holds), `files` the two SQLite files, `schema` the migrations, `sql` the
 //! console behind `db_query`, `rows` what both backends share (reading a row, binding a
 //! parameter, one statement text for both), and `pg` the PostgreSQL backend.
@@ -38,6 +38,7 @@ mod rows;
 mod schema;
 mod sql;
 mod tasks;
+mod tool_sets;
 mod tool_settings;
 mod traces;
 

@@ -256,6 +256,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     FROM main.trace_turns ORDER BY id;
     DROP VIEW main.trace_spans;
     DROP TABLE main.trace_turns;",
+    // 14: the tool definitions LLM calls offered, each distinct set once: on SQLite in the
+    // traces file (its migration 2), so nothing here; PostgreSQL makes the table.
+    "",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
@@ -263,6 +266,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
 pub(super) const TRACE_MIGRATIONS: &[&str] = &[
     // 1: the tables of migration 12, in a file of their own.
     concat!(trace_turns_table!(), trace_turns_indexes_and_view!()),
+    // 2: the tool definitions LLM calls offered, each distinct set once, by the SHA-256
+    // of its JSON text (an LLM span's `tools_hash`).
+    "CREATE TABLE trace_tool_sets (
+        hash TEXT PRIMARY KEY,
+        definitions TEXT NOT NULL,
+        created_us INTEGER NOT NULL
+    );",
 ];
 
 /// Tables and views with their columns, indexes and row counts (for

@@ -1,5 +1,5 @@
 //! The LLM-call span: one request to the model with what it was sent (messages, tools
-//! offered, parameters) and what came back (text, tool calls, finish reason, tokens),
+//! offered with their definitions, every parameter) and what came back (text, tool calls, finish reason, tokens),
 //! its time to first token, latency, and the error with its cause when it failed.
 
 use std::sync::OnceLock;
@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::TraceScope;
+use super::{TOOL_DEFINITIONS, TraceScope};
 use crate::bot::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink};
 use crate::model::SpanKind;
 
@@ -18,19 +18,26 @@ pub async fn traced_chat(
     on_token: TokenSink<'_>,
     scope: &TraceScope,
 ) -> Result<ChatResponse, LlmError> {
-    let mut span = scope.start(SpanKind::Llm, format!("chat {}", llm.model()));
+    let parameters = llm.parameters(request);
+    let model = parameters
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(llm.model())
+        .to_string();
+    let mut span = scope.start(SpanKind::Llm, format!("chat {model}"));
     if !span.is_recording() {
         return llm.chat(request, on_token).await;
     }
-    span.set_model(llm.model());
+    span.set_model(&model);
     span.set_attribute("provider", llm.provider());
     span.set_attribute("request", request_payload(request));
     span.set_attribute(
         "tools_offered",
         Value::Array(request.tools.iter().map(|t| json!(t.name)).collect()),
     );
-    // Porthole sets no sampling parameters; the provider's defaults apply.
-    span.set_attribute("parameters", json!({"stream": true}));
+    // The writer stores each distinct set once and leaves its hash here.
+    span.set_attribute(TOOL_DEFINITIONS, tool_definitions(request));
+    span.set_attribute("parameters", Value::Object(parameters));
 
     let started = Instant::now();
     let first_token = OnceLock::new();
@@ -67,6 +74,15 @@ fn request_payload(request: &ChatRequest<'_>) -> Value {
     messages.push(json!({"role": "system", "content": request.system}));
     messages.extend(request.messages.iter().map(message_payload));
     Value::Array(messages)
+}
+
+/// The tools offered, as the provider is told of them.
+fn tool_definitions(request: &ChatRequest<'_>) -> Value {
+    request
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+        .collect()
 }
 
 fn message_payload(m: &ChatMessage) -> Value {

@@ -32,6 +32,13 @@ pub use llm_call::traced_chat;
 pub use otel::{OtlpExporter, OtlpSettings};
 pub use writer::{SpanExporter, cut_payload};
 
+/// The attribute an LLM span carries the tool definitions it offered in, until the
+/// writer stores each distinct set once ([`Store::put_tool_sets`]) and puts its hash in
+/// [`TOOLS_HASH`] instead.
+pub const TOOL_DEFINITIONS: &str = "tool_definitions";
+/// The attribute that names an LLM span's stored tool definitions ([`Store::tool_set`]).
+pub const TOOLS_HASH: &str = "tools_hash";
+
 /// Limits of what is kept, from the configuration.
 #[derive(Debug, Clone)]
 pub struct TraceSettings {
@@ -119,6 +126,7 @@ impl Tracer {
             settings,
             exporter: exporter.clone(),
             counters: counters.clone(),
+            stored_tool_sets: Default::default(),
         };
         tokio::spawn(writer.run(receiver));
         Arc::new(Tracer {

@@ -5,15 +5,16 @@
 //! Nothing here runs on a turn's path; a slow database or collector only makes the
 //! channel fill up, and the tracer then drops (and counts) new spans instead of waiting.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::{Counters, TraceSettings, WriterMessage};
+use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store, TurnRows};
 use crate::cpu_time::thread_cpu_time;
@@ -51,6 +52,8 @@ pub(super) struct Writer {
     pub(super) settings: TraceSettings,
     pub(super) exporter: Option<Arc<dyn SpanExporter>>,
     pub(super) counters: Arc<Counters>,
+    /// Hashes of the tool sets stored so far (a set is stored once).
+    pub(super) stored_tool_sets: Mutex<HashSet<String>>,
 }
 
 impl Writer {
@@ -115,7 +118,11 @@ impl Writer {
         let max_payload_bytes = self.settings.max_payload_bytes;
         let prepared = tokio::task::spawn_blocking(move || {
             let started = thread_cpu_time();
+            let mut tool_sets = BTreeMap::new();
             for span in &mut spans {
+                if let Some((hash, definitions)) = take_tool_set(span, &redactor) {
+                    tool_sets.insert(hash, definitions);
+                }
                 prepare(span, &redactor, max_payload_bytes);
             }
             if let Some(exporter) = exporter {
@@ -124,13 +131,14 @@ impl Writer {
             let turns = TurnRows::of(&spans);
             // Freed here, so the freeing is off the async workers and in the count.
             drop(spans);
-            (turns, thread_cpu_time() - started)
+            (turns, tool_sets, thread_cpu_time() - started)
         })
         .await;
-        let Ok((turns, preparing)) = prepared else {
+        let Ok((turns, tool_sets, preparing)) = prepared else {
             self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        self.store_tool_sets(tool_sets).await;
         let prune = Prune {
             keep_turns: prune_turns.then_some(self.settings.max_turns),
             before_us: Some(
@@ -150,6 +158,60 @@ impl Writer {
         self.counters
             .writer_cpu_us
             .fetch_add(cpu_us, Ordering::Relaxed);
+    }
+}
+
+impl Writer {
+    /// Stores the tool sets not stored before, ahead of the spans that name them.
+    async fn store_tool_sets(&self, sets: BTreeMap<String, String>) {
+        let new: Vec<(String, String)> = {
+            let stored = crate::bot::lock(&self.stored_tool_sets);
+            sets.into_iter()
+                .filter(|(hash, _)| !stored.contains(hash))
+                .collect()
+        };
+        if new.is_empty() {
+            return;
+        }
+        let hashes: Vec<String> = new.iter().map(|(hash, _)| hash.clone()).collect();
+        match self.store.put_tool_sets(new).await {
+            Ok(()) => crate::bot::lock(&self.stored_tool_sets).extend(hashes),
+            Err(error) => {
+                self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%error, "cannot store the tool definitions of LLM calls");
+            }
+        }
+    }
+}
+
+/// Takes an LLM span's tool definitions out of its attributes, their strings redacted
+/// (not by key: a schema's property named `api_key` describes an argument, it holds no
+/// secret), and leaves the SHA-256 of their JSON text in their place. Returns the hash
+/// and the text.
+fn take_tool_set(span: &mut SpanRecord, redactor: &Redactor) -> Option<(String, String)> {
+    use sha2::Digest;
+    let mut definitions = span.attributes.remove(TOOL_DEFINITIONS)?;
+    redact_strings(&mut definitions, redactor);
+    let text = definitions.to_string();
+    let hash: String = sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    span.attributes
+        .insert(TOOLS_HASH.to_string(), Value::String(hash.clone()));
+    Some((hash, text))
+}
+
+fn redact_strings(value: &mut Value, redactor: &Redactor) {
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(clean) = redactor.redact_text(text) {
+                *text = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redactor)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_strings(v, redactor)),
+        _ => {}
     }
 }
 

@@ -32,6 +32,7 @@ mod changes;
 mod console;
 mod records;
 mod schema;
+mod tool_sets;
 mod traces;
 
 pub use changes::Change;

@@ -223,6 +223,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 13: SQLite moves traces to a file of their own; PostgreSQL has one database, and
     // its writers do not queue for one connection, so nothing changes here.
     "",
+    // 14: the tool definitions LLM calls offered, each distinct set once (on SQLite, the
+    // traces file's migration 2).
+    "CREATE TABLE trace_tool_sets (
+        hash TEXT PRIMARY KEY,
+        definitions TEXT NOT NULL,
+        created_us BIGINT NOT NULL
+    );",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
