@@ -22,6 +22,8 @@ pub mod net;
 pub mod redact;
 pub mod serve;
 pub mod sse;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod text;
 pub mod tool_filter;
 pub mod trace_context;

@@ -6,7 +6,7 @@ mod fake_llm;
 
 use std::time::Duration;
 
-use common::start_bot;
+use common::{start_bot, start_bot_on_llm};
 use fake_llm::Turn;
 use porthole::bot::tasks::RunAs;
 use porthole::bot::tools::ExecContext;
@@ -20,14 +20,7 @@ async fn openai_tool_call_round_trip_is_persisted() {
         Turn::Text(vec!["The answer ", "is 42."]),
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
-        ("LLM_MODEL", "fake-model"),
-    ])
-    .await;
+    let app = start_bot_on_llm(&llm.url(), &[]).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let reply = app
         .bot
@@ -380,15 +373,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_spares_the_conversation_of_a_running_turn() {
     let llm = fake_llm::start(vec![Turn::Slow(3000, vec!["slow ", "answer"])]).await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
-        ("LLM_MODEL", "fake-model"),
-        ("CONVERSATION_MAX_COUNT", "1"),
-    ])
-    .await;
+    let app = start_bot_on_llm(&llm.url(), &[("CONVERSATION_MAX_COUNT", "1")]).await;
     let store = app.bot.store.clone();
     let turn = tokio::spawn({
         let bot = app.bot.clone();

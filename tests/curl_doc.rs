@@ -278,12 +278,7 @@ async fn run_shell(
 
 #[tokio::test]
 async fn every_curl_example_answers_what_the_page_shows() {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: curl is not installed");
+    if !has_program("curl", "install curl (apt-get install curl)") {
         return;
     }
     let app = start_bot(&[]).await;

@@ -334,13 +334,7 @@ async fn send_message_with_a_model_times_out_cleanly() {
         Turn::Hang,
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("MCP_SEND_MESSAGE_TIMEOUT_SECS", "1"),
-    ])
-    .await;
+    let app = start_bot_on_llm(&llm.url(), &[("MCP_SEND_MESSAGE_TIMEOUT_SECS", "1")]).await;
     let r = call_tool(&app, "send_message", json!({"content": "hi"})).await;
     assert_eq!(structured(&r)["response"], "Hello from the fake model.");
     let id = structured(&r)["conversation_id"]
@@ -576,35 +570,9 @@ async fn no_secret_leaves_through_any_tool() {
 /// Toggling one of the bot's MCP servers changes its tools and tells clients, in both eras.
 #[tokio::test]
 async fn toggle_mcp_server_notifies_both_eras() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: python3 is not installed (needed for the stdio MCP fixture)");
+    let Some(app) = start_fixture_bot(&[]).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mcp_json = dir.path().join("mcp.json");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/stdio_mcp_server.py"
-    );
-    std::fs::write(
-        &mcp_json,
-        json!({"mcpServers": {"fixture": {"command": "python3", "args": [fixture]}}}).to_string(),
-    )
-    .unwrap();
-    let mcp_json = mcp_json.display().to_string();
-    let app = start_bot(&[("MCP_SERVERS_CONFIG", &mcp_json)]).await;
-    // Wait for the fixture's tools.
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while app.bot.tools.get("mcp.fixture__echo").is_none() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the fixture server connects");
+    };
     let r = call_tool(&app, "list_mcp_servers", json!({})).await;
     assert_eq!(structured(&r)["servers"][0]["state"], "connected");
     let r = call_tool(
@@ -616,21 +584,7 @@ async fn toggle_mcp_server_notifies_both_eras() {
     assert!(r.to_string().contains("hi"), "{r}");
 
     // A legacy session with its GET stream, and a modern listen stream.
-    let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let get = client()
-        .get(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    let listen = listen(&app, json!(77), json!({"toolsListChanged": true})).await;
-    let mut get_stream = get.bytes_stream();
-    let mut listen_stream = listen.bytes_stream();
-    // Let both streams open before the change.
-    let _ = tokio::time::timeout(Duration::from_secs(2), get_stream.next()).await;
-    let _ = tokio::time::timeout(Duration::from_secs(2), listen_stream.next()).await;
+    let (mut get_stream, mut listen_stream) = open_change_streams(&app, 77).await;
 
     let r = call_tool(
         &app,
@@ -644,25 +598,12 @@ async fn toggle_mcp_server_notifies_both_eras() {
         "its tools are gone"
     );
 
-    async fn wait_for(
-        stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-        needle: &str,
-    ) -> bool {
-        let mut seen = String::new();
-        read_sse_until(stream, &mut seen, |m| {
-            m.iter()
-                .any(|v| v.to_string().contains(needle))
-                .then_some(())
-        })
-        .await
-        .is_some()
-    }
     assert!(
-        wait_for(&mut get_stream, "notifications/tools/list_changed").await,
+        stream_announces(&mut get_stream, "notifications/tools/list_changed").await,
         "legacy GET stream"
     );
     assert!(
-        wait_for(&mut listen_stream, "notifications/tools/list_changed").await,
+        stream_announces(&mut listen_stream, "notifications/tools/list_changed").await,
         "modern listen stream"
     );
 
@@ -673,13 +614,7 @@ async fn toggle_mcp_server_notifies_both_eras() {
     )
     .await;
     assert!(!is_error(&r));
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while app.bot.tools.get("mcp.fixture__echo").is_none() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("tools come back");
+    wait_for_tool(&app, "mcp.fixture__echo", true).await;
     drop(get_stream);
     drop(listen_stream);
     app.shutdown().await;

@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const STREAMS: usize = 10_000;
@@ -111,42 +110,25 @@ async fn ten_thousand_idle_streams_stay_bounded_and_the_bot_keeps_serving() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs([
-            ("HOST", "127.0.0.1"),
-            ("PORT", "0"),
-            ("DATABASE_PATH", ":memory:"),
-            ("SCHEDULER_ENABLED", "false"),
-            ("MCP_SERVER_ENABLED", "true"),
+    let folder = |name: &str| dir.path().join(name).display().to_string();
+    let (workspace, tools, skills, mcp_json) = (
+        folder("workspace"),
+        folder("tools"),
+        folder("skills"),
+        folder("mcp.json"),
+    );
+    let (mut bot, lines) = spawn_porthole(
+        dir.path(),
+        &[
             ("MCP_SERVER_SECRET", TOKEN),
-            ("RUST_LOG", "info"),
-        ])
-        .env("WORKSPACE_DIR", dir.path().join("workspace"))
-        .env("USER_TOOLS_DIR", dir.path().join("tools"))
-        .env("SKILLS_DIR", dir.path().join("skills"))
-        .env("MCP_SERVERS_CONFIG", dir.path().join("mcp.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the porthole binary runs");
+            ("WORKSPACE_DIR", &workspace),
+            ("USER_TOOLS_DIR", &tools),
+            ("SKILLS_DIR", &skills),
+            ("MCP_SERVERS_CONFIG", &mcp_json),
+        ],
+    );
     let pid = bot.id().unwrap();
-    let mut lines = BufReader::new(bot.stdout.take().unwrap()).lines();
-    let port: u16 = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
-                return rest.trim().parse().unwrap();
-            }
-        }
-        panic!("the bot exited before listening");
-    })
-    .await
-    .expect("the bot starts listening");
-    // Keep draining its output so logging never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let port = listening_port(lines).await;
     let url = format!("http://127.0.0.1:{port}");
 
     // Warm up, so one-time allocations are not charged to the streams.

@@ -12,12 +12,6 @@ use common::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The reference server, installed by `scripts/interop.sh --install-only`.
-const EVERYTHING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/scripts/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-);
-
 fn structured(result: &Value) -> &Value {
     &result["structuredContent"]
 }
@@ -30,7 +24,7 @@ async fn start_everything_sse() -> (tokio::process::Child, u16) {
         .unwrap()
         .port();
     let mut child = tokio::process::Command::new("node")
-        .arg(EVERYTHING)
+        .arg(EVERYTHING_SERVER)
         .arg("sse")
         .env("PORT", port.to_string())
         .stdout(Stdio::null())
@@ -58,23 +52,9 @@ async fn server_status(app: &impl BotUrl) -> Value {
     structured(&r)["servers"][0].clone()
 }
 
-async fn wait_for_tool(app: &porthole::app::RunningApp, name: &str, present: bool) {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while app.bot.tools.get(name).is_some() != present {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{name} present={present}"));
-}
-
 #[tokio::test]
 async fn an_http_sse_server_is_namespaced_routed_counted_and_toggled() {
-    let node = std::process::Command::new("node").arg("--version").output();
-    if !node.is_ok_and(|o| o.status.success()) || !std::path::Path::new(EVERYTHING).exists() {
-        eprintln!(
-            "skipped: node or @modelcontextprotocol/server-everything is missing (run scripts/interop.sh --install-only)"
-        );
+    if !has_everything_server() {
         return;
     }
     let (mut everything, port) = start_everything_sse().await;

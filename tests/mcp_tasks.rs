@@ -25,15 +25,7 @@ async fn bot_with_llm(
     extra: &[(&str, &str)],
 ) -> (RunningApp, fake_llm::FakeLlm) {
     let llm = fake_llm::start(script).await;
-    let base = format!("{}/v1", llm.url());
-    let mut vars = vec![
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", base.as_str()),
-        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
-        ("LLM_MODEL", "fake-model"),
-    ];
-    vars.extend_from_slice(extra);
-    (start_bot(&vars).await, llm)
+    (start_bot_on_llm(&llm.url(), extra).await, llm)
 }
 
 /// A modern request that declares the extension.
@@ -214,17 +206,7 @@ async fn listeners_hear_about_their_tasks() {
             "io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}},
             "notifications": {"taskIds": [task_id, "not-a-task"]}}});
-    let response = client()
-        .post(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "subscriptions/listen")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = listen_request(&app, &body).await;
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
     let ack = read_sse_until(&mut stream, &mut seen, |messages| {
@@ -421,15 +403,7 @@ async fn a_task_cut_short_by_a_restart_reads_failed_with_the_reason() {
 async fn a_legacy_session_hears_its_task_status_on_its_get_stream() {
     let (app, _llm) = bot_with_llm(vec![Turn::Slow(500, vec!["streamed"])], &[]).await;
     let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let response = client()
-        .get(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
+    let response = legacy_get_stream(&app, &session).await;
     assert_eq!(response.status(), 200);
     let created = legacy(
         &app,

@@ -580,14 +580,7 @@ async fn subscriptions_listen_acknowledges_then_delivers_tool_changes() {
 async fn legacy_get_stream_receives_list_changed() {
     let app = start_bot(&[]).await;
     let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let response = client()
-        .get(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    let response = legacy_get_stream(&app, &session).await;
     assert_eq!(response.status(), 200);
     let mut stream = response.bytes_stream();
     // The priming event arrives first; then trigger a change.

@@ -10,7 +10,7 @@ mod fake_llm;
 
 use std::time::Duration;
 
-use common::{call_tool, start_bot};
+use common::{call_tool, start_bot_on_llm};
 use fake_llm::Turn;
 use serde_json::{Map, Value, json};
 
@@ -47,15 +47,14 @@ async fn a_traced_turn_is_read_back_from_phoenix() {
         Turn::Text(vec!["It is ", "42."]),
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", "sk-phoenix-test-0123456789abcdef"),
-        ("LLM_MODEL", "fake-model"),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix),
-        ("OTEL_SERVICE_NAME", &project),
-    ])
+    let app = start_bot_on_llm(
+        &llm.url(),
+        &[
+            ("LLM_API_KEY", "sk-phoenix-test-0123456789abcdef"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix),
+            ("OTEL_SERVICE_NAME", &project),
+        ],
+    )
     .await;
     let sent = call_tool(&app, "send_message", json!({"content": "what is 6*7?"})).await;
     let trace_id = sent["structuredContent"]["trace_id"]

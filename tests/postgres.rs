@@ -1,7 +1,7 @@
 //! The bot on PostgreSQL, with several replicas sharing one database: real bots over real
 //! HTTP, a real server. Runs when `PORTHOLE_TEST_DATABASE_URL` names a PostgreSQL
-//! database (`scripts/replicas.sh` starts one and sets it); without it every test here
-//! prints why it skipped and passes. The server restart is tested on its own in
+//! database (`.ci/run` and `scripts/replicas.sh` start one and set it); without it every
+//! test here prints why it skipped and passes, or fails under `PORTHOLE_REQUIRE_SERVICES=1`. The server restart is tested on its own in
 //! `postgres_restart.rs` (test binaries run one after another).
 //! Each test works in a fresh schema of its own, so they run at once without meeting.
 
@@ -42,7 +42,7 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
-    let Some(base) = test_database_url("replicas_share_conversations") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);
@@ -115,7 +115,7 @@ async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_legacy_session_minted_by_one_replica_works_on_another() {
-    let Some(base) = test_database_url("a_legacy_session_works_on_another_replica") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);
@@ -138,7 +138,7 @@ async fn a_legacy_session_minted_by_one_replica_works_on_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
-    let Some(base) = test_database_url("a_tool_toggled_is_announced_everywhere") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);
@@ -179,7 +179,7 @@ async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
-    let Some(base) = test_database_url("scheduled_runs_happen_once") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);
@@ -226,7 +226,7 @@ async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
 /// behind. The SQLite counterpart is in `trust_boundary.rs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_only_db_query_on_postgres_refuses_every_attack() {
-    let Some(base) = test_database_url("read_only_db_query_on_postgres") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);
@@ -297,11 +297,14 @@ async fn read_only_db_query_on_postgres_refuses_every_attack() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_database_password_never_shows() {
-    let Some(base) = test_database_url("the_database_password_never_shows") else {
+    let Some(base) = test_database_url() else {
         return;
     };
     let Some(password) = porthole::redact::url_password(&base) else {
-        eprintln!("the_database_password_never_shows: skipped, the URL has no password");
+        service_missing(
+            "a password in PORTHOLE_TEST_DATABASE_URL",
+            "use a URL with one (`.ci/run` and `scripts/replicas.sh` do)",
+        );
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);

@@ -1,8 +1,8 @@
 //! A PostgreSQL restart under a running bot: requests in flight may fail, with an
 //! error that says to retry; the pool reconnects by itself and later requests succeed.
 //! Needs `PORTHOLE_TEST_DATABASE_URL` and `PORTHOLE_TEST_PG_RESTART` (a shell command
-//! that restarts the server; `scripts/replicas.sh` sets both), otherwise skips saying
-//! why. A test binary of its own, so the restart cannot cut the other tests' work.
+//! that restarts the server; `.ci/run` and `scripts/replicas.sh` set both), otherwise
+//! skips saying why (fails under `PORTHOLE_REQUIRE_SERVICES=1`). A test binary of its own, so the restart cannot cut the other tests' work.
 
 mod common;
 
@@ -13,11 +13,14 @@ use serde_json::json;
 /// retry; the pool reconnects by itself and the next requests succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_restart_fails_only_requests_in_flight() {
-    let Some(base) = test_database_url("a_postgres_restart") else {
+    let Some(base) = test_database_url() else {
         return;
     };
-    let Ok(restart) = std::env::var("PORTHOLE_TEST_PG_RESTART") else {
-        eprintln!("a_postgres_restart: skipped, PORTHOLE_TEST_PG_RESTART is unset");
+    let Some(restart) = service_var(
+        "PORTHOLE_TEST_PG_RESTART",
+        "set it to a shell command that restarts that server (`.ci/run` and \
+         `scripts/replicas.sh` do)",
+    ) else {
         return;
     };
     let url = porthole::bot::store::fresh_schema_url(&base);

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
 use serde_json::{Value, json};
 
@@ -96,34 +94,9 @@ async fn run_tool_takes_the_seeds_tool_name_and_parameters() {
 /// The seed's form also reaches a namespaced tool of a connected MCP server.
 #[tokio::test]
 async fn run_tool_seed_form_reaches_a_namespaced_mcp_tool() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: python3 is not installed (needed for the stdio MCP fixture)");
+    let Some(app) = start_fixture_bot(&[]).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mcp_json = dir.path().join("mcp.json");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/stdio_mcp_server.py"
-    );
-    std::fs::write(
-        &mcp_json,
-        json!({"mcpServers": {"fixture": {"command": "python3", "args": [fixture]}}}).to_string(),
-    )
-    .unwrap();
-    let mcp_json = mcp_json.display().to_string();
-    let app = start_bot(&[("MCP_SERVERS_CONFIG", &mcp_json)]).await;
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while app.bot.tools.get("mcp.fixture__echo").is_none() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the fixture server connects");
+    };
     let r = call_tool(
         &app,
         "run_tool",

@@ -6,8 +6,6 @@
 mod common;
 mod fake_llm;
 
-use std::time::Duration;
-
 use common::*;
 use fake_llm::Turn;
 use serde_json::{Value, json};
@@ -63,43 +61,27 @@ async fn the_model_reports_status_and_tools_per_role() {
         .to_string(),
     )
     .unwrap();
-    let has_python = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok();
-    let mcp_json = dir.path().join("mcp.json");
-    if has_python {
-        let fixture = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/stdio_mcp_server.py"
-        );
-        std::fs::write(
-            &mcp_json,
-            json!({"mcpServers": {"fixture": {"command": "python3", "args": [fixture],
-                   "env": {"FIXTURE_SECRET": "do-not-show-this-value"}}}})
-            .to_string(),
-        )
-        .unwrap();
-    }
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", LLM_KEY),
-        ("LLM_MODEL", "fake-model"),
-        ("AGENT_MAX_STEPS", "5"),
-        ("USER_TOOLS_DIR", &tools_dir.display().to_string()),
-        ("MCP_SERVERS_CONFIG", &mcp_json.display().to_string()),
-    ])
+    let mcp_json = stdio_fixture_config(
+        dir.path(),
+        json!({"env": {"FIXTURE_SECRET": "do-not-show-this-value"}}),
+    );
+    let has_python = mcp_json.is_some();
+    let no_servers = dir.path().join("no-mcp.json").display().to_string();
+    let app = start_bot_on_llm(
+        &llm.url(),
+        &[
+            ("LLM_API_KEY", LLM_KEY),
+            ("AGENT_MAX_STEPS", "5"),
+            ("USER_TOOLS_DIR", &tools_dir.display().to_string()),
+            (
+                "MCP_SERVERS_CONFIG",
+                mcp_json.as_deref().unwrap_or(&no_servers),
+            ),
+        ],
+    )
     .await;
     if has_python {
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while app.bot.tools.get("mcp.fixture__echo").is_none() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await
-        .expect("the fixture server connects");
+        wait_for_tool(&app, "mcp.fixture__echo", true).await;
         let r = call_tool(
             &app,
             "run_tool",

@@ -1,35 +1,18 @@
 //! What the real `porthole` binary prints at start-up about `/mcp`: the `claude mcp
 //! add` line only when the endpoint can be used, and what to set when it cannot.
 
-use std::process::Stdio;
+mod common;
+
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use common::spawn_porthole;
 
 /// Starts the binary in an empty folder (no `.env`) with `env` on top of a minimal
 /// environment; returns its standard output up to the first blank line after the
 /// endpoint paragraph, and the port it listens on.
 async fn startup_output(env: &[(&str, &str)]) -> (String, u16) {
     let dir = tempfile::tempdir().unwrap();
-    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs([
-            ("HOST", "127.0.0.1"),
-            ("PORT", "0"),
-            ("DATABASE_PATH", ":memory:"),
-            ("SCHEDULER_ENABLED", "false"),
-            ("MCP_SERVER_ENABLED", "true"),
-            ("RUST_LOG", "info"),
-        ])
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the porthole binary runs");
-    let mut lines = BufReader::new(bot.stdout.take().unwrap()).lines();
+    let (mut bot, mut lines) = spawn_porthole(dir.path(), env);
     let mut seen = String::new();
     let mut port = 0;
     tokio::time::timeout(Duration::from_secs(20), async {

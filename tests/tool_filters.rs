@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::*;
 use fake_llm::Turn;
-use futures::StreamExt;
 use porthole::bot::tools::ExecContext;
 use serde_json::{Value, json};
 
@@ -27,21 +26,6 @@ async fn listed_names(app: &impl BotUrl) -> Vec<String> {
         .collect()
 }
 
-/// Whether an SSE stream brings `notifications/tools/list_changed` within 5 s.
-async fn announces_list_changed(
-    stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-) -> bool {
-    let mut seen = String::new();
-    read_sse_until(stream, &mut seen, |messages| {
-        messages
-            .iter()
-            .any(|m| m["method"] == "notifications/tools/list_changed")
-            .then_some(())
-    })
-    .await
-    .is_some()
-}
-
 #[tokio::test]
 async fn llm_tool_globs_trim_what_the_model_is_offered() {
     let llm = fake_llm::start(vec![
@@ -50,14 +34,13 @@ async fn llm_tool_globs_trim_what_the_model_is_offered() {
         Turn::Text(vec!["could not"]),
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_MODEL", "fake-model"),
-        ("LLM_TOOLS_INCLUDE", "calc*, current_time, get_bot_*"),
-        ("LLM_TOOLS_EXCLUDE", "current_*"),
-    ])
+    let app = start_bot_on_llm(
+        &llm.url(),
+        &[
+            ("LLM_TOOLS_INCLUDE", "calc*, current_time, get_bot_*"),
+            ("LLM_TOOLS_EXCLUDE", "current_*"),
+        ],
+    )
     .await;
     let r = call_tool(&app, "send_message", json!({"content": "hello"})).await;
     assert!(!is_error(&r), "{r}");
@@ -138,20 +121,7 @@ async fn toggle_tool_announces_in_both_eras_and_survives_a_restart() {
     assert!(offered(&app).contains(&"calculator".to_string()));
 
     // A legacy session's GET stream and a modern listen stream, both open.
-    let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let get = client()
-        .get(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    let listen = listen(&app, json!(5), json!({"toolsListChanged": true})).await;
-    let mut get_stream = get.bytes_stream();
-    let mut listen_stream = listen.bytes_stream();
-    let _ = tokio::time::timeout(Duration::from_secs(2), get_stream.next()).await;
-    let _ = tokio::time::timeout(Duration::from_secs(2), listen_stream.next()).await;
+    let (mut get_stream, mut listen_stream) = open_change_streams(&app, 5).await;
 
     let r = call_tool(
         &app,
@@ -163,11 +133,11 @@ async fn toggle_tool_announces_in_both_eras_and_survives_a_restart() {
     assert_eq!(structured(&r)["tool"]["enabled"], false);
     assert_eq!(structured(&r)["saved"], true);
     assert!(
-        announces_list_changed(&mut get_stream).await,
+        stream_announces(&mut get_stream, "notifications/tools/list_changed").await,
         "legacy GET stream"
     );
     assert!(
-        announces_list_changed(&mut listen_stream).await,
+        stream_announces(&mut listen_stream, "notifications/tools/list_changed").await,
         "modern listen stream"
     );
     assert!(!offered(&app).contains(&"calculator".to_string()));
@@ -216,27 +186,11 @@ async fn toggle_tool_announces_in_both_eras_and_survives_a_restart() {
 /// once the server's tools appear again.
 #[tokio::test]
 async fn a_disabled_mcp_tool_stays_disabled_across_reconnects_and_restarts() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: python3 is not installed (needed for the stdio MCP fixture)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("bot.db").display().to_string();
-    let mcp_json = dir.path().join("mcp.json");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/stdio_mcp_server.py"
-    );
-    std::fs::write(
-        &mcp_json,
-        json!({"mcpServers": {"fixture": {"command": "python3", "args": [fixture]}}}).to_string(),
-    )
-    .unwrap();
-    let mcp_json = mcp_json.display().to_string();
+    let Some(mcp_json) = stdio_fixture_config(dir.path(), json!({})) else {
+        return;
+    };
     let settings = [
         ("DATABASE_PATH", db.as_str()),
         ("MCP_SERVERS_CONFIG", mcp_json.as_str()),

@@ -5,7 +5,7 @@
 mod common;
 mod fake_llm;
 
-use common::{call_tool, start_bot};
+use common::{call_tool, start_bot_on_llm};
 use fake_llm::Turn;
 use serde_json::json;
 
@@ -18,14 +18,7 @@ async fn no_secret_reaches_a_stored_span_or_a_trace_tool() {
         Turn::Text(vec!["I will not repeat ", CANARY]),
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", CANARY),
-        ("LLM_MODEL", "fake-model"),
-    ])
-    .await;
+    let app = start_bot_on_llm(&llm.url(), &[("LLM_API_KEY", CANARY)]).await;
     let sent = call_tool(
         &app,
         "send_message",

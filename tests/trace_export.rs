@@ -13,7 +13,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
-use common::{call_tool, start_bot};
+use common::{call_tool, start_bot, start_bot_on_llm};
 use fake_llm::Turn;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
@@ -87,19 +87,18 @@ async fn spans_reach_the_collector_with_gen_ai_attributes_and_without_secrets() 
         Turn::Text(vec!["42"]),
     ])
     .await;
-    let base = format!("{}/v1", llm.url());
-    let app = start_bot(&[
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", &base),
-        ("LLM_API_KEY", CANARY),
-        ("LLM_MODEL", "fake-model"),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector_url),
-        (
-            "OTEL_EXPORTER_OTLP_HEADERS",
-            "x-collector-key=hdr-secret-0123456789",
-        ),
-        ("OTEL_SERVICE_NAME", "porthole-test"),
-    ])
+    let app = start_bot_on_llm(
+        &llm.url(),
+        &[
+            ("LLM_API_KEY", CANARY),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector_url),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-collector-key=hdr-secret-0123456789",
+            ),
+            ("OTEL_SERVICE_NAME", "porthole-test"),
+        ],
+    )
     .await;
     let sent = call_tool(
         &app,

@@ -4,7 +4,9 @@
 mod common;
 mod fake_llm;
 
-use common::{call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot};
+use common::{
+    call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot, start_bot_on_llm,
+};
 use fake_llm::{COMPLETION_TOKENS, PROMPT_TOKENS, Turn};
 use porthole::app::RunningApp;
 use porthole::bot::tasks::RunAs;
@@ -16,15 +18,7 @@ const CALLER_SPAN: &str = "00f067aa0ba902b7";
 
 async fn bot_with(script: Vec<Turn>, extra: &[(&str, &str)]) -> (RunningApp, fake_llm::FakeLlm) {
     let llm = fake_llm::start(script).await;
-    let base = format!("{}/v1", llm.url());
-    let mut vars = vec![
-        ("LLM_PROVIDER", "openai"),
-        ("LLM_BASE_URL", base.as_str()),
-        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
-        ("LLM_MODEL", "fake-model"),
-    ];
-    vars.extend_from_slice(extra);
-    (start_bot(&vars).await, llm)
+    (start_bot_on_llm(&llm.url(), extra).await, llm)
 }
 
 fn structured(result: &Value) -> &Value {

@@ -50,17 +50,9 @@ async fn api(
     )
 }
 
-fn has_python() -> bool {
-    std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[tokio::test]
 async fn the_web_api_does_no_more_than_a_chat_user_and_redacts_what_it_returns() {
     if !has_python() {
-        eprintln!("skipped: python3 is missing");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -432,7 +424,6 @@ async fn db_query_takes_the_design_spelling_and_redacts_secret_columns() {
 #[tokio::test]
 async fn user_tools_start_with_a_clean_environment_plus_their_own() {
     if !has_python() {
-        eprintln!("skipped: python3 is missing");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -585,15 +576,7 @@ async fn slow_headers_cannot_hold_the_bot_and_streams_outlive_the_header_timeout
     .await;
     // A stream opened before the attack, to be checked after it.
     let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let stream = client()
-        .get(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
+    let stream = legacy_get_stream(&app, &session).await;
     assert_eq!(stream.status(), 200);
     let mut events = stream.bytes_stream();
 

@@ -9,6 +9,11 @@ use porthole::app::{RunningApp, start};
 use porthole::config::Config;
 use serde_json::{Value, json};
 
+/// The skip-or-fail rule for missing services, shared with the unit tests.
+#[path = "../../src/test_support.rs"]
+mod test_support;
+pub use test_support::*;
+
 pub const TOKEN: &str = "test-secret-0123456789abcdef0123456789abcdef";
 pub const MODERN: &str = "2026-07-28";
 
@@ -46,19 +51,6 @@ pub async fn start_bot_with(extra: &[(&str, &str)], logging: porthole::app::Logg
     }
     let config = Config::from_map(&vars).expect("test config is valid");
     start(config, logging).await.expect("bot starts")
-}
-
-/// The test database's URL, or `None` after saying why the test skips.
-pub fn test_database_url(test: &str) -> Option<String> {
-    match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!(
-                "{test}: skipped, PORTHOLE_TEST_DATABASE_URL is unset (scripts/replicas.sh sets it)"
-            );
-            None
-        }
-    }
 }
 
 pub fn client() -> reqwest::Client {
@@ -297,6 +289,11 @@ pub async fn legacy(
 pub async fn listen(app: &RunningApp, id: Value, notifications: Value) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
         "params": {"_meta": modern_meta(), "notifications": notifications}});
+    listen_request(app, &body).await
+}
+
+/// Sends a `subscriptions/listen` request of the caller's own making (2026 headers).
+pub async fn listen_request(app: &RunningApp, body: &Value) -> reqwest::Response {
     client()
         .post(format!("{}/mcp", app.url()))
         .bearer_auth(TOKEN)
@@ -332,4 +329,161 @@ pub async fn read_sse_until<T>(
     .await
     .ok()
     .flatten()
+}
+
+/// The stdio MCP fixture (`tests/fixtures/stdio_mcp_server.py`) as the bot's one MCP
+/// server `fixture`, its entry merged with `extra` (for example `{"env": {…}}`): writes
+/// `mcp.json` into `dir` and returns its path; `None` when python3 is missing (see
+/// [`has_python`]).
+pub fn stdio_fixture_config(dir: &std::path::Path, extra: Value) -> Option<String> {
+    if !has_python() {
+        return None;
+    }
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stdio_mcp_server.py"
+    );
+    let mut entry = json!({"command": "python3", "args": [fixture]});
+    if let (Some(entry), Some(extra)) = (entry.as_object_mut(), extra.as_object()) {
+        entry.extend(extra.clone());
+    }
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"fixture": entry}}).to_string()).unwrap();
+    Some(path.display().to_string())
+}
+
+/// A bot (with `extra` settings) whose stdio fixture server has connected, its
+/// `mcp.fixture__echo` registered; `None` when python3 is missing.
+pub async fn start_fixture_bot(extra: &[(&str, &str)]) -> Option<RunningApp> {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let mcp_json = stdio_fixture_config(&dir, json!({}))?;
+    let mut vars = vec![("MCP_SERVERS_CONFIG", mcp_json.as_str())];
+    vars.extend_from_slice(extra);
+    let app = start_bot(&vars).await;
+    wait_for_tool(&app, "mcp.fixture__echo", true).await;
+    Some(app)
+}
+
+/// Waits (20 s at most) until the bot has the tool `name` (`present`) or has not: an MCP
+/// server's tools come and go as it connects and disconnects.
+pub async fn wait_for_tool(app: &RunningApp, name: &str, present: bool) {
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while app.bot.tools.get(name).is_some() != present {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{name} present={present}"));
+}
+
+/// The bot's model settings for the fake OpenAI-compatible server at `llm_url`
+/// (`tests/fake_llm`), then `extra` (which may override them).
+pub async fn start_bot_on_llm(llm_url: &str, extra: &[(&str, &str)]) -> RunningApp {
+    let base = format!("{llm_url}/v1");
+    let mut vars = vec![
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_API_KEY", "sk-test-key-0123456789abcdef"),
+        ("LLM_MODEL", "fake-model"),
+    ];
+    vars.extend_from_slice(extra);
+    start_bot(&vars).await
+}
+
+/// A byte stream of server-sent events, as `reqwest` reads it.
+pub trait SseStream: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {}
+impl<S: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin> SseStream for S {}
+
+/// Opens a legacy (2025-11-25) session's GET stream.
+pub async fn legacy_get_stream(app: &RunningApp, session: &str) -> reqwest::Response {
+    client()
+        .get(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Both streams a tools-list change is announced on, open and past their first event:
+/// a new legacy session's GET stream and a modern `subscriptions/listen` stream (request
+/// id `listen_id`) for `toolsListChanged`.
+pub async fn open_change_streams(
+    app: &RunningApp,
+    listen_id: u64,
+) -> (impl SseStream, impl SseStream) {
+    let session = legacy_session(app, "2025-11-25", json!({})).await;
+    let get = legacy_get_stream(app, &session).await;
+    let listen = listen(app, json!(listen_id), json!({"toolsListChanged": true})).await;
+    let mut get_stream = get.bytes_stream();
+    let mut listen_stream = listen.bytes_stream();
+    let first_event = std::time::Duration::from_secs(2);
+    let _ = tokio::time::timeout(first_event, futures::StreamExt::next(&mut get_stream)).await;
+    let _ = tokio::time::timeout(first_event, futures::StreamExt::next(&mut listen_stream)).await;
+    (get_stream, listen_stream)
+}
+
+/// Whether a notification with this `method` arrives on the stream within 5 s.
+pub async fn stream_announces(stream: &mut impl SseStream, method: &str) -> bool {
+    let mut seen = String::new();
+    read_sse_until(stream, &mut seen, |messages| {
+        messages.iter().any(|m| m["method"] == method).then_some(())
+    })
+    .await
+    .is_some()
+}
+
+/// The real `porthole` binary started in `dir` (which holds no `.env`) on a minimal
+/// environment: 127.0.0.1 on a free port, SQLite in memory, no scheduler, `/mcp` on,
+/// info logs, then `env`. Its standard output comes back as lines; its standard error
+/// is dropped; it is killed when dropped.
+pub fn spawn_porthole(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs([
+            ("HOST", "127.0.0.1"),
+            ("PORT", "0"),
+            ("DATABASE_PATH", ":memory:"),
+            ("SCHEDULER_ENABLED", "false"),
+            ("MCP_SERVER_ENABLED", "true"),
+            ("RUST_LOG", "info"),
+        ])
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the porthole binary runs");
+    let lines = tokio::io::BufReader::new(bot.stdout.take().unwrap()).lines();
+    (bot, lines)
+}
+
+/// The port a [`spawn_porthole`] bot says it listens on (20 s at most); afterwards its
+/// output is drained in the background, so logging never blocks on a full pipe.
+pub async fn listening_port(
+    mut lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> u16 {
+    let port = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
+                return rest.trim().parse().unwrap();
+            }
+        }
+        panic!("the bot exited before listening");
+    })
+    .await
+    .expect("the bot starts listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    port
 }

@@ -15,24 +15,18 @@ use serde_json::{Value, json};
 use super::{McpHost, McpServerStatus};
 use crate::bot::tools::{ExecContext, ToolError, ToolRunner};
 use crate::model::ToolSource;
+use crate::test_support::{EVERYTHING_SERVER, has_everything_server, has_python};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/stdio_mcp_server.py"
 );
 
-fn python_available() -> bool {
-    std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
-/// Returns from the test (printing why) when python3 is not installed.
+/// Returns from the test when python3 is missing (a failure under
+/// `PORTHOLE_REQUIRE_SERVICES=1`, see [`crate::test_support`]).
 macro_rules! require_python {
     () => {
-        if !python_available() {
-            eprintln!("skipping: python3 is not installed, so the stdio fixture cannot run");
+        if !has_python() {
             return;
         }
     };
@@ -880,23 +874,13 @@ async fn http_server_that_is_down_is_failed_and_retried() {
     setup.host.shutdown().await;
 }
 
-/// The reference "everything" server, installed by `scripts/interop.sh --install-only`.
-const EVERYTHING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/scripts/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-);
-
 #[tokio::test]
 async fn the_reference_everything_server_works_as_an_external_server() {
-    let node = std::process::Command::new("node").arg("--version").output();
-    if !node.is_ok_and(|o| o.status.success()) || !std::path::Path::new(EVERYTHING).exists() {
-        eprintln!(
-            "skipping: node or @modelcontextprotocol/server-everything is missing (run scripts/interop.sh --install-only)"
-        );
+    if !has_everything_server() {
         return;
     }
     let setup = start(
-        json!({"everything": {"command": "node", "args": [EVERYTHING, "stdio"], "timeoutMs": 15000}}),
+        json!({"everything": {"command": "node", "args": [EVERYTHING_SERVER, "stdio"], "timeoutMs": 15000}}),
     );
     connected(&setup, "everything").await;
     let tools = mcp_tools(&setup.runner, "everything");

@@ -379,10 +379,7 @@ mod tests {
     /// Migration 12 moves the spans stored before it into turn rows, as on SQLite.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn trace_spans_survive_the_migration_to_turn_rows() {
-        let Some(base) = std::env::var("PORTHOLE_TEST_DATABASE_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
+        let Some(base) = crate::test_support::test_database_url() else {
             return;
         };
         let url = super::super::fresh_schema_url(&base);
