@@ -69,13 +69,11 @@ trap 'exit 130' INT TERM
 # --- 1. PostgreSQL and nginx ----------------------------------------------------------------
 ensure_nginx_installed
 start_postgres "$TMP/pg"
-PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
-[ "$(id -u)" -eq 0 ] || PG_RESTART="$PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
 pass "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT, $("$NGINX" -v 2>&1 | sed 's#.*/##') installed"
 
 # --- 2. the store's tests against PostgreSQL -----------------------------------------------------
 log "store tests against PostgreSQL (cargo test)"
-export PORTHOLE_TEST_DATABASE_URL="$PG_URL" PORTHOLE_TEST_PG_RESTART="$PG_RESTART"
+export_test_database
 cargo test --lib store 2>&1 | tee "$OUT/store-tests.log" | grep -E '^test result' || true
 grep -q '^test result: ok' "$OUT/store-tests.log" || fail "cargo test --lib store (see $OUT/store-tests.log)"
 cargo test --test postgres --test postgres_restart 2>&1 | tee "$OUT/postgres-tests.log" | grep -E '^test result' || true

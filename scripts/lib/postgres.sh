@@ -1,10 +1,14 @@
-# Shared by the scripts that need a throwaway PostgreSQL server (replicas.sh, and the
-# benchmark): Debian's package installed when missing, a cluster in a temp dir on a free
-# loopback port, password authentication (so the password's redaction is exercised).
+# Shared by the scripts that need a throwaway PostgreSQL server (.ci/run for the tests,
+# replicas.sh, and the benchmark): Debian's package installed when missing, a cluster in
+# a temp dir on a free loopback port, password authentication (so the password's
+# redaction is exercised).
 # Source it after defining `log` and `die`.
 #
 # start_postgres DIR   initdb + start in DIR (as root, the postgres user must be able to
-#                      reach DIR); sets PG_PORT, PG_URL, PG_PASSWORD, PG_DIR, PG_BIN
+#                      reach DIR); sets PG_PORT, PG_URL, PG_PASSWORD, PG_DIR, PG_BIN and
+#                      PG_RESTART (a shell command that restarts it, as root too)
+# export_test_database exports what the PostgreSQL tests read: PORTHOLE_TEST_DATABASE_URL
+#                      and PORTHOLE_TEST_PG_RESTART (tests/postgres_restart.rs)
 # restart_postgres     pg_ctl restart -m fast (in-flight connections are cut)
 # stop_postgres        pg_ctl stop -m fast (idempotent)
 
@@ -73,7 +77,13 @@ CONF
   as_pg_owner "$PG_BIN/createdb" -h "$PG_DIR/socket" -p "$PG_PORT" -U porthole porthole \
     || die "cannot create the database"
   PG_URL="postgres://porthole:$PG_PASSWORD@127.0.0.1:$PG_PORT/porthole"
+  PG_RESTART="$PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/log/postgres.log -m fast -w -t 30 restart"
+  [ "$(id -u)" -eq 0 ] && PG_RESTART="runuser -u postgres -- $PG_RESTART"
   log "PostgreSQL on 127.0.0.1:$PG_PORT (data in $PG_DIR/data)"
+}
+
+export_test_database() {
+  export PORTHOLE_TEST_DATABASE_URL="$PG_URL" PORTHOLE_TEST_PG_RESTART="$PG_RESTART"
 }
 
 restart_postgres() {
