@@ -156,7 +156,7 @@ async fn build_mcp(
             ledger: Some(Arc::new(ledger)),
         })
         .tasks(task_config(bot))
-        .skills_dir(bot.config.skills_dir.clone())
+        .skills(bot.skills.clone())
         .redactor(bot.redactor.clone())
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))

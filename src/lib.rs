@@ -1,7 +1,7 @@
 //! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
 //!
 //! Layers (arrows point one way):
-//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, skills, web,
+//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, web,
 //!   and its client connections to other MCP servers. Knows nothing of its own endpoint.
 //! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and extensions.
 //! - [`logs`]: the bot's log captured (ring buffer, log file, journal in the store).
@@ -21,6 +21,7 @@ pub mod model;
 pub mod net;
 pub mod redact;
 pub mod serve;
+pub mod skills;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -1,6 +1,7 @@
 //! The Skills extension against the real bot over real HTTP: the bot's SKILLS_DIR served
 //! through `skills/list`, `skills/get`, `resources/read` and `resources/directory/read`,
-//! and `notifications/resources/list_changed` when the folder changes on disk.
+//! and `notifications/resources/list_changed` when the folder changes on disk; the
+//! bot's `list_skills` tool reads the same live view.
 
 mod common;
 
@@ -179,5 +180,62 @@ async fn a_change_in_the_skills_folder_is_announced_and_served() {
         list.result()["skills"][0]["frontmatter"]["name"],
         "summarise-logs"
     );
+    let tool = call_tool(&app, "list_skills", json!({})).await;
+    assert_eq!(
+        tool["structuredContent"]["skills"][0]["name"], "summarise-logs",
+        "list_skills reads the view /mcp refreshed: {tool}"
+    );
+    app.shutdown().await;
+}
+
+/// `list_skills` and `skills/list` read one folder the same way: a skill the strict
+/// reader refuses is in neither, and of two skills with one name the one in the first
+/// folder by folder name is in both.
+#[tokio::test]
+async fn list_skills_and_skills_list_agree_on_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |folder: &str, front_matter: &str| {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        std::fs::write(
+            dir.path().join(folder).join("SKILL.md"),
+            format!("---\n{front_matter}---\nBody.\n"),
+        )
+        .unwrap();
+    };
+    // Created out of order, so the file system's listing order is not the answer.
+    write("b-second", "name: twin\ndescription: the second twin\n");
+    write("a-first", "name: twin\ndescription: the first twin\n");
+    write("c-flow", "name: flow\ndescription: d\ntags: [a, b]\n");
+    write("d-good", "name: good\ndescription: a good skill\n");
+    let skills_dir = dir.path().display().to_string();
+    let app = start_bot(&[("SKILLS_DIR", &skills_dir)]).await;
+
+    let list = modern(&app, 1, "skills/list", json!({})).await;
+    let served: Vec<(String, String)> = list.result()["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let fields = &s["frontmatter"];
+            (
+                fields["name"].to_string(),
+                fields["description"].to_string(),
+            )
+        })
+        .collect();
+    let tool = call_tool(&app, "list_skills", json!({})).await;
+    let listed: Vec<(String, String)> = tool["structuredContent"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].to_string(), s["description"].to_string()))
+        .collect();
+    let expected = [
+        ("\"good\"", "\"a good skill\""),
+        ("\"twin\"", "\"the first twin\""),
+    ]
+    .map(|(n, d)| (n.to_string(), d.to_string()));
+    assert_eq!(served, expected, "{}", list.raw);
+    assert_eq!(listed, expected, "{tool}");
     app.shutdown().await;
 }

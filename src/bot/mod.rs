@@ -11,7 +11,6 @@ pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
 pub mod retention;
-pub mod skills;
 pub mod stats;
 pub mod store;
 pub mod tasks;
@@ -26,9 +25,9 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::redact::{Redactor, is_secret_key};
+use crate::skills::SkillFolder;
 use agents::{AgentRegistry, Supervisor, Workers};
 use llm::LlmProvider;
-use skills::Skill;
 use store::Store;
 use tasks::Tasks;
 use tools::ToolRunner;
@@ -181,7 +180,8 @@ pub struct Bot {
     pub agents: Arc<AgentRegistry>,
     pub supervisor: Arc<Supervisor>,
     pub tasks: Arc<Tasks>,
-    pub skills: Vec<Skill>,
+    /// The skills folder as last read; `/mcp` serves and refreshes the same view.
+    pub skills: Arc<SkillFolder>,
     pub web: web::WebState,
     /// Removes every secret the process knows from what leaves it (`/mcp`, `/api`, `/ws`).
     pub redactor: Arc<Redactor>,
@@ -294,7 +294,7 @@ impl Bot {
             tracer.clone(),
             config.replica_id.clone(),
         ));
-        let skills = load_skills(&config);
+        let skills = Arc::new(SkillFolder::load(config.skills_dir.clone()));
         retention::spawn_conversation_retention(store.clone(), config.conversations);
 
         Ok(Arc::new(Bot {
@@ -335,15 +335,4 @@ fn register_tools(
         "tools loaded"
     );
     Ok(())
-}
-
-/// The skills in the configured folder (broken ones are logged and skipped).
-fn load_skills(config: &Config) -> Vec<Skill> {
-    let report = skills::load_skills(&config.skills_dir);
-    tracing::info!(
-        loaded = report.skills.len(),
-        skipped = report.skipped.len(),
-        "skills loaded"
-    );
-    report.skills
 }

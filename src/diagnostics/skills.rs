@@ -26,7 +26,7 @@ impl DiagnosticTool for ListSkills {
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
         Ok(done(json!({
-            "skills": d.bot.skills,
+            "skills": d.bot.skills.summaries(),
             "skills_dir": d.bot.config.skills_dir.display().to_string(),
         })))
     }

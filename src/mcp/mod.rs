@@ -51,6 +51,7 @@ use axum::routing::{any, post};
 use sha2::Digest;
 
 pub use crate::redact::Redactor;
+pub use crate::skills::SkillFolder;
 pub use context::RequestContext;
 pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
@@ -250,8 +251,14 @@ impl McpServerBuilder {
 
     /// Serves the Agent Skills in `dir` (one folder per skill, each with a `SKILL.md`)
     /// through the Skills extension and as `skill://` resources.
-    pub fn skills_dir(mut self, dir: std::path::PathBuf) -> Self {
-        let catalog = Arc::new(SkillCatalog::load(dir));
+    pub fn skills_dir(self, dir: std::path::PathBuf) -> Self {
+        self.skills(Arc::new(SkillFolder::load(dir)))
+    }
+
+    /// Serves the skills of `folder`, a live view the application may share (the bot's
+    /// `list_skills` reads the same one).
+    pub fn skills(mut self, folder: Arc<SkillFolder>) -> Self {
+        let catalog = Arc::new(SkillCatalog::new(folder));
         self.resources.push(catalog.clone());
         self.skills = Some(catalog);
         self

@@ -475,5 +475,5 @@ async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiRes
 }
 
 async fn list_skills(State(bot): State<Arc<Bot>>) -> Json<Value> {
-    Json(json!({"skills": bot.skills}))
+    Json(json!({"skills": bot.skills.summaries()}))
 }

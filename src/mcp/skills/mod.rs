@@ -3,7 +3,8 @@
 //! (front matter verbatim plus a manifest of every file's size and SHA-256 digest) and
 //! `resources/directory/read` over each skill's folders.
 //!
-//! The [`SkillCatalog`] holds the latest scan of the folder. A watcher re-reads it when
+//! The [`SkillCatalog`] serves a [`SkillFolder`] (`crate::skills`: the one reader of
+//! skills, whose live view the bot's `list_skills` shares). A watcher re-reads it when
 //! the folder's fingerprint (paths, sizes, modification times) changes and announces
 //! `notifications/resources/list_changed`. It polls rather than subscribing to OS file
 //! events: one small `stat` walk every couple of seconds costs next to nothing, needs
@@ -13,11 +14,7 @@
 //! Only files listed in a manifest can be read, so nothing outside the skills folder
 //! (symbolic links are never followed) is reachable through a `skill://` URI.
 
-mod frontmatter;
-mod scan;
-
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -27,18 +24,14 @@ use super::context::RequestContext;
 use super::jsonrpc::RpcError;
 use super::resource::ResourceProvider;
 use super::tool::Outcome;
-use scan::SkillEntry;
+use crate::skills::{SkillEntry, SkillFolder};
 
 const SCHEME: &str = "skill://";
 const DIRECTORY_MIME: &str = "inode/directory";
 
-type Fingerprint = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
-
-/// The skills of one folder, as last read.
+/// The skills of one folder, served through the extension and as resources.
 pub struct SkillCatalog {
-    dir: PathBuf,
-    skills: RwLock<Arc<Vec<SkillEntry>>>,
-    fingerprint: Mutex<Fingerprint>,
+    folder: Arc<SkillFolder>,
 }
 
 fn mime_type(path: &str) -> &'static str {
@@ -84,43 +77,17 @@ fn unknown_skill(uri: &str) -> RpcError {
 }
 
 impl SkillCatalog {
-    /// Reads `dir` now (a missing folder has no skills).
-    pub fn load(dir: PathBuf) -> Self {
-        let skills = scan::scan(&dir);
-        let fingerprint = scan::fingerprint(&dir);
-        SkillCatalog {
-            dir,
-            skills: RwLock::new(Arc::new(skills)),
-            fingerprint: Mutex::new(fingerprint),
-        }
+    pub fn new(folder: Arc<SkillFolder>) -> Self {
+        SkillCatalog { folder }
     }
 
     fn snapshot(&self) -> Arc<Vec<SkillEntry>> {
-        self.skills
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.folder.snapshot()
     }
 
     /// Re-reads the folder if it changed since the last look; `true` when it did.
-    pub(crate) async fn refresh(self: &Arc<Self>) -> bool {
-        let catalog = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let now = scan::fingerprint(&catalog.dir);
-            let mut last = catalog
-                .fingerprint
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if *last == now {
-                return false;
-            }
-            *last = now;
-            let skills = Arc::new(scan::scan(&catalog.dir));
-            *catalog.skills.write().unwrap_or_else(|p| p.into_inner()) = skills;
-            true
-        })
-        .await
-        .unwrap_or(false)
+    pub(crate) async fn refresh(&self) -> bool {
+        self.folder.refresh().await
     }
 
     /// Every skill entry, for `skills/list`.

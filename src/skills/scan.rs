@@ -1,9 +1,12 @@
 //! Reading a skills folder: each direct subfolder with a `SKILL.md` is a skill; its
 //! files (not following symbolic links, skipping hidden names) are its manifest, each
 //! with its size and SHA-256 digest. Also the cheap fingerprint the watcher compares.
+//!
+//! Which skill wins when two folders give the same `name` does not depend on the order
+//! the file system lists them in: folders are read sorted by folder name, the first
+//! keeps the name and the others are skipped with a warning.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -34,26 +37,49 @@ pub struct SkillEntry {
     pub files: Vec<SkillFile>,
 }
 
-/// Every readable skill under `dir` (sorted by name); problems are logged and the skill
-/// skipped. A missing folder has no skills.
-pub fn scan(dir: &Path) -> Vec<SkillEntry> {
-    let mut skills: Vec<SkillEntry> = Vec::new();
+impl SkillEntry {
+    /// The front matter's `description`.
+    pub fn description(&self) -> &str {
+        self.frontmatter["description"].as_str().unwrap_or_default()
+    }
+
+    /// The skill's `SKILL.md`.
+    pub fn source(&self) -> PathBuf {
+        self.folder.join("SKILL.md")
+    }
+}
+
+/// What one reading of a skills folder found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// The readable skills, sorted by name.
+    pub skills: Vec<SkillEntry>,
+    /// How many folders with a `SKILL.md` were skipped (each logged with why).
+    pub skipped: usize,
+}
+
+/// Every readable skill under `dir`; problems are logged and the skill skipped. A
+/// missing folder has no skills.
+pub fn scan(dir: &Path) -> Scan {
+    let mut found = Scan::default();
     for folder in subfolders(dir) {
         if !folder.join("SKILL.md").is_file() {
             continue;
         }
         match read_skill(&folder) {
-            Ok(skill) if skills.iter().any(|s| s.name == skill.name) => {
-                tracing::warn!(target: "porthole::mcp::skills", folder = %folder.display(), name = %skill.name, "skipping a skill whose name another skill already has");
+            Ok(skill) if found.skills.iter().any(|s| s.name == skill.name) => {
+                found.skipped += 1;
+                tracing::warn!(target: "porthole::skills", folder = %folder.display(), name = %skill.name, "skipping a skill whose name a skill in an earlier folder (by folder name) already has");
             }
-            Ok(skill) => skills.push(skill),
+            Ok(skill) => found.skills.push(skill),
             Err(reason) => {
-                tracing::warn!(target: "porthole::mcp::skills", folder = %folder.display(), %reason, "skipping a skill");
+                found.skipped += 1;
+                tracing::warn!(target: "porthole::skills", folder = %folder.display(), %reason, "skipping a skill");
             }
         }
     }
-    skills.sort_by(|a, b| a.name.cmp(&b.name));
-    skills
+    found.skills.sort_by(|a, b| a.name.cmp(&b.name));
+    found
 }
 
 fn subfolders(dir: &Path) -> Vec<PathBuf> {
@@ -159,7 +185,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Paths, sizes and modification times of everything under `dir`: when this changes,
 /// the skills may have.
-pub fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
+pub fn fingerprint(dir: &Path) -> super::Fingerprint {
     let mut seen = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -199,7 +225,9 @@ mod tests {
         std::fs::write(skill.join(".hidden"), "x").unwrap();
         std::fs::create_dir_all(dir.path().join("broken")).unwrap();
         std::fs::write(dir.path().join("broken/SKILL.md"), "no front matter").unwrap();
-        let skills = scan(dir.path());
+        let found = scan(dir.path());
+        assert_eq!(found.skipped, 1);
+        let skills = found.skills;
         assert_eq!(skills.len(), 1);
         let files: Vec<&str> = skills[0]
             .files
@@ -213,5 +241,26 @@ mod tests {
         );
         assert_eq!(skills[0].files[1].size, 3);
         assert!(!fingerprint(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn of_two_skills_with_one_name_the_first_folder_by_name_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        for (folder, description) in [("b-second", "second"), ("a-first", "first")] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+            std::fs::write(
+                dir.path().join(folder).join("SKILL.md"),
+                format!("---\nname: twin\ndescription: {description}\n---\n"),
+            )
+            .unwrap();
+        }
+        let found = scan(dir.path());
+        assert_eq!(found.skipped, 1);
+        assert_eq!(found.skills.len(), 1);
+        assert_eq!(found.skills[0].description(), "first");
+        assert_eq!(
+            found.skills[0].source(),
+            dir.path().join("a-first/SKILL.md")
+        );
     }
 }
