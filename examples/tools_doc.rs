@@ -190,13 +190,13 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let task = app
         .bot
-        .tasks
+        .schedule
         .create(
             "heartbeat",
             "Checks the clock every hour",
             "0 * * * *",
             json!({"tool": "current_time"}),
-            porthole::bot::tasks::RunAs::User,
+            porthole::bot::schedule::RunAs::User,
         )
         .await?;
 

@@ -12,7 +12,7 @@
 //! | `headers` | fuzzed `Host`, `Origin`, `Authorization`, `Accept`, `Content-Type`, `Mcp-*` and `Last-Event-ID` values through the router | as `mcp_request`, plus: no 2xx without the token, a loopback `Host` and a loopback or absent `Origin` |
 //! | `jsonrpc` | bytes → `mcp::jsonrpc::parse_plain_request`, and bytes → JSON → `parse_message` (each member of a batch) | a body the plain-request path accepts is JSON that `parse_message` reads as the same request; an accepted message renders back to JSON that parses to the same message; a rejection is -32600/-32602 with a message, and any id it echoes is a string or an integer |
 //! | `session_id` | ids minted by `mcp::session::Sessions`, edited by the input | an id is found only if byte-identical to a live minted one, ended only if byte-identical to an ended one; unknown ids change nothing; `end` ends only minted ids |
-//! | `sse` | `sse::SseDecoder` | the same bytes in any chunking give the same events and leftover; the events re-encoded decode to the same events |
+//! | `sse` | `sse_decoder::SseDecoder` | the same bytes in any chunking give the same events and leftover; the events re-encoded decode to the same events |
 //! | `mcp_json` | `bot::mcp_client` config parser | every server entry is accepted or skipped with a reason, none lost; accepted entries render back to `mcp.json` that parses to the same; errors are one clear line |
 //! | `user_manifest` | `bot::tools::user` manifest loader | a refusal registers nothing (and leaves an existing tool alone); an accepted manifest registers exactly its tool and loads back the same from its canonical form; errors are one clear line |
 #![allow(dead_code)]
@@ -24,7 +24,7 @@ use std::time::Duration;
 use porthole::bot::tools::ToolRunner;
 use porthole::mcp::SessionConfig;
 use porthole::mcp::session::{Lookup, Sessions, short};
-use porthole::sse::{SseDecoder, SseEvent};
+use porthole::sse_decoder::{SseDecoder, SseEvent};
 use serde_json::{Map, Value, json};
 
 use crate::harness;

@@ -96,7 +96,7 @@ start_replica() {
   mkdir -p "$dir"
   start_bot "$BIN" "$OUT/replica-$n.log" "$dir" "$TOKEN" \
     PORT="$port" DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$n" SCHEDULER_ENABLED=true \
-    RUST_LOG=info,porthole::bot::tasks=debug
+    RUST_LOG=info,porthole::bot::schedule=debug
   REPLICA_PIDS[n]="$BOT_PID"
   REPLICA_PORTS[n]="$BOT_PORT"
 }

@@ -240,7 +240,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     let scheduler = bot
         .config
         .scheduler_enabled
-        .then(|| tokio::spawn(bot.tasks.clone().run_scheduler(shutdown_rx.clone())));
+        .then(|| tokio::spawn(bot.schedule.clone().run_scheduler(shutdown_rx.clone())));
     let server = tokio::spawn(serve(
         listener,
         router,

@@ -22,7 +22,7 @@ pub mod net;
 pub mod redact;
 pub mod serve;
 pub mod skills;
-pub mod sse;
+pub mod sse_decoder;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod text;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{start_bot, start_bot_on_llm};
 use fake_llm::Turn;
-use porthole::bot::tasks::RunAs;
+use porthole::bot::schedule::RunAs;
 use porthole::bot::tools::ExecContext;
 use porthole::model::Role;
 use serde_json::json;
@@ -302,7 +302,7 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
     );
     let task = app
         .bot
-        .tasks
+        .schedule
         .create(
             "tick",
             "calls current_time",
@@ -316,7 +316,7 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
     tokio::time::sleep(Duration::from_millis(4500)).await;
     let stats = app.bot.tools.get("current_time").unwrap().stats;
     assert_eq!(stats.invocations, 1, "ran exactly once");
-    let tasks = app.bot.tasks.list().await.unwrap();
+    let tasks = app.bot.schedule.list().await.unwrap();
     assert_eq!(tasks[0].status, "ok");
     assert!(tasks[0].last_run.is_some());
     assert!(
@@ -324,16 +324,21 @@ async fn scheduler_runs_a_due_task_once_and_run_now_works() {
         "next run moved on"
     );
 
-    let run = app.bot.tasks.run_now(task.id, RunAs::Admin).await.unwrap();
+    let run = app
+        .bot
+        .schedule
+        .run_now(task.id, RunAs::Admin)
+        .await
+        .unwrap();
     assert_eq!(run.status, "ok");
     assert_eq!(
         app.bot.tools.get("current_time").unwrap().stats.invocations,
         2
     );
-    assert!(app.bot.tasks.run_now(999, RunAs::Admin).await.is_err());
+    assert!(app.bot.schedule.run_now(999, RunAs::Admin).await.is_err());
     let bad = app
         .bot
-        .tasks
+        .schedule
         .create(
             "bad",
             "",

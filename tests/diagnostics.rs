@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use fake_llm::Turn;
 use futures::StreamExt;
-use porthole::bot::tasks::RunAs;
+use porthole::bot::schedule::RunAs;
 use serde_json::{Value, json};
 
 fn structured(result: &Value) -> &Value {
@@ -470,7 +470,7 @@ async fn tool_agent_task_and_skill_tools_reach_real_services() {
 
     let task = app
         .bot
-        .tasks
+        .schedule
         .create(
             "clock",
             "",

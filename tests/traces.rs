@@ -9,7 +9,7 @@ use common::{
 };
 use fake_llm::{COMPLETION_TOKENS, PROMPT_TOKENS, Turn};
 use porthole::app::RunningApp;
-use porthole::bot::tasks::RunAs;
+use porthole::bot::schedule::RunAs;
 use porthole::bot::tools::ExecContext;
 use serde_json::{Value, json};
 
@@ -390,7 +390,7 @@ async fn a_scheduled_task_is_a_trace_of_its_own() {
     let (app, _llm) = bot_with(vec![Turn::Text(vec!["done"])], &[]).await;
     let task = app
         .bot
-        .tasks
+        .schedule
         .create(
             "digest",
             "asks the model",
@@ -400,7 +400,12 @@ async fn a_scheduled_task_is_a_trace_of_its_own() {
         )
         .await
         .unwrap();
-    let run = app.bot.tasks.run_now(task.id, RunAs::Admin).await.unwrap();
+    let run = app
+        .bot
+        .schedule
+        .run_now(task.id, RunAs::Admin)
+        .await
+        .unwrap();
     assert_eq!(run.status, "ok");
     let listed = call_tool(&app, "list_traces", json!({"source": "task"})).await;
     let trace = &structured(&listed)["traces"][0];

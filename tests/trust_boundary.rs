@@ -139,10 +139,10 @@ async fn the_web_api_does_no_more_than_a_chat_user_and_redacts_what_it_returns()
     .await;
     let run = app
         .bot
-        .tasks
+        .schedule
         .run_now(
             prompt_task["id"].as_i64().unwrap(),
-            porthole::bot::tasks::RunAs::Admin,
+            porthole::bot::schedule::RunAs::Admin,
         )
         .await
         .unwrap();
@@ -180,13 +180,13 @@ async fn state_changing_api_routes_refuse_other_sites_and_form_bodies() {
     let app = start_bot(&[]).await;
     let task = app
         .bot
-        .tasks
+        .schedule
         .create(
             "clock",
             "",
             "0 0 * * *",
             json!({"tool": "current_time"}),
-            porthole::bot::tasks::RunAs::User,
+            porthole::bot::schedule::RunAs::User,
         )
         .await
         .unwrap();
@@ -229,7 +229,7 @@ async fn state_changing_api_routes_refuse_other_sites_and_form_bodies() {
     assert_eq!(r.status(), 415);
     let body = r.text().await.unwrap();
     assert!(body.contains("application/json"), "{body}");
-    let tasks = app.bot.tasks.list().await.unwrap();
+    let tasks = app.bot.schedule.list().await.unwrap();
     assert!(
         tasks[0].last_run.is_none(),
         "no refused request ran the task"

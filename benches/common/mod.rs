@@ -30,7 +30,7 @@ pub fn full_buffer() -> Arc<LogBuffer> {
                 }
                 6 => tracing::debug!(target: "porthole::bot::web", path = "/api/info", "request"),
                 7 => {
-                    tracing::info!(target: "porthole::bot::tasks", task = "nightly-digest", "scheduler checked due tasks")
+                    tracing::info!(target: "porthole::bot::schedule", task = "nightly-digest", "scheduler checked due tasks")
                 }
                 8 => tracing::warn!(target: "porthole::bot::mcp_client", server = "filesystem",
                     "MCP server answered slowly; retrying the tools/list request once"),

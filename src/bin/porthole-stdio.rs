@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
-use porthole::sse::SseDecoder;
+use porthole::sse_decoder::SseDecoder;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

@@ -11,9 +11,9 @@ pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
 pub mod retention;
+pub mod schedule;
 pub mod stats;
 pub mod store;
-pub mod tasks;
 pub mod tools;
 pub mod trace;
 pub mod web;
@@ -28,8 +28,8 @@ use crate::redact::{Redactor, is_secret_key};
 use crate::skills::SkillFolder;
 use agents::{AgentRegistry, Supervisor, Workers};
 use llm::LlmProvider;
+use schedule::Scheduler;
 use store::Store;
-use tasks::Tasks;
 use tools::ToolRunner;
 use trace::Tracer;
 
@@ -179,7 +179,8 @@ pub struct Bot {
     pub mcp_host: Arc<mcp_client::McpHost>,
     pub agents: Arc<AgentRegistry>,
     pub supervisor: Arc<Supervisor>,
-    pub tasks: Arc<Tasks>,
+    /// The scheduled tasks (the `tasks` table) and their scheduler.
+    pub schedule: Arc<Scheduler>,
     /// The skills folder as last read; `/mcp` serves and refreshes the same view.
     pub skills: Arc<SkillFolder>,
     pub web: web::WebState,
@@ -287,7 +288,7 @@ impl Bot {
         let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
         let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
         let tracer = start_tracer(&config, &store, &redactor);
-        let tasks = Arc::new(Tasks::new(
+        let schedule = Arc::new(Scheduler::new(
             store.clone(),
             supervisor.clone(),
             tools.clone(),
@@ -307,7 +308,7 @@ impl Bot {
             mcp_host,
             agents,
             supervisor,
-            tasks,
+            schedule,
             skills,
             web: web::WebState::new(web_log_sink, config.web_console_forwarding),
             config,

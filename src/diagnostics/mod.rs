@@ -36,9 +36,9 @@ mod mcp_servers;
 mod mcp_task_store;
 mod prompts;
 mod resources;
+mod schedule;
 mod session_ledger;
 mod skills;
-mod tasks;
 mod tools;
 mod trace_prompts;
 mod trace_view;
@@ -140,8 +140,8 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
         adapt(d, agents::GetAgentState),
         adapt(d, mcp_servers::ListMcpServers),
         adapt(d, mcp_servers::ToggleMcpServer),
-        adapt(d, tasks::ListTasks),
-        adapt(d, tasks::RunTask),
+        adapt(d, schedule::ListTasks),
+        adapt(d, schedule::RunTask),
         adapt(d, skills::ListSkills),
         adapt(d, config::GetConfig),
         adapt(d, interaction::SendMessage),

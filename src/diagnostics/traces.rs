@@ -205,7 +205,7 @@ impl DiagnosticTool for LastError {
             Ok(span) => span,
             Err(e) => return Ok(store_failed(e)),
         };
-        let tasks = bot.tasks.list().await.unwrap_or_default();
+        let tasks = bot.schedule.list().await.unwrap_or_default();
         let task = tasks
             .iter()
             .filter(|t| t.status == "error")

@@ -9,7 +9,7 @@
 mod anthropic;
 mod offline;
 mod openai;
-mod sse;
+mod sse_reader;
 mod streamed;
 
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::{
     ChatRequest, ChatResponse, Endpoint, LlmError, LlmProvider, TokenSink, ToolNames, Usage,
-    parse_arguments, sse,
+    parse_arguments, sse_reader,
 };
 use crate::model::ToolCall;
 
@@ -79,7 +79,7 @@ impl<F: WireFormat> LlmProvider for F {
         body.extend(self.content(request, &names));
         let response = self.post(&Value::Object(body)).await?;
         let mut reply = StreamedReply::new(on_token);
-        sse::for_each_event(response, self.endpoint().timeout_secs, |data| {
+        sse_reader::for_each_event(response, self.endpoint().timeout_secs, |data| {
             self.on_event(data, &mut reply)
         })
         .await?;

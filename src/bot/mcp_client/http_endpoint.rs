@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use super::events::{ConnEvent, handle_notification, shorten};
 use super::http_client::transport_error;
 use super::jsonrpc::{self, CallError, Incoming, MODERN_VERSION};
-use crate::sse::SseDecoder;
+use crate::sse_decoder::SseDecoder;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";

@@ -23,7 +23,7 @@ use super::http_client::{http_setup, redacted, transport_error};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
 use super::stream_requests::{SendMessage, StreamRequests};
-use crate::sse::SseDecoder;
+use crate::sse_decoder::SseDecoder;
 
 /// Where messages go, and how.
 #[derive(Clone)]

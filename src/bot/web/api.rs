@@ -17,8 +17,8 @@ use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::bot::Bot;
 use crate::bot::agents::AgentError;
+use crate::bot::schedule::{RunAs, ScheduleError};
 use crate::bot::store::{MessageQuery, SpanQuery, StoreError};
-use crate::bot::tasks::{RunAs, TaskError};
 use crate::bot::tools::{ExecContext, USER_ROLE};
 
 /// Largest request body `/api` accepts.
@@ -104,14 +104,14 @@ impl From<AgentError> for ApiError {
     }
 }
 
-impl From<TaskError> for ApiError {
-    fn from(e: TaskError) -> Self {
+impl From<ScheduleError> for ApiError {
+    fn from(e: ScheduleError) -> Self {
         match e {
-            TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
-            TaskError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            TaskError::NeedsAdmin(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
-            TaskError::TooMany(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            TaskError::Store(s) => s.into(),
+            ScheduleError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            ScheduleError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            ScheduleError::NeedsAdmin(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
+            ScheduleError::TooMany(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            ScheduleError::Store(s) => s.into(),
             other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
         }
     }
@@ -427,7 +427,7 @@ async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
 }
 
 async fn list_tasks(State(bot): State<Arc<Bot>>) -> ApiResult {
-    Ok(Json(json!({"tasks": bot.tasks.list().await?})))
+    Ok(Json(json!({"tasks": bot.schedule.list().await?})))
 }
 
 #[derive(Deserialize)]
@@ -452,7 +452,7 @@ async fn create_task(
         ));
     }
     let task = bot
-        .tasks
+        .schedule
         .create(
             &body.name,
             &body.description,
@@ -471,7 +471,7 @@ async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiRes
             format!("task id `{id}` is not a number"),
         )
     })?;
-    Ok(Json(json!(bot.tasks.run_now(id, RunAs::User).await?)))
+    Ok(Json(json!(bot.schedule.run_now(id, RunAs::User).await?)))
 }
 
 async fn list_skills(State(bot): State<Arc<Bot>>) -> Json<Value> {

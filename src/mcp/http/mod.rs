@@ -14,7 +14,7 @@
 //!
 //! Files: this one takes the `POST` and routes it; `legacy.rs` and `modern.rs` serve
 //! each era, `listen.rs` the `subscriptions/listen` stream, `streams.rs` `GET` and
-//! `DELETE`, `headers.rs` the header checks, `reply.rs` and `sse.rs` the answers.
+//! `DELETE`, `headers.rs` the header checks, `reply.rs` and `sse_response.rs` the answers.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -50,7 +50,7 @@ mod legacy;
 mod listen;
 mod modern;
 mod reply;
-mod sse;
+mod sse_response;
 mod streams;
 
 use headers::*;
@@ -58,7 +58,7 @@ use legacy::*;
 use listen::*;
 use modern::*;
 use reply::*;
-use sse::*;
+use sse_response::*;
 pub(crate) use streams::{handle_delete, handle_get};
 
 /// What the transport allows a request, and how it keeps idle streams alive.

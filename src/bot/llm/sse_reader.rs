@@ -4,7 +4,7 @@
 use futures::StreamExt;
 
 use super::LlmError;
-use crate::sse::SseDecoder;
+use crate::sse_decoder::SseDecoder;
 
 /// Calls `on_event` with each non-empty event's data until the stream ends or
 /// `on_event` returns false.

@@ -1,6 +1,6 @@
 //! Scheduled tasks: stored in the database with a cron schedule and an action (a prompt
 //! for the supervisor, or a direct tool call), run by a scheduler loop when due, or at
-//! once with [`Tasks::run_now`].
+//! once with [`Scheduler::run_now`].
 //!
 //! Schedules are cron expressions with 5 fields (`min hour day month weekday`) or 6–7
 //! with seconds first; times are UTC. A task never runs twice at once: starting a run
@@ -65,7 +65,7 @@ pub const MAX_TASKS: usize = 1000;
 /// What a task does when it runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum TaskAction {
+pub enum JobAction {
     /// Sends `prompt` to the supervisor as a user message in its own conversation.
     Prompt { prompt: String },
     /// Calls a tool directly.
@@ -77,7 +77,7 @@ pub enum TaskAction {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum TaskError {
+pub enum ScheduleError {
     #[error(
         "invalid cron schedule `{schedule}`: {reason}; use 5 fields `min hour day month weekday` (e.g. `*/5 * * * *`) or 6 with seconds first"
     )]
@@ -99,14 +99,14 @@ pub enum TaskError {
 }
 
 /// Parses a cron expression, accepting the common 5-field form.
-pub fn parse_schedule(schedule: &str) -> Result<cron::Schedule, TaskError> {
+pub fn parse_schedule(schedule: &str) -> Result<cron::Schedule, ScheduleError> {
     let fields = schedule.split_whitespace().count();
     let full = if fields == 5 {
         format!("0 {schedule}")
     } else {
         schedule.to_string()
     };
-    cron::Schedule::from_str(&full).map_err(|e| TaskError::InvalidSchedule {
+    cron::Schedule::from_str(&full).map_err(|e| ScheduleError::InvalidSchedule {
         schedule: schedule.to_string(),
         reason: e.to_string(),
     })
@@ -122,7 +122,7 @@ fn next_run(schedule: &str) -> Option<String> {
 
 /// The outcome of one run.
 #[derive(Debug, Clone, Serialize)]
-pub struct TaskRun {
+pub struct JobRun {
     pub task_id: i64,
     pub status: String,
     pub result: String,
@@ -135,7 +135,7 @@ fn lease_until_ms() -> i64 {
     Utc::now().timestamp_millis() + RUN_LEASE.as_millis() as i64
 }
 
-pub struct Tasks {
+pub struct Scheduler {
     store: Store,
     supervisor: Arc<Supervisor>,
     runner: Arc<ToolRunner>,
@@ -144,7 +144,7 @@ pub struct Tasks {
     replica: String,
 }
 
-impl Tasks {
+impl Scheduler {
     pub fn new(
         store: Store,
         supervisor: Arc<Supervisor>,
@@ -152,7 +152,7 @@ impl Tasks {
         tracer: Arc<Tracer>,
         replica: String,
     ) -> Self {
-        Tasks {
+        Scheduler {
             store,
             supervisor,
             runner,
@@ -170,15 +170,15 @@ impl Tasks {
         schedule: &str,
         action: Value,
         run_as: RunAs,
-    ) -> Result<Task, TaskError> {
+    ) -> Result<Task, ScheduleError> {
         parse_schedule(schedule)?;
         let existing = self.store.count_tasks().await?;
         if existing >= MAX_TASKS {
-            return Err(TaskError::TooMany(existing));
+            return Err(ScheduleError::TooMany(existing));
         }
-        let parsed = serde_json::from_value::<TaskAction>(action.clone())
-            .map_err(|e| TaskError::InvalidAction(e.to_string()))?;
-        if let TaskAction::Tool { tool, .. } = &parsed {
+        let parsed = serde_json::from_value::<JobAction>(action.clone())
+            .map_err(|e| ScheduleError::InvalidAction(e.to_string()))?;
+        if let JobAction::Tool { tool, .. } = &parsed {
             let ctx = run_as.context();
             if !self
                 .runner
@@ -186,7 +186,7 @@ impl Tasks {
                 .iter()
                 .any(|t| &t.def.name == tool)
             {
-                return Err(TaskError::InvalidAction(format!(
+                return Err(ScheduleError::InvalidAction(format!(
                     "`{tool}` is not a tool a {} may call (GET /api/tools lists those)",
                     run_as.as_str()
                 )));
@@ -205,34 +205,34 @@ impl Tasks {
             .await?)
     }
 
-    pub async fn list(&self) -> Result<Vec<Task>, TaskError> {
+    pub async fn list(&self) -> Result<Vec<Task>, ScheduleError> {
         Ok(self.store.list_tasks().await?)
     }
 
     /// Runs a task now, whatever its schedule, and records the result. `caller` is the
     /// most the one asking may do: a task with more rights than that is refused.
-    pub async fn run_now(&self, id: i64, caller: RunAs) -> Result<TaskRun, TaskError> {
+    pub async fn run_now(&self, id: i64, caller: RunAs) -> Result<JobRun, ScheduleError> {
         let task = self
             .store
             .get_task(id)
             .await?
-            .ok_or(TaskError::NotFound(id))?;
+            .ok_or(ScheduleError::NotFound(id))?;
         if caller == RunAs::User && RunAs::parse(&task.run_as) == RunAs::Admin {
-            return Err(TaskError::NeedsAdmin(id));
+            return Err(ScheduleError::NeedsAdmin(id));
         }
         if !self
             .store
             .mark_task_running(id, &self.replica, lease_until_ms())
             .await?
         {
-            return Err(TaskError::AlreadyRunning(id));
+            return Err(ScheduleError::AlreadyRunning(id));
         }
         self.run_claimed(&task).await
     }
 
     /// Runs a task this replica has claimed, renewing the claim while it runs, and
     /// records the result.
-    async fn run_claimed(&self, task: &Task) -> Result<TaskRun, TaskError> {
+    async fn run_claimed(&self, task: &Task) -> Result<JobRun, ScheduleError> {
         let id = task.id;
         tracing::info!(task = %task.name, id, replica = %self.replica, "running task");
         let renewal = {
@@ -265,7 +265,7 @@ impl Tasks {
             .finish_task_run(id, &self.replica, status, &result, next_run(&task.schedule))
             .await?;
         tracing::info!(task = %task.name, id, status, "task finished");
-        Ok(TaskRun {
+        Ok(JobRun {
             task_id: id,
             status: status.to_string(),
             result,
@@ -273,13 +273,13 @@ impl Tasks {
     }
 
     async fn execute(&self, task: &Task) -> Result<String, String> {
-        let action: TaskAction = serde_json::from_value(task.action.clone())
+        let action: JobAction = serde_json::from_value(task.action.clone())
             .map_err(|e| format!("the stored action is invalid: {e}"))?;
         let mut ctx = RunAs::parse(&task.run_as).context();
         ctx.correlation_id = format!("task-{}-{}", task.id, ctx.correlation_id);
         ctx.trace = self.tracer.root("task", None);
         match action {
-            TaskAction::Prompt { prompt } => {
+            JobAction::Prompt { prompt } => {
                 let reply = self
                     .supervisor
                     .send(None, &prompt, &ctx, None)
@@ -290,7 +290,7 @@ impl Tasks {
                     None => Ok(reply.response),
                 }
             }
-            TaskAction::Tool { tool, arguments } => self
+            JobAction::Tool { tool, arguments } => self
                 .runner
                 .call(&tool, arguments, &ctx)
                 .await
@@ -372,17 +372,17 @@ mod tests {
 
     #[test]
     fn actions_parse_both_forms() {
-        let prompt: TaskAction =
+        let prompt: JobAction =
             serde_json::from_value(serde_json::json!({"prompt": "hi"})).unwrap();
         assert_eq!(
             prompt,
-            TaskAction::Prompt {
+            JobAction::Prompt {
                 prompt: "hi".into()
             }
         );
-        let tool: TaskAction =
+        let tool: JobAction =
             serde_json::from_value(serde_json::json!({"tool": "current_time"})).unwrap();
-        assert!(matches!(tool, TaskAction::Tool { .. }));
-        assert!(serde_json::from_value::<TaskAction>(serde_json::json!({"nope": 1})).is_err());
+        assert!(matches!(tool, JobAction::Tool { .. }));
+        assert!(serde_json::from_value::<JobAction>(serde_json::json!({"nope": 1})).is_err());
     }
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done, failed};
-use crate::bot::tasks::RunAs;
+use crate::bot::schedule::RunAs;
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 
 pub(super) struct ListTasks;
@@ -29,7 +29,7 @@ impl DiagnosticTool for ListTasks {
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
-        match d.bot.tasks.list().await {
+        match d.bot.schedule.list().await {
             Ok(tasks) => Ok(done(json!({"tasks": tasks}))),
             Err(e) => Ok(failed(e.to_string())),
         }
@@ -71,7 +71,7 @@ impl DiagnosticTool for RunTask {
 
     async fn run(&self, d: &Diagnostics, args: RunTaskArgs, ctx: &RequestContext) -> Answer {
         ctx.progress(0.0, Some(1.0), Some("task started"));
-        let run = d.bot.tasks.run_now(args.id, RunAs::Admin).await;
+        let run = d.bot.schedule.run_now(args.id, RunAs::Admin).await;
         ctx.progress(1.0, Some(1.0), Some("task finished"));
         match run {
             Ok(run) => Ok(done(json!(run))),
