@@ -59,14 +59,14 @@ command -v wrk >/dev/null || {
 }
 ensure_nginx_installed
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  log "cargo build --release --bin porthole --example store_latency"
-  cargo build --release --bin porthole --example store_latency 2>&1 | tail -n 1
+  log "cargo build --profile bench-release --bin porthole --example store_latency"
+  cargo build --profile bench-release --bin porthole --example store_latency 2>&1 | tail -n 1
 fi
 start_postgres "$TMP/pg"
 
 # --- 1. the store, per operation --------------------------------------------------------------
 log "store latency: SQLite vs PostgreSQL"
-PORTHOLE_TEST_DATABASE_URL="$PG_URL" target/release/examples/store_latency | tee "$OUT/store-latency.md"
+PORTHOLE_TEST_DATABASE_URL="$PG_URL" target/bench-release/examples/store_latency | tee "$OUT/store-latency.md"
 
 # --- 2. through nginx, 1 vs 3 replicas -------------------------------------------------------------
 python3 scripts/replicas/fake_openai.py "$TMP/llm-port" </dev/null &
@@ -96,7 +96,7 @@ for n in 1 3; do
   ports=()
   for i in $(seq 1 "$n"); do
     mkdir -p "$TMP/r$n-$i"
-    start_bot target/release/porthole "$OUT/replica-$n-$i.log" "$TMP/r$n-$i" "$TOKEN" \
+    start_bot target/bench-release/porthole "$OUT/replica-$n-$i.log" "$TMP/r$n-$i" "$TOKEN" \
       DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$i" RUST_LOG=warn,porthole::app=info \
       LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_MODEL=fake
     PIDS+=("$BOT_PID")

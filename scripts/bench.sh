@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Porthole's /mcp under load, against a bare axum ceiling measured in the same run.
 #
-#   scripts/bench.sh                 build release, run the sweep, print the verdict
+#   scripts/bench.sh                 build (profile bench-release), run the sweep, print the verdict
 #   scripts/bench.sh --api-info      also: GET /api/info with MCP off vs on (c=16)
 #   scripts/bench.sh --api-info-only only that comparison
 #   scripts/bench.sh --peers         also: rmcp, the official Rust SDK (scripts/peers/rmcp,
@@ -11,8 +11,9 @@
 #                                    scripts/peers/python); all answer the bot's result
 #
 # What it does (docs/performance.md has the figures and how to read them):
-#   1. cargo build --release --bin porthole --example bare_axum (the release profile in
-#      Cargo.toml: fat LTO, one codegen unit; both use mimalloc);
+#   1. cargo build --profile bench-release --bin porthole --example bare_axum (the
+#      profile in Cargo.toml kept for figures: fat LTO, one codegen unit; both use
+#      mimalloc; the Rust peer is built in a profile of the same settings);
 #   2. starts Porthole (MCP on, bearer auth on, PORT=0, DATABASE_PATH=:memory:,
 #      SCHEDULER_ENABLED=false, RUST_LOG=warn) and the ceiling (examples/bare_axum.rs:
 #      parses the same JSON-RPC body and answers the very result Porthole answered,
@@ -70,14 +71,14 @@ command -v taskset >/dev/null || { echo "taskset (util-linux) is required" >&2; 
 
 # ---- build --------------------------------------------------------------------------
 if [[ -z "${SKIP_BUILD:-}" ]]; then
-  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole --example bare_axum)
+  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --profile bench-release --bin porthole --example bare_axum)
 fi
-PORTHOLE="$TARGET_DIR/release/porthole"
-CEILING="$TARGET_DIR/release/examples/bare_axum"
-RMCP="$TARGET_DIR/peers/release/rmcp-peer"
+PORTHOLE="$TARGET_DIR/bench-release/porthole"
+CEILING="$TARGET_DIR/bench-release/examples/bare_axum"
+RMCP="$TARGET_DIR/peers/bench-release/rmcp-peer"
 RMCP_VERSION=$(grep -o 'rmcp = { version = "=[0-9.]*' "$ROOT/scripts/peers/rmcp/Cargo.toml" | grep -o '[0-9.]*$')
 if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
-  (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --release)
+  (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --profile bench-release)
 fi
 
 # ---- servers ------------------------------------------------------------------------

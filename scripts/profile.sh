@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Where a `tools/call` spends its CPU: a call-graph profile of the release bot (or of the
+# Where a `tools/call` spends its CPU: a call-graph profile of the bench-release bot (or of the
 # ceiling) under wrk, and a breakdown of the samples by function.
 #
 #   scripts/profile.sh                 the modern stateless request
 #   KIND=legacy scripts/profile.sh     the 2025-11-25 request inside one session
 #   KIND=ceiling scripts/profile.sh    examples/bare_axum.rs answering the bot's result
 #
-# It builds the release binaries (SKIP_BUILD=1 to reuse them), starts the server as
+# It builds the bench-release binaries (SKIP_BUILD=1 to reuse them), starts the server as
 # scripts/bench.sh does (pinned to SERVER_CPU, wrk on CLIENT_CPU, c=16), records
 # `perf record --call-graph dwarf` for SECS seconds once the load runs, and prints
 # scripts/bench/breakdown.py's split for FRAMES. DWARF unwinding works on the LTO binary
@@ -37,9 +37,9 @@ OUT_DIR=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$OUT_DIR"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
-  (cd "$ROOT" && $CARGO build --release --bin porthole --example bare_axum)
+  (cd "$ROOT" && $CARGO build --profile bench-release --bin porthole --example bare_axum)
 fi
-PORTHOLE="$ROOT/target/release/porthole"
+PORTHOLE="$ROOT/target/bench-release/porthole"
 
 start_porthole main true
 URL="http://127.0.0.1:$PORT_main/mcp"
@@ -48,7 +48,7 @@ SESSION=""
 [[ $KIND == legacy ]] && SESSION=$(open_session "$URL")
 if [[ $KIND == ceiling ]]; then
   save_bot_result "$URL" "$TOOL" "$WORK/result.json"
-  start_ceiling "$ROOT/target/release/examples/bare_axum" "$WORK/result.json"
+  start_ceiling "$ROOT/target/bench-release/examples/bare_axum" "$WORK/result.json"
   PID=$CEILING_PID
   URL=$CEILING_URL
   FRAMES=${FRAMES_CEILING:-"Handler<(M,T1,T2),S>>::call::{{closure}} bare_axum::json_reply"}

@@ -218,6 +218,7 @@ fn differences(shown: &str, answered: &str) -> Vec<String> {
             ));
         }
     }
+    problems.extend(capabilities_missing(&json_text, &keys));
     let tools_claim = Regex::new(r"… (\d+) tools").unwrap();
     if let Some(c) = tools_claim.captures(shown) {
         let claimed: usize = c[1].parse().unwrap();
@@ -231,6 +232,33 @@ fn differences(shown: &str, answered: &str) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Examples may show part of an answer, but a `capabilities` object is shown whole: a
+/// capability the bot announces and the page leaves out (as `tasks` once was) is drift.
+fn capabilities_missing(json_text: &str, keys: &HashMap<String, Vec<&Value>>) -> Vec<String> {
+    let shown: Vec<Value> = json_text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut shown_keys = HashMap::new();
+    shown.iter().for_each(|v| collect_keys(v, &mut shown_keys));
+    let (Some(shown), Some(answered)) = (shown_keys.get("capabilities"), keys.get("capabilities"))
+    else {
+        return Vec::new();
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let shown: Vec<String> = shown.iter().flat_map(|v| names(v)).collect();
+    answered
+        .iter()
+        .flat_map(|v| names(v))
+        .filter(|name| !shown.contains(name))
+        .map(|name| format!("the bot announces the capability `{name}`, the page does not show it"))
+        .collect()
 }
 
 fn shorten(value: &Value) -> String {
@@ -389,4 +417,17 @@ fn the_comparison_catches_drift_and_ignores_what_must_differ() {
         .is_empty()
     );
     assert_eq!(differences("HTTP/1.1 202 Accepted", headers).len(), 1);
+    let init = r#"{"result":{"capabilities":{"tools":{},"tasks":{"list":{}}}}}"#;
+    assert_eq!(
+        differences(r#"{"result":{"capabilities":{"tools":{}}}}"#, init).len(),
+        1,
+        "a capability left out of the page is caught"
+    );
+    assert!(
+        differences(
+            r#"{"result":{"capabilities":{"tools":{},"tasks":{"list":{}}}}}"#,
+            init
+        )
+        .is_empty()
+    );
 }

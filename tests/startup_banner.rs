@@ -153,3 +153,74 @@ fn porthole_token_reads_env_as_the_bot_does() {
     assert!(stderr.contains("line 1"), "{stderr}");
     assert_eq!(written, broken);
 }
+
+/// The start-up log lines `docs/getting-started.md` shows, each as (what it says, its
+/// `key=value` fields), with the port made neutral.
+fn log_lines(text: &str) -> Vec<(String, Vec<String>)> {
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
+    let field = regex::Regex::new(r#" ([a-z_]+)=("[^"]*"|\S+)"#).unwrap();
+    text.lines()
+        .filter_map(|line| Some(line.split_once("INFO ")?.1))
+        .map(|line| {
+            let line = port.replace_all(line, "127.0.0.1:PORT");
+            let says = field.replace_all(&line, "").trim().to_string();
+            let fields = field
+                .captures_iter(&line)
+                .filter(|c| &c[1] != "replica" && &c[1] != "path")
+                .map(|c| format!("{}={}", &c[1], &c[2]))
+                .collect();
+            (says, fields)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_start_up_log_in_getting_started_is_what_the_bot_prints() {
+    let doc = include_str!("../docs/getting-started.md");
+    let sample = doc
+        .split("```text")
+        .find(|block| block.contains("database ready"))
+        .and_then(|block| block.split("```").next())
+        .expect("getting-started.md shows the start-up log");
+    let shown = log_lines(sample);
+    assert!(shown.len() >= 5, "{shown:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs([
+            ("PORT", "0"),
+            ("NO_COLOR", "1"),
+            ("MCP_SERVER_ENABLED", "true"),
+            ("MCP_SERVER_SECRET", "getting-started-0123456789abcdef"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the porthole binary runs");
+    let mut lines = BufReader::new(bot.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push_str(&line);
+            printed.push('\n');
+            if line.contains("MCP endpoint ready") {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the bot says its MCP endpoint is ready");
+    let _ = bot.kill().await;
+    let ansi = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
+    let printed = log_lines(&ansi.replace_all(&printed, ""));
+    for line in &shown {
+        assert!(
+            printed.contains(line),
+            "getting-started.md shows {line:?}; the bot printed:\n{printed:#?}"
+        );
+    }
+}

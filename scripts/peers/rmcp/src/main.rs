@@ -2,7 +2,8 @@
 //!
 //! One tool, `list_agents`, answering a structured result like the bench's ceiling
 //! (`examples/bare_axum.rs`), with JSON replies, behind the same constant-time bearer
-//! check, with `TCP_NODELAY`, mimalloc and the same release profile as Porthole.
+//! check, with `TCP_NODELAY`, mimalloc and the same build profile as Porthole's figures
+//! (`bench-release`: fat LTO, one codegen unit).
 //! Whatever it costs beyond the ceiling is what the SDK costs.
 //!
 //! `RMCP_SESSIONS=1` turns on its session mode (2025 `initialize` mints a session, later

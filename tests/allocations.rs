@@ -1,0 +1,169 @@
+//! Heap allocations per `/mcp` `tools/call`: a figure that, unlike time, is the same on
+//! every machine, held to a ceiling so that a change which allocates more per request
+//! fails here instead of showing up later as a slower benchmark.
+//!
+//! The request goes through the bot's real `/mcp` router in process (guards, parsing,
+//! era routing, dispatch, the tool, the reply's serialisation), as `benches/dispatch.rs`
+//! drives it; hyper and the socket are left out. A counting global allocator counts the
+//! allocations made on this test's thread while a request is served: the runtime is
+//! single-threaded, so that is the whole request, and background work of the bot (the
+//! log journal's writer, the store's threads) is not counted.
+//!
+//! When a change lowers a figure for good, lower its ceiling here (and say so in
+//! docs/performance.md); raising one needs a reason written next to it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+mod common;
+use common::{MODERN, TOKEN, start_bot};
+
+/// The most allocations one `tools/call list_agents` may make, per era. Set from the
+/// figures this test printed on 2026-11-26 (modern 90, legacy 89 allocations; 16.0 and
+/// 15.4 KiB), with about 10 % room.
+const MOST_ALLOCATIONS: [(&str, u64); 2] = [("modern", 99), ("legacy", 98)];
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Whether this thread's allocations are being counted (const-initialised, so
+    /// reading it never allocates).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count(size: usize) {
+    if COUNTING.with(Cell::get) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(size as u64, Ordering::Relaxed);
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One `tools/call list_agents` request as a client sends it in `era`.
+fn request(era: &str, session: Option<&str>) -> Request<Body> {
+    let mut params = json!({"name": "list_agents", "arguments": {}});
+    let mut builder = Request::post("/mcp")
+        .header("host", "127.0.0.1:3000")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if era == "modern" {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        builder = builder
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "list_agents");
+    } else {
+        builder = builder.header("mcp-protocol-version", "2025-11-25").header(
+            "mcp-session-id",
+            session.expect("a legacy call has a session"),
+        );
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let mut request = builder.body(Body::from(body.to_string())).unwrap();
+    request
+        .extensions_mut()
+        .insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 50_000))));
+    request
+}
+
+/// Serves `request` and reads the whole reply, counting what this thread allocates.
+async fn counted(router: &axum::Router, request: Request<Body>) -> (u64, u64, Value) {
+    let (allocations, bytes) = (
+        ALLOCATIONS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
+    COUNTING.with(|c| c.set(true));
+    let response = router.clone().oneshot(request).await.unwrap();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    COUNTING.with(|c| c.set(false));
+    let used = (
+        ALLOCATIONS.load(Ordering::Relaxed) - allocations,
+        BYTES.load(Ordering::Relaxed) - bytes,
+    );
+    let reply = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    (used.0, used.1, reply)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tools_call_allocates_no_more_than_its_ceiling() {
+    let app = start_bot(&[]).await;
+    let router = app.mcp.as_ref().expect("MCP is on").router();
+    let session = common::legacy_session(&app, "2025-11-25", json!({})).await;
+
+    const WARM_UP: usize = 50;
+    const MEASURED: u64 = 200;
+    let mut report = Vec::new();
+    let mut over = Vec::new();
+    for (era, most) in MOST_ALLOCATIONS {
+        let session = (era == "legacy").then_some(session.as_str());
+        for _ in 0..WARM_UP {
+            counted(&router, request(era, session)).await;
+        }
+        let (mut allocations, mut bytes) = (0, 0);
+        for _ in 0..MEASURED {
+            // The request itself is built outside the count, as hyper would build it.
+            let request = request(era, session);
+            let (a, b, reply) = counted(&router, request).await;
+            assert!(
+                reply["result"]["structuredContent"].is_object(),
+                "{era}: {reply}"
+            );
+            allocations += a;
+            bytes += b;
+        }
+        let (per_call, bytes_per_call) = (allocations / MEASURED, bytes / MEASURED);
+        report.push(format!(
+            "{era}: {per_call} allocations, {bytes_per_call} bytes per tools/call"
+        ));
+        if per_call > most {
+            over.push(format!(
+                "{era}: {per_call} allocations, the ceiling is {most}"
+            ));
+        }
+    }
+    println!("{}", report.join("\n"));
+    assert!(
+        over.is_empty(),
+        "a tools/call allocates more than it did:\n{}\n(all: {})",
+        over.join("\n"),
+        report.join("; ")
+    );
+    app.shutdown().await;
+}
