@@ -186,22 +186,13 @@ async fn the_start_up_log_in_getting_started_is_what_the_bot_prints() {
     assert!(shown.len() >= 5, "{shown:?}");
 
     let dir = tempfile::tempdir().unwrap();
-    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs([
-            ("PORT", "0"),
+    let (mut bot, mut lines) = spawn_porthole(
+        dir.path(),
+        &[
             ("NO_COLOR", "1"),
-            ("MCP_SERVER_ENABLED", "true"),
             ("MCP_SERVER_SECRET", "getting-started-0123456789abcdef"),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the porthole binary runs");
-    let mut lines = BufReader::new(bot.stdout.take().unwrap()).lines();
+        ],
+    );
     let mut printed = String::new();
     tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(line) = lines.next_line().await.unwrap() {
