@@ -1,13 +1,15 @@
 //! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
 //!
 //! Layers (arrows point one way):
-//! - [`bot`]: the running bot — store, LLM providers, tools, agents, tasks, web,
+//! - [`bot`]: the running bot — store, LLM providers, tools, agents, scheduled tasks, web,
 //!   and its client connections to other MCP servers. Knows nothing of its own endpoint.
 //! - [`mcp`]: the MCP Streamable HTTP protocol, transport, guards and extensions.
 //! - [`logs`]: the bot's log captured (ring buffer, log file, journal in the store).
 //!   Knows nothing of the bot.
 //! - [`diagnostics`]: the MCP tools, thin adapters from `mcp` onto `bot` services.
 //! - [`app`]: wires them together and serves.
+//! - [`skills`]: the one reader of `SKILL.md` skills and their live view, which `bot`
+//!   and `mcp` both serve; it imports neither.
 
 pub mod app;
 pub mod bot;

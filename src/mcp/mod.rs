@@ -18,8 +18,10 @@
 //! and [`Prompt`] seams. `guard` holds the middleware, `session` the legacy sessions and
 //! resumable streams, `subscriptions` the change notifications, `seal` the server's
 //! keyed tags and sealed state, `params` the reading of request parameters, `tasks`
-//! (with `task_record`) and `skills` the two extensions. Redaction (`crate::redact`) and log capture (`crate::logs`) live outside:
-//! this module holds no logging code of its own.
+//! (with `task_record`) and `skills` the two extensions; the skills themselves are read
+//! by `crate::skills`, which this module shares with the bot. Redaction
+//! (`crate::redact`) and log capture (`crate::logs`) live outside: this module holds no
+//! logging code of its own.
 
 mod call;
 mod caller;
