@@ -73,7 +73,7 @@ pub(super) fn final_message(id: &Value, result: Finished) -> Option<Value> {
         Ok(Ok(answer)) => Some(jsonrpc::response(id, answer.into_value())),
         Ok(Err(error)) => Some(jsonrpc::error_response(Some(id), &error)),
         Err(Unfinished::Panicked) => {
-            tracing::error!(target: "porthole::mcp::dispatch", ?id, "an MCP handler panicked");
+            tracing::error!(target: "porthole::mcp::methods", ?id, "an MCP handler panicked");
             Some(jsonrpc::error_response(
                 Some(id),
                 &RpcError::internal(
