@@ -2,8 +2,7 @@
 //! endpoint looks them up by (owner, session, finished, expiry). What a record holds is
 //! the endpoint's business; the store only keeps it until it expires.
 
-use rusqlite::{OptionalExtension, params};
-
+use super::backend::Sql;
 use super::{Store, StoreError};
 
 /// One stored task.
@@ -23,102 +22,57 @@ pub struct StoredTaskRow {
 impl Store {
     /// Inserts or replaces a task; returns once it is committed.
     pub async fn put_mcp_task(&self, row: StoredTaskRow) -> Result<(), StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.put_mcp_task(row).await;
-        }
-        self.call(move |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    row.id,
-                    row.owner,
-                    row.session,
-                    row.finished,
-                    row.created_ms,
-                    row.expires_ms,
-                    row.record
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        let sql = Sql::fixed(
+            "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, session = excluded.session,
+               finished = excluded.finished, created_ms = excluded.created_ms,
+               expires_ms = excluded.expires_ms, record = excluded.record",
+        );
+        let values = vec![
+            row.id.into(),
+            row.owner.into(),
+            row.session.into(),
+            i64::from(row.finished).into(),
+            row.created_ms.into(),
+            row.expires_ms.into(),
+            row.record.into(),
+        ];
+        self.db.execute(sql, values).await?;
+        Ok(())
     }
 
     /// The record (JSON text) of task `id`.
     pub async fn mcp_task(&self, id: &str) -> Result<Option<String>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.mcp_task(id).await;
-        }
-        let id = id.to_string();
-        self.call(move |c| {
-            Ok(
-                c.query_row("SELECT record FROM mcp_tasks WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .optional()?,
-            )
-        })
-        .await
+        let sql = Sql::fixed("SELECT record FROM mcp_tasks WHERE id = ?1");
+        self.db.query_one(sql, vec![id.into()]).await
     }
 
     /// How many of `owner`'s tasks have not finished.
     pub async fn count_unfinished_mcp_tasks(&self, owner: &str) -> Result<usize, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.count_unfinished_mcp_tasks(owner).await;
-        }
-        let owner = owner.to_string();
-        self.call(move |c| {
-            let count: i64 = c.query_row(
-                "SELECT COUNT(*) FROM mcp_tasks WHERE owner = ?1 AND finished = 0",
-                [owner],
-                |r| r.get(0),
-            )?;
-            Ok(usize::try_from(count).unwrap_or(0))
-        })
-        .await
+        let sql = Sql::fixed("SELECT COUNT(*) FROM mcp_tasks WHERE owner = ?1 AND finished = 0");
+        let count: Option<i64> = self.db.query_one(sql, vec![owner.into()]).await?;
+        Ok(usize::try_from(count.unwrap_or(0)).unwrap_or(0))
     }
 
     /// Records of a session's tasks, newest first (at most 1000).
     pub async fn mcp_tasks_of_session(&self, session: &str) -> Result<Vec<String>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.mcp_tasks_of_session(session).await;
-        }
-        let session = session.to_string();
-        self.call(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT record FROM mcp_tasks WHERE session = ?1 ORDER BY created_ms DESC LIMIT 1000",
-            )?;
-            let records = stmt
-                .query_map([session], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            Ok(records)
-        })
-        .await
+        let sql = Sql::fixed(
+            "SELECT record FROM mcp_tasks WHERE session = ?1 ORDER BY created_ms DESC LIMIT 1000",
+        );
+        self.db.query(sql, vec![session.into()]).await
     }
 
     /// Records of every unfinished task.
     pub async fn unfinished_mcp_tasks(&self) -> Result<Vec<String>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.unfinished_mcp_tasks().await;
-        }
-        self.call(|c| {
-            let mut stmt = c.prepare("SELECT record FROM mcp_tasks WHERE finished = 0")?;
-            let records = stmt
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            Ok(records)
-        })
-        .await
+        let sql = Sql::fixed("SELECT record FROM mcp_tasks WHERE finished = 0");
+        self.db.query(sql, Vec::new()).await
     }
 
     /// Deletes tasks that expired before `now_ms`; returns how many.
     pub async fn purge_mcp_tasks(&self, now_ms: i64) -> Result<usize, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.purge_mcp_tasks(now_ms).await;
-        }
-        self.call(move |c| Ok(c.execute("DELETE FROM mcp_tasks WHERE expires_ms <= ?1", [now_ms])?))
-            .await
+        let sql = Sql::fixed("DELETE FROM mcp_tasks WHERE expires_ms <= ?1");
+        Ok(self.db.execute(sql, vec![now_ms.into()]).await? as usize)
     }
 }
 

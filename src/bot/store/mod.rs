@@ -1,71 +1,61 @@
 //! The bot's store: one module owns every SQL statement the bot runs, on one of two
 //! backends that no caller outside this module tells apart: SQLite (the embedded default,
-//! `DATABASE_PATH`) or PostgreSQL (`DATABASE_URL=postgres://…`, for several replicas
-//! sharing one database; see [`pg`]). Each public method asks [`Store::postgres`] first
-//! and otherwise runs its SQLite form.
+//! `DATABASE_PATH`, in [`sqlite`]) or PostgreSQL (`DATABASE_URL=postgres://…`, for
+//! several replicas sharing one database, in [`postgres`]). The backend is chosen once,
+//! when the store opens ([`Store::open`]); [`backend`] is the seam between them and this
+//! facade.
 //!
-//! SQLite calls block, so they never run on an async worker thread: [`Store::call`] hands
-//! a closure to tokio's blocking pool, where it gets the connection under a mutex. One
-//! writer connection per file keeps writes serialised (SQLite allows one writer anyway);
-//! traces have a file and a connection of their own, so turns never queue behind the
-//! trace writer ([`files`]). WAL mode and a busy timeout let readers from other
-//! processes (or `db_query`'s read-only connection, see [`sql`]) proceed alongside.
-//!
-//! This file holds the types and the connection; each kind of record has its own file
-//! (`conversations`, `tasks`, `memories`, `tool_settings`, `log_events`,
-//! `ended_sessions`, `mcp_tasks`, `traces`, `tool_sets`), `retention` how long conversations are kept
-//! (and which a turn holds), `files` the two SQLite files, `schema` the migrations, `sql` the
-//! console behind `db_query`, `rows` what both backends share (reading a row, binding a
-//! parameter, one statement text for both), and `pg` the PostgreSQL backend.
+//! This file holds the facade's types and its handle; each kind of record has its own
+//! file (`conversations`, `schedule` for the scheduler's jobs, `memories`,
+//! `tool_settings`, `log_events`, `ended_sessions`, `mcp_tasks` for the MCP Tasks
+//! extension, `traces`, `tool_sets`), written once for both backends in SQL they share; `retention`
+//! says how long conversations are kept (and which a turn holds), `console` is
+//! `db_query`'s, `schema` the schema version, and `rows` what both backends share to run
+//! that SQL. What a backend does its own way sits in `sqlite/` and `postgres/`, in files
+//! of the same name.
 
 use std::sync::Arc;
 
 use chrono::{SecondsFormat, Utc};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-mod connection;
+use crate::model::Message;
+
+mod backend;
+mod console;
 mod conversations;
 mod ended_sessions;
-mod files;
 mod log_events;
 mod mcp_tasks;
 mod memories;
-mod pg;
+mod postgres;
 mod retention;
 mod rows;
+mod schedule;
 mod schema;
-mod sql;
-mod tasks;
+mod sqlite;
 mod tool_sets;
 mod tool_settings;
 mod traces;
 
-use connection::WriterConnection;
-pub use connection::WriterWaits;
-use files::SqliteFiles;
-
+use backend::Database;
+pub use console::{SqlOutcome, StatementSummary};
 pub use mcp_tasks::StoredTaskRow;
+pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;
-pub use sql::{SqlOutcome, StatementSummary};
-pub use traces::{Page, Prune, SpanQuery, TraceSummary, TurnRows};
-
-use pg::Postgres;
-pub use pg::{Change, fresh_schema_url};
-use rows::RowRead;
-
-use crate::model::Message;
-use log_events::*;
 pub use schema::schema_version;
+pub use sqlite::{TracesFile, WriterWaits};
+pub use traces::{Page, Prune, SpanQuery, TraceSummary, TurnRows};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the database at {path}: {reason}")]
     Open { path: String, reason: String },
-    #[error("{}", explain_sqlite(.0))]
+    #[error("{}", sqlite::explain(.0))]
     Sqlite(#[from] rusqlite::Error),
-    /// A PostgreSQL error, already put in words that say what to do (see [`pg`]).
+    /// A PostgreSQL error, already put in words that say what to do (see [`postgres`]).
     #[error("{0}")]
     Postgres(String),
     #[error("{0}")]
@@ -78,31 +68,6 @@ pub enum StoreError {
     /// A statement that would change something, refused in read-only mode.
     #[error("a {0} statement is not allowed here: read-only mode runs only statements that read")]
     ReadOnly(String),
-}
-
-/// How long a statement waits for another connection's lock before giving up.
-pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A SQLite error in words that say what to do about it. The failed statement (or
-/// transaction) wrote nothing.
-fn explain_sqlite(error: &rusqlite::Error) -> String {
-    use rusqlite::ErrorCode;
-    match error.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
-            "the database is locked by another connection or process (waited {} s): {error}; \
-             retry, or stop whatever holds DATABASE_PATH open for writing",
-            BUSY_TIMEOUT.as_secs()
-        ),
-        Some(ErrorCode::DiskFull) => format!(
-            "the database or the disk it is on is full: {error}; \
-             free some space and retry"
-        ),
-        Some(ErrorCode::ReadOnly) => format!(
-            "the database cannot be written: {error}; \
-             check the permissions of DATABASE_PATH and its folder"
-        ),
-        _ => format!("database error: {error}"),
-    }
 }
 
 /// The current time as RFC 3339 UTC with milliseconds, the one timestamp format we store.
@@ -176,17 +141,11 @@ pub struct Task {
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
+    db: Arc<Database>,
     /// The SQLite path, or the PostgreSQL URL with its password redacted.
     path: Arc<str>,
     /// The conversations turns hold, for retention (see [`retention`]).
     activity: Arc<retention::ConversationActivity>,
-}
-
-#[derive(Clone)]
-enum Backend {
-    Sqlite(Arc<SqliteFiles>),
-    Postgres(Arc<Postgres>),
 }
 
 impl Store {
@@ -194,21 +153,19 @@ impl Store {
     /// `postgresql://` URL connects to PostgreSQL, anything else is a SQLite file
     /// (created if needed); `:memory:` gives a private in-memory SQLite database.
     pub fn open(location: &str) -> Result<Store, StoreError> {
-        if pg::is_postgres_url(location) {
-            let postgres = Postgres::open(location)?;
-            return Ok(Store {
-                path: postgres.display_url().into(),
-                backend: Backend::Postgres(Arc::new(postgres)),
-                activity: Arc::default(),
-            });
-        }
-        Self::open_sqlite(location)
-    }
-
-    fn open_sqlite(path: &str) -> Result<Store, StoreError> {
+        let (db, path) = if postgres::is_postgres_url(location) {
+            let postgres = postgres::Postgres::open(location)?;
+            let path = postgres.display_url().into();
+            (Database::Postgres(Box::new(postgres)), path)
+        } else {
+            (
+                Database::Sqlite(sqlite::Sqlite::open(location)?),
+                location.into(),
+            )
+        };
         Ok(Store {
-            backend: Backend::Sqlite(Arc::new(SqliteFiles::open(path)?)),
-            path: path.into(),
+            db: Arc::new(db),
+            path,
             activity: Arc::default(),
         })
     }
@@ -219,131 +176,52 @@ impl Store {
     }
 
     /// How often and how long callers waited for the SQLite writer connection since
-    /// start-up (see [`connection`]); `None` on PostgreSQL, whose pool has no such queue.
+    /// start-up; `None` on PostgreSQL, whose pool has no such queue.
     pub fn writer_waits(&self) -> Option<WriterWaits> {
-        match &self.backend {
-            Backend::Sqlite(files) => Some(files.main.waits()),
-            Backend::Postgres(_) => None,
-        }
+        self.db.writer_waits()
     }
 
     /// `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres(_) => "postgres",
-        }
-    }
-
-    /// The PostgreSQL backend, when that is the one configured; every public method
-    /// asks this first and otherwise runs its SQLite form.
-    fn postgres(&self) -> Option<&Postgres> {
-        match &self.backend {
-            Backend::Postgres(pg) => Some(pg),
-            Backend::Sqlite(_) => None,
-        }
+        self.db.name()
     }
 
     /// Size of the database file (and its WAL) in bytes; `None` for `:memory:` and for
     /// PostgreSQL (whose size is the server's business).
     pub fn file_size(&self) -> Option<u64> {
-        if &*self.path == ":memory:" || self.postgres().is_some() {
-            return None;
-        }
-        file_and_wal_size(&self.path)
+        self.db.file_size()
     }
 
-    /// The SQLite traces file (see [`files`]): where it is, its size and its writer's
-    /// queue; `None` on PostgreSQL, which keeps traces in its one database.
+    /// The SQLite traces file: where it is, its size and its writer's queue; `None` on
+    /// PostgreSQL, which keeps traces in its one database.
     pub fn traces_file(&self) -> Option<TracesFile> {
-        let Backend::Sqlite(files) = &self.backend else {
-            return None;
-        };
-        let in_memory = &*self.path == ":memory:";
-        Some(TracesFile {
-            path: if in_memory {
-                ":memory:"
-            } else {
-                &files.traces_location
-            }
-            .to_string(),
-            size_bytes: (!in_memory)
-                .then(|| file_and_wal_size(&files.traces_location))
-                .flatten(),
-            writer_waits: files.traces.waits(),
-        })
+        self.db.traces_file()
     }
 
     /// Runs `f` with the bot's SQLite writer connection on the blocking pool (an error on
-    /// PostgreSQL, whose methods never come here).
+    /// PostgreSQL).
     pub async fn call<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        run_blocking(self.sqlite()?.main.clone(), f).await
-    }
-
-    /// [`Store::call`] on the traces file's connection.
-    async fn call_traces<R, F>(&self, f: F) -> Result<R, StoreError>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
-    {
-        run_blocking(self.sqlite()?.traces.clone(), f).await
+        let sqlite = self.db.sqlite().ok_or_else(|| {
+            StoreError::Postgres("this operation needs the SQLite backend, not PostgreSQL".into())
+        })?;
+        sqlite.call(f).await
     }
 
     /// Announces a change to every replica sharing the database (PostgreSQL
     /// `NOTIFY`); nothing to do on SQLite, whose file has one process.
     pub async fn publish_change(&self, change: Change) -> Result<(), StoreError> {
-        match self.postgres() {
-            Some(pg) => pg.publish_change(&change).await,
-            None => Ok(()),
-        }
+        self.db.publish_change(&change).await
     }
 
     /// The changes replicas announce from now on (their own included); `None` on
     /// SQLite. The first call starts a listener that reconnects by itself.
     pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
-        self.postgres().map(Postgres::subscribe_changes)
+        self.db.subscribe_changes()
     }
-
-    fn sqlite(&self) -> Result<&SqliteFiles, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(files) => Ok(files),
-            Backend::Postgres(_) => Err(StoreError::Postgres(
-                "this operation needs the SQLite backend, not PostgreSQL".into(),
-            )),
-        }
-    }
-}
-
-/// Runs `f` with `connection` on tokio's blocking pool.
-async fn run_blocking<R, F>(connection: Arc<WriterConnection>, f: F) -> Result<R, StoreError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(move || f(&mut connection.lock()))
-        .await
-        .map_err(|_| StoreError::WorkerGone)?
-}
-
-/// A SQLite file's size with its WAL, in bytes.
-fn file_and_wal_size(path: &str) -> Option<u64> {
-    let main = std::fs::metadata(path).ok()?.len();
-    let wal = std::fs::metadata(format!("{path}-wal"))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    Some(main + wal)
-}
-
-/// The SQLite traces file as `health` shows it ([`Store::traces_file`]).
-#[derive(Debug, Clone, Serialize)]
-pub struct TracesFile {
-    pub path: String,
-    pub size_bytes: Option<u64>,
-    pub writer_waits: WriterWaits,
 }
 
 /// For tests: the stores every backend-independent test runs against — SQLite in
@@ -355,7 +233,7 @@ pub(crate) fn test_stores() -> Vec<Store> {
     let mut stores = vec![Store::open(":memory:").unwrap()];
     match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
         Ok(url) if !url.is_empty() => {
-            stores.push(Store::open(&pg::fresh_schema_url(&url)).unwrap());
+            stores.push(Store::open(&postgres::fresh_schema_url(&url)).unwrap());
         }
         _ => {
             static SAID: std::sync::Once = std::sync::Once::new();
@@ -375,7 +253,7 @@ mod backend_tests;
 
 #[cfg(test)]
 mod tests {
-    use super::schema::MIGRATIONS;
+    use super::sqlite::MIGRATIONS;
     use super::*;
     use crate::model::{NewMessage, Role};
     use std::time::Duration;

@@ -25,12 +25,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use chrono::{SecondsFormat, Utc};
-use rusqlite::params;
-
+use super::backend::ConversationPrune;
 use super::{Conversation, Store, StoreError};
 use crate::bot::lock;
 use crate::model::ConversationLimits;
+use chrono::{SecondsFormat, Utc};
 
 /// The conversations turns are working on in this process, and how many were created.
 #[derive(Default)]
@@ -67,22 +66,6 @@ impl Drop for ConversationHold {
         }
     }
 }
-
-/// Keeps the newest `?1` conversations by last activity, except those held (`?2`, a
-/// JSON array of ids). SQLite spells "no limit" `LIMIT -1`; PostgreSQL leaves it out.
-const PRUNE_BY_COUNT_SQLITE: &str = "DELETE FROM conversations WHERE id IN \
-    (SELECT id FROM conversations ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?1) \
-    AND id NOT IN (SELECT value FROM json_each(?2))";
-pub(super) const PRUNE_BY_COUNT_POSTGRES: &str = "DELETE FROM conversations WHERE id IN \
-    (SELECT id FROM conversations ORDER BY updated_at DESC, id DESC OFFSET $1) \
-    AND id <> ALL($2)";
-
-/// Deletes the conversations last active before the cutoff `?1` (RFC 3339 text, which
-/// sorts as time does in the one format the store writes), except those held (`?2`).
-const PRUNE_BY_AGE_SQLITE: &str = "DELETE FROM conversations WHERE updated_at < ?1 \
-    AND id NOT IN (SELECT value FROM json_each(?2))";
-pub(super) const PRUNE_BY_AGE_POSTGRES: &str =
-    "DELETE FROM conversations WHERE updated_at < $1 AND id <> ALL($2)";
 
 impl Store {
     /// Protects conversation `id` from pruning until the hold is dropped. Waits for a
@@ -137,23 +120,8 @@ impl Store {
             .and_then(|age| chrono::Duration::from_std(age).ok())
             .and_then(|age| Utc::now().checked_sub_signed(age))
             .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true));
-        if let Some(pg) = self.postgres() {
-            return pg.prune_conversations(keep, cutoff, held).await;
-        }
-        let held = serde_json::to_string(&held).unwrap_or_else(|_| "[]".into());
-        self.call(move |c| {
-            let tx = c.transaction()?;
-            let mut deleted = 0;
-            if let Some(keep) = keep {
-                deleted += tx.execute(PRUNE_BY_COUNT_SQLITE, params![keep, held])?;
-            }
-            if let Some(cutoff) = cutoff {
-                deleted += tx.execute(PRUNE_BY_AGE_SQLITE, params![cutoff, held])?;
-            }
-            tx.commit()?;
-            Ok(deleted)
-        })
-        .await
+        let prune = ConversationPrune { keep, cutoff, held };
+        self.db.prune_conversations(prune).await
     }
 }
 
@@ -188,27 +156,5 @@ mod tests {
         store.create_conversation("a").await.unwrap();
         let _held = store.create_held_conversation("b").await.unwrap();
         assert_eq!(store.conversations_created(), 2);
-    }
-
-    /// Both prunes read the activity index, not the whole table (SQLite's plan; the
-    /// PostgreSQL migration creates the same index).
-    #[tokio::test]
-    async fn prunes_read_the_activity_index() {
-        let store = Store::open(":memory:").unwrap();
-        for sql in [PRUNE_BY_COUNT_SQLITE, PRUNE_BY_AGE_SQLITE] {
-            let plan: Vec<String> = store
-                .call(move |c| {
-                    let mut statement = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-                    let rows = statement
-                        .query_map(params![1, "[]"], |r| r.get::<_, String>(3))?
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok(rows)
-                })
-                .await
-                .unwrap();
-            let plan = plan.join("; ");
-            assert!(plan.contains("conversations_by_activity"), "{sql}: {plan}");
-            assert!(!plan.contains("TEMP B-TREE"), "{sql}: {plan}");
-        }
     }
 }

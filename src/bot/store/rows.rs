@@ -1,5 +1,8 @@
-//! Reading a result row the same way on both backends, so each record kind has one
-//! `…_from_row` function instead of a SQLite twin and a PostgreSQL twin.
+//! What both backends share to run the facade's SQL: reading a result row the same way
+//! ([`RowRead`], and [`FromRow`] for what a query returns), binding a parameter the same
+//! way ([`Bound`]), and one statement text for both ([`numbered_for_postgres`]). So each
+//! record kind has one `…_from_row` function instead of a SQLite twin and a PostgreSQL
+//! twin.
 //!
 //! The two drivers type columns differently: SQLite hands back whatever integer width
 //! was stored, PostgreSQL insists on the column's own width (`INTEGER` is `i32`,
@@ -59,6 +62,41 @@ impl RowRead for tokio_postgres::Row {
             Some(Type::BOOL) => Ok(self.try_get::<_, Option<bool>>(index)?.map(i64::from)),
             _ => self.try_get(index),
         }
+    }
+}
+
+/// What one result row reads as: a record, or a tuple of its columns in order.
+pub(super) trait FromRow: Sized + Send + 'static {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error>;
+}
+
+impl FromRow for String {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error> {
+        row.text(0)
+    }
+}
+
+impl FromRow for i64 {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error> {
+        row.int(0)
+    }
+}
+
+impl FromRow for (String, String) {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error> {
+        Ok((row.text(0)?, row.text(1)?))
+    }
+}
+
+impl FromRow for (String, bool) {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error> {
+        Ok((row.text(0)?, row.flag(1)?))
+    }
+}
+
+impl FromRow for (String, Option<String>) {
+    fn from_row<R: RowRead>(row: &R) -> Result<Self, R::Error> {
+        Ok((row.text(0)?, row.optional_text(1)?))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Turn traces in the store: one row per turn in `trace_turns`, its spans a JSON array,
 //! and `trace_spans` a view with one row per span for SQL (`db_query`) and the
 //! statistics (migration 12). On SQLite they live in a file of their own, read and
-//! written through its connection ([`Store::call_traces`]; see `files`). A turn is the
+//! written through its connection (see `sqlite/files.rs`). A turn is the
 //! spans that share a `root_span_id` (its root has `is_root`); a trace id may hold
 //! several turns when a caller reuses its trace for many requests. Written in batches by
 //! the trace writer, one statement per turn, kept within a count (of turns) and an age.
@@ -17,13 +17,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rusqlite::params_from_iter;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::rows::{Bound, RowRead};
+use super::backend::Sql;
+use super::rows::{Bound, FromRow, RowRead};
 use super::{Store, StoreError};
-use crate::cpu_time::thread_cpu_time;
 use crate::model::{SpanKind, SpanRecord};
 
 /// Which traces (or spans) a page holds.
@@ -117,29 +116,22 @@ impl Store {
         turns: TurnRows,
         prune: Prune,
     ) -> Result<Duration, StoreError> {
-        if let Some(pg) = self.postgres() {
-            pg.append_turns(turns, prune).await?;
-            return Ok(Duration::ZERO);
+        let upsert = self.db.dialect().upsert_turn;
+        let mut statements: Vec<(Sql, Vec<Bound>)> = turns
+            .0
+            .into_iter()
+            .map(|values| (Sql::fixed(upsert).on_traces(), values))
+            .collect();
+        if let Some(keep) = prune.keep_turns {
+            statements.push((
+                Sql::fixed(PRUNE_TURNS).on_traces(),
+                vec![(keep as i64).into()],
+            ));
         }
-        self.call_traces(move |c| {
-            let started = thread_cpu_time();
-            let tx = c.transaction()?;
-            {
-                let mut upsert = tx.prepare_cached(UPSERT_TURN_SQLITE)?;
-                for values in turns.0 {
-                    upsert.execute(params_from_iter(values))?;
-                }
-            }
-            if let Some(keep) = prune.keep_turns {
-                tx.prepare_cached(PRUNE_TURNS)?.execute([keep as i64])?;
-            }
-            if let Some(before_us) = prune.before_us {
-                tx.prepare_cached(PRUNE_OLD)?.execute([before_us])?;
-            }
-            tx.commit()?;
-            Ok(thread_cpu_time() - started)
-        })
-        .await
+        if let Some(before_us) = prune.before_us {
+            statements.push((Sql::fixed(PRUNE_OLD).on_traces(), vec![before_us.into()]));
+        }
+        self.db.execute_all(statements).await
     }
 
     /// Traces, newest first, with their counts.
@@ -292,29 +284,20 @@ impl Store {
         sql: String,
         values: Vec<Bound>,
     ) -> Result<Vec<TurnRead>, StoreError> {
-        let rows = if let Some(pg) = self.postgres() {
-            pg.read_turn_rows(&sql, &values).await?
-        } else {
-            self.call_traces(move |c| {
-                let mut statement = c.prepare(&sql)?;
-                let rows = statement
-                    .query_map(params_from_iter(values.iter()), |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
-            })
-            .await?
-        };
+        let rows: Vec<TurnRow> = self.db.query(Sql::varying(sql).on_traces(), values).await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(spans, end_us, id, trace_id, root_span_id): TurnRow| {
-                let mut spans: Vec<SpanRecord> = serde_json::from_str(&spans).ok()?;
+            .filter_map(|row| {
+                let mut spans: Vec<SpanRecord> = serde_json::from_str(&row.spans).ok()?;
                 for span in &mut spans {
-                    span.trace_id.clone_from(&trace_id);
-                    span.root_span_id.clone_from(&root_span_id);
+                    span.trace_id.clone_from(&row.trace_id);
+                    span.root_span_id.clone_from(&row.root_span_id);
                 }
-                Some(TurnRead { spans, end_us, id })
+                Some(TurnRead {
+                    spans,
+                    end_us: row.end_us,
+                    id: row.id,
+                })
             })
             .collect())
     }
@@ -326,17 +309,7 @@ impl Store {
         sql: String,
         values: Vec<Bound>,
     ) -> Result<Vec<SpanRecord>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.read_spans(&sql, &values).await;
-        }
-        self.call_traces(move |c| {
-            let mut statement = c.prepare(&sql)?;
-            let rows = statement
-                .query_map(params_from_iter(values.iter()), |r| span_from_row(r))?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
-        .await
+        self.db.query(Sql::varying(sql).on_traces(), values).await
     }
 }
 
@@ -399,7 +372,25 @@ impl<'a> StoredSpan<'a> {
 const TURN_COLUMNS: &str = "CAST(r.spans AS TEXT), r.end_us, r.id, r.trace_id, r.root_span_id";
 
 /// A turn row as either backend hands it back: [`TURN_COLUMNS`].
-pub(super) type TurnRow = (String, i64, i64, String, String);
+struct TurnRow {
+    spans: String,
+    end_us: i64,
+    id: i64,
+    trace_id: String,
+    root_span_id: String,
+}
+
+impl FromRow for TurnRow {
+    fn from_row<R: RowRead>(r: &R) -> Result<TurnRow, R::Error> {
+        Ok(TurnRow {
+            spans: r.text(0)?,
+            end_us: r.int(1)?,
+            id: r.int(2)?,
+            trace_id: r.text(3)?,
+            root_span_id: r.text(4)?,
+        })
+    }
+}
 
 /// A turn row as read.
 struct TurnRead {
@@ -442,7 +433,7 @@ macro_rules! upsert_turn {
 
 /// SQLite keeps the spans as JSON text: two arrays of objects join by dropping the
 /// first's `]` and the second's `[`.
-const UPSERT_TURN_SQLITE: &str = upsert_turn!(
+pub(super) const UPSERT_TURN_SQLITE: &str = upsert_turn!(
     "?11",
     "substr(trace_turns.spans, 1, length(trace_turns.spans) - 1) || ',' || substr(excluded.spans, 2)"
 );
@@ -450,11 +441,11 @@ pub(super) const UPSERT_TURN_POSTGRES: &str =
     upsert_turn!("?11::text::jsonb", "trace_turns.spans || excluded.spans");
 
 /// Keeps the newest `?1` turns stored (by row id: the order they were first stored in).
-pub(super) const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
+const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
     (SELECT id FROM trace_turns ORDER BY id DESC LIMIT 1 OFFSET ?1)";
 
 /// Deletes every turn that started before the cutoff.
-pub(super) const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
+const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
 
 /// The rows a batch of spans makes, one per turn, ready to store: each holds the values
 /// of [`UPSERT_TURN_SQLITE`] in order (the turn's fields, its span ids, then its spans as
@@ -572,28 +563,30 @@ fn page<T>(mut items: Vec<T>, limit: usize, span: impl Fn(&T) -> &SpanRecord) ->
 }
 
 /// A span from a row of the `trace_spans` view, its columns in the view's order.
-pub(super) fn span_from_row<R: RowRead>(r: &R) -> Result<SpanRecord, R::Error> {
-    let attributes = match serde_json::from_str::<Value>(&r.text(15)?) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    Ok(SpanRecord {
-        trace_id: r.text(0)?,
-        span_id: r.text(1)?,
-        parent_span_id: r.optional_text(2)?,
-        is_root: r.flag(3)?,
-        kind: SpanKind::parse(&r.text(4)?),
-        name: r.text(5)?,
-        source: r.optional_text(6)?,
-        conversation_id: r.optional_text(7)?,
-        start_us: r.int(8)?,
-        duration_us: r.int(9)?,
-        error: r.optional_text(10)?,
-        model: r.optional_text(11)?,
-        tool: r.optional_text(12)?,
-        input_tokens: r.optional_int(13)?,
-        output_tokens: r.optional_int(14)?,
-        attributes,
-        root_span_id: r.text(16)?,
-    })
+impl FromRow for SpanRecord {
+    fn from_row<R: RowRead>(r: &R) -> Result<SpanRecord, R::Error> {
+        let attributes = match serde_json::from_str::<Value>(&r.text(15)?) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        Ok(SpanRecord {
+            trace_id: r.text(0)?,
+            span_id: r.text(1)?,
+            parent_span_id: r.optional_text(2)?,
+            is_root: r.flag(3)?,
+            kind: SpanKind::parse(&r.text(4)?),
+            name: r.text(5)?,
+            source: r.optional_text(6)?,
+            conversation_id: r.optional_text(7)?,
+            start_us: r.int(8)?,
+            duration_us: r.int(9)?,
+            error: r.optional_text(10)?,
+            model: r.optional_text(11)?,
+            tool: r.optional_text(12)?,
+            input_tokens: r.optional_int(13)?,
+            output_tokens: r.optional_int(14)?,
+            attributes,
+            root_span_id: r.text(16)?,
+        })
+    }
 }

@@ -52,7 +52,7 @@ impl Changes {
 
 impl Postgres {
     /// Announces a change to every replica.
-    pub(in super::super) async fn publish_change(&self, change: &Change) -> Result<(), StoreError> {
+    pub(super) async fn publish(&self, change: &Change) -> Result<(), StoreError> {
         let payload = serde_json::to_string(change).unwrap_or_default();
         let client = self.client().await?;
         client
@@ -62,7 +62,7 @@ impl Postgres {
     }
 
     /// The changes announced from now on; the first call starts the listener task.
-    pub(in super::super) fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Change> {
         let receiver = self.changes.sender.subscribe();
         self.changes.listening.get_or_init(|| {
             tokio::spawn(listen(

@@ -152,9 +152,9 @@ fn open_configured(path: &str, if_unreadable: &str) -> Result<Connection, StoreE
 mod tests {
     use std::time::Duration;
 
-    use super::super::backend_tests::span;
     use super::super::schema::MIGRATIONS;
     use super::*;
+    use crate::bot::store::backend_tests::span;
     use crate::bot::store::{Prune, Store};
     use crate::model::SpanKind;
 
@@ -250,8 +250,9 @@ mod tests {
         let (release, released) = std::sync::mpsc::channel::<()>();
         let holder = store.clone();
         let trace_batch = tokio::spawn(async move {
-            holder
-                .call_traces(move |c| {
+            let sqlite = holder.db.sqlite().unwrap();
+            sqlite
+                .on(true, move |c| {
                     let tx = c.transaction()?;
                     tx.execute("DELETE FROM trace_turns", [])?;
                     holding.send(()).unwrap();

@@ -1,5 +1,5 @@
 //! The PostgreSQL form of the migrations (the same tables, columns and meaning as
-//! `store::schema::MIGRATIONS`, one for one), how they run, and the description behind
+//! `sqlite/schema.rs`'s `MIGRATIONS`, one for one), how they run, and the description behind
 //! `porthole://db/schema`.
 //!
 //! Differences from SQLite, all deliberate:
@@ -17,8 +17,10 @@
 use serde_json::{Value, json};
 use tokio_postgres::NoTls;
 
-use super::super::StoreError;
-use super::super::schema::schema_version;
+use async_trait::async_trait;
+
+use crate::bot::store::backend::Schema;
+use crate::bot::store::{StoreError, schema_version};
 
 /// The migrations, in the order and with the meaning of the SQLite ones.
 pub(super) const MIGRATIONS: &[&str] = &[
@@ -233,7 +235,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
-const _: () = assert!(MIGRATIONS.len() == super::super::schema::MIGRATIONS.len());
+const _: () = assert!(MIGRATIONS.len() == crate::bot::store::sqlite::MIGRATIONS.len());
 
 /// A fixed key for `pg_advisory_xact_lock`: replicas migrating at once take turns.
 const MIGRATION_LOCK: i64 = 0x706f_7274_686f_6c65; // "porthole"
@@ -296,10 +298,11 @@ async fn migrate(client: &mut tokio_postgres::Client) -> Result<usize, tokio_pos
     }
 }
 
-impl super::Postgres {
-    /// The PostgreSQL schema as `porthole://db/schema` shows it: the tables and views of
-    /// the current schema with their columns, indexes and row counts.
-    pub(in super::super) async fn describe_schema(&self) -> Result<Value, StoreError> {
+/// The PostgreSQL schema as `porthole://db/schema` shows it: the tables and views of the
+/// current schema with their columns, indexes and row counts.
+#[async_trait]
+impl Schema for super::Postgres {
+    async fn describe_schema(&self) -> Result<Value, StoreError> {
         let client = self.client().await?;
         let tables = client
             .query(

@@ -11,29 +11,30 @@
 //! and the pool replaces it at the next checkout; so a PostgreSQL restart fails only the
 //! requests in flight (with an error that says to retry) and the next ones succeed.
 //!
-//! This file holds the pool, the runner of the statements both backends share, and the
-//! error wording; `schema` the migrations, `records` the statements of each record kind
-//! (the scheduler's claim included), `traces` the trace spans, `console` `db_query`, and
-//! `changes` the `LISTEN/NOTIFY` channel between replicas.
+//! This file holds the pool, the runner of the SQL the facade shares with SQLite, and the
+//! error wording; `changes` is the `LISTEN/NOTIFY` channel between replicas, and
+//! `conversations`, `console` and `schema` what this backend does its own way (their
+//! twins are in `sqlite/`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
-
-use super::StoreError;
-use super::rows::{Bound, numbered_for_postgres};
-use crate::redact::{redact_url, scrub_url_password};
 use tokio_postgres::types::ToSql;
+
+use super::backend::{Backend, Dialect, Sql};
+use super::rows::{Bound, FromRow, RowRead, numbered_for_postgres};
+use super::{StoreError, schedule, traces};
+use crate::redact::{redact_url, scrub_url_password};
 
 mod changes;
 mod console;
-mod records;
+mod conversations;
 mod schema;
-mod tool_sets;
-mod traces;
 
 pub use changes::Change;
 
@@ -43,13 +44,18 @@ const POOL_SIZE: usize = 16;
 /// How long a request waits for a connection (a new one, or a free one) before it fails.
 const CONNECTION_WAIT: Duration = Duration::from_secs(5);
 
+static POSTGRES: Dialect = Dialect {
+    like: "ILIKE",
+    upsert_turn: traces::UPSERT_TURN_POSTGRES,
+    claim_due: schedule::CLAIM_DUE_POSTGRES,
+};
+
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub(super) fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
 /// The PostgreSQL store: a pool of connections (cheap to clone).
-#[derive(Clone)]
 pub(super) struct Postgres {
     pool: Pool,
     /// For connections outside the pool (`db_query`'s, the change listener's).
@@ -124,14 +130,19 @@ impl Postgres {
     }
 }
 
-/// A statement from the connection's cache: prepared once per connection, so each later
-/// use is one round trip instead of two. Only for statements whose text takes a bounded
-/// number of forms (the cache of a connection is never emptied).
-async fn cached(
-    client: &deadpool_postgres::Object,
-    sql: &str,
+/// Prepares `sql` in `PostgreSQL`'s placeholders: from the connection's cache when its
+/// text is fixed (so each later use is one round trip instead of two; the cache of a
+/// connection is never emptied, hence only for texts of a bounded number of forms).
+async fn prepare(
+    client: &deadpool_postgres::ClientWrapper,
+    sql: &Sql,
 ) -> Result<tokio_postgres::Statement, StoreError> {
-    Ok(client.prepare_cached(sql).await?)
+    let text = numbered_for_postgres(&sql.text);
+    Ok(if sql.fixed {
+        client.prepare_cached(&text).await?
+    } else {
+        client.prepare(&text).await?
+    })
 }
 
 /// Parameters for a tokio-postgres call.
@@ -139,17 +150,110 @@ fn parameters(values: &[Bound]) -> Vec<&(dyn ToSql + Sync)> {
     values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
 }
 
+/// Reads every row as a `T`.
+fn read_all<T: FromRow>(rows: &[tokio_postgres::Row]) -> Result<Vec<T>, StoreError> {
+    Ok(rows
+        .iter()
+        .map(T::from_row)
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
 impl Postgres {
-    /// Runs one of the statements both backends share (`?N` placeholders); returns how
-    /// many rows it changed.
-    pub(super) async fn execute_shared(
+    /// Runs a shared query and reads its rows.
+    pub(super) async fn query<T: FromRow>(
         &self,
-        sql: &str,
-        values: &[Bound],
-    ) -> Result<u64, StoreError> {
+        sql: Sql,
+        values: Vec<Bound>,
+    ) -> Result<Vec<T>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(&numbered_for_postgres(sql)).await?;
-        Ok(client.execute(&statement, &parameters(values)).await?)
+        let statement = prepare(&client, &sql).await?;
+        read_all(&client.query(&statement, &parameters(&values)).await?)
+    }
+
+    /// See `Database::query_then`.
+    pub(super) async fn query_then<T: FromRow>(
+        &self,
+        query: (Sql, Vec<Bound>),
+        then: Sql,
+        values_of: impl Fn(&T) -> Vec<Bound> + Send + Sync + 'static,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut client = self.client().await?;
+        let (first, next) = (
+            prepare(&client, &query.0).await?,
+            prepare(&client, &then).await?,
+        );
+        let tx = client.transaction().await?;
+        let rows: Vec<T> = read_all(&tx.query(&first, &parameters(&query.1)).await?)?;
+        for row in &rows {
+            tx.execute(&next, &parameters(&values_of(row))).await?;
+        }
+        tx.commit().await?;
+        Ok(rows)
+    }
+}
+
+#[async_trait]
+impl Backend for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn dialect(&self) -> &'static Dialect {
+        &POSTGRES
+    }
+
+    fn shared_by_replicas(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, sql: Sql, values: Vec<Bound>) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let statement = prepare(&client, &sql).await?;
+        Ok(client.execute(&statement, &parameters(&values)).await?)
+    }
+
+    async fn execute_all(
+        &self,
+        statements: Vec<(Sql, Vec<Bound>)>,
+    ) -> Result<std::time::Duration, StoreError> {
+        let mut client = self.client().await?;
+        let mut prepared = Vec::with_capacity(statements.len());
+        for (sql, _) in &statements {
+            prepared.push(prepare(&client, sql).await?);
+        }
+        let tx = client.transaction().await?;
+        for (statement, (_, values)) in prepared.iter().zip(&statements) {
+            tx.execute(statement, &parameters(values)).await?;
+        }
+        tx.commit().await?;
+        Ok(Duration::ZERO)
+    }
+
+    async fn insert_after(
+        &self,
+        guard: (Sql, Vec<Bound>),
+        insert: (Sql, Vec<Bound>),
+    ) -> Result<Option<i64>, StoreError> {
+        let mut client = self.client().await?;
+        let (first, next) = (
+            prepare(&client, &guard.0).await?,
+            prepare(&client, &insert.0).await?,
+        );
+        let tx = client.transaction().await?;
+        if tx.execute(&first, &parameters(&guard.1)).await? == 0 {
+            return Ok(None);
+        }
+        let row = tx.query_one(&next, &parameters(&insert.1)).await?;
+        tx.commit().await?;
+        Ok(Some(row.int(0)?))
+    }
+
+    async fn publish_change(&self, change: &Change) -> Result<(), StoreError> {
+        self.publish(change).await
+    }
+
+    fn subscribe_changes(&self) -> Option<broadcast::Receiver<Change>> {
+        Some(self.subscribe())
     }
 }
 
@@ -207,11 +311,6 @@ fn pool_error(error: PoolError) -> StoreError {
         )),
         other => StoreError::Postgres(format!("database connection pool: {other}")),
     }
-}
-
-/// Whether an error is a broken uniqueness rule (a task name already taken).
-fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
-    error.code() == Some(&SqlState::UNIQUE_VIOLATION)
 }
 
 /// For tests and benchmarks: a URL for a fresh, empty schema of the database at

@@ -1,5 +1,6 @@
-//! The SQLite console behind `db_query` (PostgreSQL's is `pg::console`): one statement of any kind, rows streamed up to a
-//! limit, a time limit, and a read-only mode that SQLite itself enforces.
+//! The SQLite console behind `db_query` (the twin of `postgres/console.rs`): one statement
+//! of any kind, rows streamed up to a limit, a time limit, and a read-only mode that
+//! SQLite itself enforces.
 //!
 //! Read-only means that nothing a statement does outlives its call:
 //! - it runs on a connection of its own, opened read-only and closed when the call ends,
@@ -11,46 +12,23 @@
 //!   outside the database, and PRAGMAs that only report. `ATTACH`/`DETACH`,
 //!   transactions, savepoints, temporary tables, `VACUUM` and every write are refused.
 //!
-//! [`Store::describe_statement`] compiles a statement without running it and says what it
+//! `describe_statement` compiles a statement without running it and says what it
 //! would write, so `db_query` can show the user exactly that before a write.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use async_trait::async_trait;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
 use serde_json::Value;
 
 use super::connection::WriterConnection;
 use super::files::attach_traces;
-use super::{BUSY_TIMEOUT, Store, StoreError};
-
-/// The outcome of one arbitrary SQL statement ([`Store::run_sql`]).
-#[derive(Debug, Clone, Serialize)]
-pub struct SqlOutcome {
-    pub columns: Vec<String>,
-    /// Rows as JSON: integers and reals as numbers, text as strings, NULL as null,
-    /// blobs as `{"base64": "…"}`.
-    pub rows: Vec<Vec<Value>>,
-    /// More rows existed than the limit allowed.
-    pub truncated: bool,
-    /// For statements that change data: how many rows they changed.
-    pub rows_affected: Option<usize>,
-    pub last_insert_rowid: Option<i64>,
-}
-
-/// What a statement would do, found by compiling it (nothing runs).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct StatementSummary {
-    /// The statement's first keyword, comments skipped (`DELETE`, `PRAGMA`, `WITH`…).
-    pub kind: String,
-    /// Whether SQLite says the statement leaves the database unchanged.
-    pub read_only: bool,
-    /// Each change it would make, e.g. `DELETE on messages`, `ATTACH 'x.db'`.
-    pub writes: Vec<String>,
-}
+use super::{BUSY_TIMEOUT, Sqlite};
+use crate::bot::store::StoreError;
+use crate::bot::store::backend::Console;
+use crate::bot::store::console::{SqlOutcome, SqlRequest, StatementSummary, statement_kind};
 
 /// PRAGMAs that only report, allowed in read-only mode without a value.
 const REPORTING_PRAGMAS: &[&str] = &[
@@ -176,25 +154,6 @@ fn describe_write(action: &AuthAction<'_>) -> Option<String> {
     })
 }
 
-/// The first keyword of a statement, after whitespace and comments.
-pub(super) fn statement_kind(sql: &str) -> String {
-    let mut rest = sql;
-    loop {
-        rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("--") {
-            rest = after.split_once('\n').map_or("", |(_, next)| next);
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = after.split_once("*/").map_or("", |(_, next)| next);
-        } else {
-            break;
-        }
-    }
-    rest.split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or_default()
-        .to_ascii_uppercase()
-}
-
 fn sql_value(value: rusqlite::types::ValueRef<'_>) -> Value {
     use base64::Engine;
     use rusqlite::types::ValueRef;
@@ -232,26 +191,18 @@ enum ReadOnlyConnection {
     Shared(Arc<WriterConnection>),
 }
 
-impl Store {
-    /// Runs one SQL statement of any kind with positional parameters. Rows stream and
-    /// stop at `limit` (so a huge table is never loaded whole). With `read_only`, only
-    /// reading is allowed and nothing outlives the call (see the module docs). A
-    /// statement running longer than `timeout` is interrupted.
-    pub async fn run_sql(
-        &self,
-        sql: &str,
-        params: Vec<Value>,
-        limit: usize,
-        read_only: bool,
-        timeout: Duration,
-    ) -> Result<SqlOutcome, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.run_sql(sql, params, limit, read_only, timeout).await;
-        }
-        let sql = sql.to_string();
-        let files = self.sqlite()?;
-        let writer = files.main.clone();
-        let traces_location = files.traces_location.clone();
+#[async_trait]
+impl Console for Sqlite {
+    async fn run_sql(&self, request: SqlRequest) -> Result<SqlOutcome, StoreError> {
+        let SqlRequest {
+            sql,
+            params,
+            limit,
+            read_only,
+            timeout,
+        } = request;
+        let writer = self.files.main.clone();
+        let traces_location = self.files.traces_location.clone();
         let path = self.path.clone();
         let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
         let work = tokio::task::spawn_blocking(move || {
@@ -262,11 +213,11 @@ impl Store {
                 attach_traces(&guard, &traces_location)?;
                 return outcome;
             }
-            let connection = if &*path == ":memory:" {
+            let connection = if path == ":memory:" {
                 ReadOnlyConnection::Shared(writer)
             } else {
                 let own = Connection::open_with_flags(
-                    &*path,
+                    &path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )?;
                 own.busy_timeout(BUSY_TIMEOUT)?;
@@ -300,11 +251,7 @@ impl Store {
         result
     }
 
-    /// Compiles `sql` (nothing runs) and says what it would change.
-    pub async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.describe_statement(sql).await;
-        }
+    async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
         let sql = sql.to_string();
         self.call(move |c| {
             let writes = Arc::new(Mutex::new(BTreeSet::new()));
@@ -399,42 +346,4 @@ fn execute_one(
         rows_affected: None,
         last_insert_rowid: None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statement_kind_skips_comments() {
-        assert_eq!(
-            statement_kind("  -- hi\n/* long */ delete from x"),
-            "DELETE"
-        );
-        assert_eq!(statement_kind("PRAGMA x"), "PRAGMA");
-        assert_eq!(statement_kind("/* never closed"), "");
-    }
-
-    #[tokio::test]
-    async fn summaries_name_what_a_statement_writes() {
-        for store in crate::bot::store::test_stores() {
-            summaries_name_writes(store).await;
-        }
-    }
-
-    async fn summaries_name_writes(store: Store) {
-        let padded = format!(
-            "/* {} */ DELETE FROM messages WHERE id > 0",
-            "x".repeat(2000)
-        );
-        let summary = store.describe_statement(&padded).await.unwrap();
-        assert_eq!(summary.kind, "DELETE");
-        assert!(!summary.read_only);
-        assert_eq!(summary.writes, vec!["DELETE on messages".to_string()]);
-        let read = store
-            .describe_statement("SELECT * FROM tasks")
-            .await
-            .unwrap();
-        assert!(read.read_only && read.writes.is_empty());
-    }
 }

@@ -29,9 +29,12 @@ use serde_json::{Value, json};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::super::sql::statement_kind;
-use super::super::{SqlOutcome, StatementSummary, StoreError};
+use async_trait::async_trait;
+
 use super::Postgres;
+use crate::bot::store::StoreError;
+use crate::bot::store::backend::Console;
+use crate::bot::store::console::{SqlOutcome, SqlRequest, StatementSummary, statement_kind};
 
 /// Statements read-only mode runs (their first keyword).
 const READING_KINDS: &[&str] = &["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN"];
@@ -149,30 +152,26 @@ impl Postgres {
         tokio::spawn(connection);
         Ok(client)
     }
+}
 
-    pub(in super::super) async fn run_sql(
-        &self,
-        sql: &str,
-        params: Vec<Value>,
-        limit: usize,
-        read_only: bool,
-        timeout: Duration,
-    ) -> Result<SqlOutcome, StoreError> {
-        if let Some(refused) = refusal(sql, read_only) {
+#[async_trait]
+impl Console for Postgres {
+    async fn run_sql(&self, request: SqlRequest) -> Result<SqlOutcome, StoreError> {
+        if let Some(refused) = refusal(&request.sql, request.read_only) {
             return Err(refused);
         }
         let client = self.own_connection().await?;
         let cancel = client.cancel_token();
-        let work = run_in_transaction(&client, sql, &params, limit, read_only, timeout);
+        let work = run_in_transaction(&client, &request);
         // The server's statement_timeout stops the statement; this is the backstop for
         // a server that does not answer at all.
-        match tokio::time::timeout(timeout + Duration::from_secs(5), work).await {
+        match tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 let _ = cancel.cancel_query(NoTls).await;
                 Err(StoreError::Postgres(format!(
                     "canceling statement due to statement timeout: it ran longer than {} s",
-                    timeout.as_secs()
+                    request.timeout.as_secs()
                 )))
             }
         }
@@ -183,10 +182,7 @@ impl Postgres {
     /// writes, so a data-modifying `WITH` is caught however it is dressed. One it cannot
     /// plan (DDL, or a plan that needs parameter values) counts as a write unless its
     /// first keyword says it only reads.
-    pub(in super::super) async fn describe_statement(
-        &self,
-        sql: &str,
-    ) -> Result<StatementSummary, StoreError> {
+    async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
         let kind = statement_kind(sql);
         let mut writes = Vec::new();
         let plan = if PLANNABLE_KINDS.contains(&kind.as_str()) {
@@ -233,14 +229,10 @@ const PLANNABLE_KINDS: &[&str] = &[
 /// The statement inside its transaction: read-only and rolled back, or committed.
 async fn run_in_transaction(
     client: &Client,
-    sql: &str,
-    params: &[Value],
-    limit: usize,
-    read_only: bool,
-    timeout: Duration,
+    request: &SqlRequest,
 ) -> Result<SqlOutcome, StoreError> {
     client
-        .batch_execute(if read_only {
+        .batch_execute(if request.read_only {
             "BEGIN TRANSACTION READ ONLY"
         } else {
             "BEGIN"
@@ -249,11 +241,11 @@ async fn run_in_transaction(
     client
         .batch_execute(&format!(
             "SET LOCAL statement_timeout = {}",
-            timeout.as_millis().max(1)
+            request.timeout.as_millis().max(1)
         ))
         .await?;
-    let outcome = run_statement(client, sql, params, limit).await;
-    let end = if read_only || outcome.is_err() {
+    let outcome = run_statement(client, &request.sql, &request.params, request.limit).await;
+    let end = if request.read_only || outcome.is_err() {
         "ROLLBACK"
     } else {
         "COMMIT"

@@ -1,20 +1,26 @@
-//! Scheduled tasks: create, list, and the run bookkeeping (running, finished, left
-//! running by a stop).
+//! Scheduled tasks (the scheduler's jobs; the MCP Tasks extension's records are
+//! `mcp_tasks`): create, list, and the run bookkeeping (claimed, running, finished, left
+//! running by a stop). Every statement is shared by both backends; only the claim's
+//! wording differs ([`CLAIM_DUE_SQLITE`], [`CLAIM_DUE_POSTGRES`]).
 
-use super::rows::Bound;
-use super::*;
+use serde_json::Value;
 
-/// The columns [`task_from_row`] reads, in order.
+use super::backend::Sql;
+use super::rows::{Bound, FromRow, RowRead};
+use super::{Store, StoreError, Task, now_rfc3339};
+
+/// The columns [`Task::from_row`] reads, in order.
 macro_rules! task_columns {
     () => {
         "id, name, description, schedule, action, enabled, status, last_run, next_run, last_result, created_at, run_as"
     };
 }
 
-pub(super) const TASK_SELECT: &str = concat!("SELECT ", task_columns!(), " FROM tasks");
-pub(super) const TASK_COLUMNS: &str = task_columns!();
+const TASK_SELECT: &str = concat!("SELECT ", task_columns!(), " FROM tasks");
+const TASK_COLUMNS: &str = task_columns!();
 
 impl Store {
+    /// Stores a new task; a name already taken is a [`StoreError::Conflict`].
     pub async fn create_task(
         &self,
         name: &str,
@@ -24,81 +30,39 @@ impl Store {
         next_run: Option<String>,
         run_as: &'static str,
     ) -> Result<Task, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg
-                .create_task(name, description, schedule, &action, next_run, run_as)
-                .await;
-        }
-        let (name, description, schedule) = (
-            name.to_string(),
-            description.to_string(),
-            schedule.to_string(),
-        );
-        self.call(move |c| {
-            let inserted = c.execute(
-                "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    name,
-                    description,
-                    schedule,
-                    action.to_string(),
-                    next_run,
-                    now_rfc3339(),
-                    run_as
-                ],
-            );
-            match inserted {
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    return Err(StoreError::Conflict(format!(
-                        "a task named `{name}` already exists; pick another name"
-                    )));
-                }
-                other => other?,
-            };
-            let id = c.last_insert_rowid();
-            Ok(c.query_row(&format!("{TASK_SELECT} WHERE id = ?1"), [id], |r| task_from_row(r))?)
-        })
-        .await
+        let values = vec![
+            name.into(),
+            description.into(),
+            schedule.into(),
+            action.to_string().into(),
+            next_run.into(),
+            now_rfc3339().into(),
+            run_as.into(),
+        ];
+        self.db
+            .query_one(Sql::fixed(INSERT_TASK), values)
+            .await?
+            .ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "a task named `{name}` already exists; pick another name"
+                ))
+            })
     }
 
     pub async fn list_tasks(&self) -> Result<Vec<Task>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.list_tasks().await;
-        }
-        self.call(|c| {
-            let mut stmt = c.prepare(&format!("{TASK_SELECT} ORDER BY id"))?;
-            let rows = stmt.query_map([], |r| task_from_row(r))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-        .await
+        let sql = Sql::fixed(format!("{TASK_SELECT} ORDER BY id"));
+        self.db.query(sql, Vec::new()).await
     }
 
     pub async fn count_tasks(&self) -> Result<usize, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.count_tasks().await;
-        }
-        self.call(|c| {
-            Ok(c.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get::<_, i64>(0))? as usize)
-        })
-        .await
+        let sql = Sql::fixed("SELECT COUNT(*) FROM tasks");
+        let count: Option<i64> = self.db.query_one(sql, Vec::new()).await?;
+        Ok(count.unwrap_or(0) as usize)
     }
 
     pub async fn get_task(&self, id: i64) -> Result<Option<Task>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.get_task(id).await;
-        }
-        self.call(move |c| {
-            Ok(
-                c.query_row(&format!("{TASK_SELECT} WHERE id = ?1"), [id], |r| {
-                    task_from_row(r)
-                })
-                .optional()?,
-            )
-        })
-        .await
+        let sql = Sql::fixed(format!("{TASK_SELECT} WHERE id = ?1"));
+        self.db.query_one(sql, vec![id.into()]).await
     }
 
     /// Marks a task as running, claimed by `replica` until `lease_until_ms`; returns
@@ -123,29 +87,20 @@ impl Store {
         now: &str,
         lease_until_ms: i64,
     ) -> Result<Vec<Task>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.claim_due_tasks(replica, now, lease_until_ms).await;
-        }
-        let (replica, now) = (replica.to_string(), now.to_string());
-        self.call(move |c| {
-            let tx = c.transaction()?;
-            let claimed = {
-                let mut claim =
-                    tx.prepare(&format!("{CLAIM_DUE_SQLITE} RETURNING {TASK_COLUMNS}"))?;
-                claim
-                    .query_map(params![replica, now, lease_until_ms], |r| task_from_row(r))?
-                    .collect::<Result<Vec<_>, _>>()?
-            };
-            for task in &claimed {
-                tx.execute(
-                    OPEN_RUN,
-                    params![task.id, task.next_run, replica, now_rfc3339()],
-                )?;
-            }
-            tx.commit()?;
-            Ok(claimed)
-        })
-        .await
+        let claim = format!("{} RETURNING {TASK_COLUMNS}", self.db.dialect().claim_due);
+        let values = vec![replica.into(), now.into(), lease_until_ms.into()];
+        let (replica, started_at) = (replica.to_string(), now_rfc3339());
+        let open_run = move |task: &Task| -> Vec<Bound> {
+            vec![
+                task.id.into(),
+                task.next_run.clone().into(),
+                replica.as_str().into(),
+                started_at.as_str().into(),
+            ]
+        };
+        self.db
+            .query_then((Sql::fixed(claim), values), Sql::fixed(OPEN_RUN), open_run)
+            .await
     }
 
     /// Extends the claim of `replica` on a running task; false when the claim was lost
@@ -199,38 +154,46 @@ impl Store {
     /// process owns the file) every one of them; on a shared PostgreSQL only those
     /// claimed under this replica's id (others are left to their lease).
     pub async fn reset_stale_running_tasks(&self, replica: &str) -> Result<usize, StoreError> {
-        let only = self.postgres().map(|_| replica);
+        let only = self.db.shared_by_replicas().then_some(replica);
         let ledger = vec![only.into(), now_rfc3339().into()];
         self.execute_shared(RESET_STALE_LEDGER, ledger).await?;
         Ok(self.execute_shared(RESET_STALE, vec![only.into()]).await? as usize)
     }
 
-    /// Runs one of the statements both backends share (`?N` placeholders) and returns
-    /// how many rows it changed.
-    pub(super) async fn execute_shared(
+    /// Runs one of the statements both backends share; returns how many rows it changed.
+    async fn execute_shared(
         &self,
         sql: &'static str,
-        params: Vec<Bound>,
+        values: Vec<Bound>,
     ) -> Result<u64, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.execute_shared(sql, &params).await;
-        }
-        self.call(move |c| Ok(c.execute(sql, rusqlite::params_from_iter(params.iter()))? as u64))
-            .await
+        self.db.execute(Sql::fixed(sql), values).await
     }
 }
 
 const MARK_RUNNING: &str = "UPDATE tasks SET status = 'running', claimed_by = ?2, lease_until_ms = ?3 \
     WHERE id = ?1 AND status != 'running'";
 
-/// SQLite has one writer at a time, so a plain conditional update claims; the
-/// PostgreSQL form (in `pg::records`) adds `FOR UPDATE SKIP LOCKED`.
-const CLAIM_DUE_SQLITE: &str = "UPDATE tasks SET status = 'running', claimed_by = ?1, lease_until_ms = ?3 \
+/// Stores a task unless its name is taken (then it returns no row).
+const INSERT_TASK: &str = concat!(
+    "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO NOTHING RETURNING ",
+    task_columns!()
+);
+
+/// SQLite has one writer at a time, so a plain conditional update claims.
+pub(super) const CLAIM_DUE_SQLITE: &str = "UPDATE tasks SET status = 'running', claimed_by = ?1, lease_until_ms = ?3 \
     WHERE enabled = 1 AND status != 'running' AND next_run IS NOT NULL AND next_run <= ?2";
+
+/// Replicas claiming at once skip each other's rows (`SKIP LOCKED`), and a row one
+/// claimed just before no longer matches once its lock is released (PostgreSQL re-checks
+/// the condition on the newest version).
+pub(super) const CLAIM_DUE_POSTGRES: &str = "UPDATE tasks SET status = 'running', claimed_by = ?1, lease_until_ms = ?3 \
+    WHERE id IN (SELECT id FROM tasks WHERE enabled = 1 AND status <> 'running' \
+    AND next_run IS NOT NULL AND next_run <= ?2 FOR UPDATE SKIP LOCKED)";
 
 /// A claimed run's ledger row: a due time claimed again (after an interrupted run)
 /// counts another attempt instead of a second row.
-pub(super) const OPEN_RUN: &str = "INSERT INTO task_runs (task_id, due_at, replica, attempts, started_at, status) \
+const OPEN_RUN: &str = "INSERT INTO task_runs (task_id, due_at, replica, attempts, started_at, status) \
     VALUES (?1, ?2, ?3, 1, ?4, 'running') ON CONFLICT (task_id, due_at) DO UPDATE SET \
     replica = excluded.replica, attempts = task_runs.attempts + 1, started_at = excluded.started_at, \
     finished_at = NULL, status = 'running'";
@@ -261,20 +224,22 @@ const RESET_STALE_LEDGER: &str = "UPDATE task_runs SET status = 'interrupted', f
 const RESET_STALE: &str = "UPDATE tasks SET status = 'interrupted', claimed_by = NULL, lease_until_ms = NULL \
     WHERE status = 'running' AND (CAST(?1 AS TEXT) IS NULL OR claimed_by = ?1 OR claimed_by IS NULL)";
 
-pub(super) fn task_from_row<R: RowRead>(r: &R) -> Result<Task, R::Error> {
-    let action = r.text(4)?;
-    Ok(Task {
-        id: r.int(0)?,
-        name: r.text(1)?,
-        description: r.text(2)?,
-        schedule: r.text(3)?,
-        action: serde_json::from_str(&action).unwrap_or(Value::String(action)),
-        enabled: r.flag(5)?,
-        status: r.text(6)?,
-        last_run: r.optional_text(7)?,
-        next_run: r.optional_text(8)?,
-        last_result: r.optional_text(9)?,
-        created_at: r.text(10)?,
-        run_as: r.text(11)?,
-    })
+impl FromRow for Task {
+    fn from_row<R: RowRead>(r: &R) -> Result<Task, R::Error> {
+        let action = r.text(4)?;
+        Ok(Task {
+            id: r.int(0)?,
+            name: r.text(1)?,
+            description: r.text(2)?,
+            schedule: r.text(3)?,
+            action: serde_json::from_str(&action).unwrap_or(Value::String(action)),
+            enabled: r.flag(5)?,
+            status: r.text(6)?,
+            last_run: r.optional_text(7)?,
+            next_run: r.optional_text(8)?,
+            last_result: r.optional_text(9)?,
+            created_at: r.text(10)?,
+            run_as: r.text(11)?,
+        })
+    }
 }
