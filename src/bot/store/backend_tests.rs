@@ -1,6 +1,7 @@
 //! Tests every store method on each backend [`test_stores`] gives: SQLite always,
-//! PostgreSQL when `PORTHOLE_TEST_DATABASE_URL` names a server. The same assertions
-//! run on both, so the backends cannot drift apart unnoticed.
+//! PostgreSQL when `PORTHOLE_TEST_DATABASE_URL` names a server (which CI must give:
+//! under `PORTHOLE_REQUIRE_SERVICES=1` a missing one fails the test). The same
+//! assertions run on both, so the backends cannot drift apart unnoticed.
 
 use std::time::Duration;
 

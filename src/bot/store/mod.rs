@@ -226,24 +226,13 @@ impl Store {
 
 /// For tests: the stores every backend-independent test runs against — SQLite in
 /// memory always, and PostgreSQL (a fresh schema each) when `PORTHOLE_TEST_DATABASE_URL`
-/// is set (`scripts/replicas.sh` sets it). Without it the PostgreSQL half is skipped,
-/// and says so once.
+/// names a server. Without it the PostgreSQL half is skipped with the reason printed, or
+/// fails the test under `PORTHOLE_REQUIRE_SERVICES=1` (CI), see [`crate::test_support`].
 #[cfg(test)]
 pub(crate) fn test_stores() -> Vec<Store> {
     let mut stores = vec![Store::open(":memory:").unwrap()];
-    match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => {
-            stores.push(Store::open(&postgres::fresh_schema_url(&url)).unwrap());
-        }
-        _ => {
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| {
-                eprintln!(
-                    "PostgreSQL store tests skipped: PORTHOLE_TEST_DATABASE_URL is unset \
-                     (scripts/replicas.sh runs them against a real server)"
-                )
-            });
-        }
+    if let Some(url) = crate::test_support::test_database_url() {
+        stores.push(Store::open(&postgres::fresh_schema_url(&url)).unwrap());
     }
     stores
 }
