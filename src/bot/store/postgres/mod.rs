@@ -130,7 +130,7 @@ impl Postgres {
     }
 }
 
-/// Prepares `sql` in `PostgreSQL`'s placeholders: from the connection's cache when its
+/// Prepares `sql` in PostgreSQL's placeholders: from the connection's cache when its
 /// text is fixed (so each later use is one round trip instead of two; the cache of a
 /// connection is never emptied, hence only for texts of a bounded number of forms).
 async fn prepare(
