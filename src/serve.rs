@@ -8,16 +8,22 @@
 //!   starts after each response, so it closes idle keep-alive connections too. Bodies
 //!   (see `MCP_BODY_TIMEOUT_SECS`) and responses, SSE streams included, are not limited.
 //! - **connection cap**: at most `HTTP_MAX_CONNECTIONS` at once, lowered to fit the
-//!   process's open-file limit. At the cap new connections wait in the kernel's queue
-//!   until one closes, and a warning says so once per burst.
+//!   process's open-file limit. At the cap the connection that has waited longest for
+//!   its first request's headers is closed to make room, so a flood of clients that
+//!   trickle their headers cannot keep a well-behaved request waiting; connections that
+//!   have sent a request (being answered, streaming, or idle between keep-alive
+//!   requests) are never closed for this. Only when every connection has sent one do
+//!   new connections wait in the kernel's queue until one closes. A warning says so once
+//!   per burst.
 //! - `TCP_NODELAY` on every connection: small SSE frames otherwise stall on Nagle's
 //!   algorithm plus delayed ACKs.
 //! - graceful shutdown: when `stop` resolves, accepting stops and open connections are
 //!   asked to finish; the future resolves once they all have.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -28,8 +34,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tower::ServiceExt;
 
 /// The limits the server loop enforces.
@@ -89,6 +95,46 @@ pub fn raise_open_file_limit() {
     }
 }
 
+/// The connections still waiting for their first request's headers, each with the
+/// sender that closes it. Keys are handed out in accept order, so the first key is the
+/// connection that has waited longest.
+#[derive(Default)]
+struct AwaitingHeaders {
+    next_key: u64,
+    closers: BTreeMap<u64, oneshot::Sender<()>>,
+}
+
+impl AwaitingHeaders {
+    /// Registers a connection just accepted; its key and the signal that closes it.
+    fn register(this: &Mutex<Self>) -> (u64, oneshot::Receiver<()>) {
+        let (closer, closed) = oneshot::channel();
+        let mut this = this.lock().unwrap_or_else(|e| e.into_inner());
+        let key = this.next_key;
+        this.next_key += 1;
+        this.closers.insert(key, closer);
+        (key, closed)
+    }
+
+    /// The connection `key` has sent its headers (or ended): it is no longer a candidate.
+    fn settled(this: &Mutex<Self>, key: u64) {
+        this.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closers
+            .remove(&key);
+    }
+
+    /// Closes the connection that has waited longest for its headers; false when none is
+    /// waiting.
+    fn close_oldest(this: &Mutex<Self>) -> bool {
+        let oldest = this
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closers
+            .pop_first();
+        oldest.is_some_and(|(_, closer)| closer.send(()).is_ok())
+    }
+}
+
 /// HTTP/1 and HTTP/2 connections, with the header timeout.
 fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -116,6 +162,7 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(cap));
     let graceful = GracefulShutdown::new();
     let builder = Arc::new(connection_builder(limits.header_timeout));
+    let awaiting = Arc::new(Mutex::new(AwaitingHeaders::default()));
     let mut stop = std::pin::pin!(stop);
     let mut warned_at_cap = false;
     loop {
@@ -128,10 +175,12 @@ pub async fn serve(
                 if !warned_at_cap {
                     tracing::warn!(
                         cap,
-                        "connection cap reached (HTTP_MAX_CONNECTIONS); new connections wait until one closes"
+                        "connection cap reached (HTTP_MAX_CONNECTIONS); closing the connections that wait longest for their headers, or else new ones wait until one closes"
                     );
                     warned_at_cap = true;
                 }
+                // The closed connection's task gives its permit back at once.
+                AwaitingHeaders::close_oldest(&awaiting);
                 tokio::select! {
                     permit = permits.clone().acquire_owned() => match permit {
                         Ok(permit) => permit,
@@ -155,25 +204,49 @@ pub async fn serve(
             _ = &mut stop => break,
         };
         let _ = tcp.set_nodelay(true);
-        let service = router
-            .clone()
-            .map_request(move |mut request: hyper::Request<Incoming>| {
-                request
-                    .extensions_mut()
-                    .insert(ConnectInfo::<SocketAddr>(peer));
-                request.map(Body::new)
-            });
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(service))
-            .into_owned();
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-            drop(permit);
-        });
+        serve_connection(tcp, peer, permit, &router, &builder, &graceful, &awaiting);
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// Serves one accepted connection in a task of its own, which holds `permit` until the
+/// connection ends or is closed at the cap while waiting for its headers.
+fn serve_connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    permit: OwnedSemaphorePermit,
+    router: &Router,
+    builder: &auto::Builder<TokioExecutor>,
+    graceful: &GracefulShutdown,
+    awaiting: &Arc<Mutex<AwaitingHeaders>>,
+) {
+    let (key, closed) = AwaitingHeaders::register(awaiting);
+    let on_request = awaiting.clone();
+    let service = router
+        .clone()
+        .map_request(move |mut request: hyper::Request<Incoming>| {
+            AwaitingHeaders::settled(&on_request, key);
+            request
+                .extensions_mut()
+                .insert(ConnectInfo::<SocketAddr>(peer));
+            request.map(Body::new)
+        });
+    let connection = builder
+        .serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(service))
+        .into_owned();
+    let connection = graceful.watch(connection);
+    let on_end = awaiting.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            ended = connection => if let Err(e) = ended {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            },
+            Ok(()) = closed => {
+                tracing::debug!(%peer, "closed at the connection cap while waiting for its headers");
+            }
+        }
+        AwaitingHeaders::settled(&on_end, key);
+        drop(permit);
+    });
 }

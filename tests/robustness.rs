@@ -229,3 +229,63 @@ async fn duplicate_ids_in_one_session_do_not_hang() {
     }
     app.shutdown().await;
 }
+
+/// Asks for `/api/info` on a kept-alive connection; the first part of the answer.
+async fn get_info(tcp: &mut tokio::net::TcpStream) -> String {
+    tcp.write_all(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buffer)).await;
+    let read = read.expect("answered").expect("readable");
+    String::from_utf8_lossy(&buffer[..read]).into_owned()
+}
+
+/// At the connection cap, clients that trickle their headers make room for a
+/// well-behaved request at once: the connection that has waited longest for its headers
+/// is closed, never one that has sent a request (an idle keep-alive) or is streaming.
+#[tokio::test]
+async fn at_the_cap_the_slowest_header_makes_room_for_a_normal_request() {
+    use futures::StreamExt;
+    let app = start_bot(&[
+        ("HTTP_MAX_CONNECTIONS", "16"),
+        ("HTTP_HEADER_TIMEOUT_SECS", "60"),
+    ])
+    .await;
+    // A stream, and a keep-alive connection that has been answered once and sits idle.
+    let mut events = open_legacy_stream(&app).await;
+    let mut kept_alive = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    assert!(get_info(&mut kept_alive).await.starts_with("HTTP/1.1 200"));
+
+    // More slow clients than the cap, each stuck in the middle of its headers.
+    let mut slow = slow_header_clients(app.addr, 40).await;
+    // A normal request is answered at once, long before any header timeout.
+    let started = Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        client().get(format!("{}/api/info", app.url())).send(),
+    )
+    .await
+    .expect("answered at the cap")
+    .unwrap();
+    assert_eq!(reply.status(), 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?} at the cap",
+        started.elapsed()
+    );
+    // The oldest slow client made room...
+    let mut buffer = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(5), slow[0].read(&mut buffer))
+        .await
+        .expect("the oldest slow connection was closed");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    // ...while the idle keep-alive connection and the stream stayed open.
+    assert!(get_info(&mut kept_alive).await.starts_with("HTTP/1.1 200"));
+    let next = tokio::time::timeout(Duration::from_millis(500), events.next()).await;
+    assert!(
+        matches!(next, Err(_) | Ok(Some(Ok(_)))),
+        "the SSE stream was cut: {next:?}"
+    );
+    app.shutdown().await;
+}

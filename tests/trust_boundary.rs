@@ -568,25 +568,17 @@ async fn host_checks_are_exact_and_oversized_bodies_are_refused_at_once() {
 #[tokio::test]
 async fn slow_headers_cannot_hold_the_bot_and_streams_outlive_the_header_timeout() {
     use futures::StreamExt;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let app = start_bot(&[
         ("HTTP_MAX_CONNECTIONS", "32"),
         ("HTTP_HEADER_TIMEOUT_SECS", "1"),
     ])
     .await;
     // A stream opened before the attack, to be checked after it.
-    let session = legacy_session(&app, "2025-11-25", json!({})).await;
-    let stream = legacy_get_stream(&app, &session).await;
-    assert_eq!(stream.status(), 200);
-    let mut events = stream.bytes_stream();
+    let mut events = open_legacy_stream(&app).await;
 
     // More slow clients than the cap, each stuck in the middle of its headers.
-    let mut slow = Vec::new();
-    for _ in 0..48 {
-        let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
-        tcp.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
-        slow.push(tcp);
-    }
+    let mut slow = slow_header_clients(app.addr, 48).await;
     // The bot stays reachable: slots come back as the slow clients time out.
     let started = std::time::Instant::now();
     let info = tokio::time::timeout(

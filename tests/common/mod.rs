@@ -407,6 +407,14 @@ pub async fn legacy_get_stream(app: &RunningApp, session: &str) -> reqwest::Resp
         .unwrap()
 }
 
+/// A new legacy session's GET stream, open (status 200).
+pub async fn open_legacy_stream(app: &RunningApp) -> impl SseStream + use<> {
+    let session = legacy_session(app, "2025-11-25", json!({})).await;
+    let stream = legacy_get_stream(app, &session).await;
+    assert_eq!(stream.status(), 200);
+    stream.bytes_stream()
+}
+
 /// Both streams a tools-list change is announced on, open and past their first event:
 /// a new legacy session's GET stream and a modern `subscriptions/listen` stream (request
 /// id `listen_id`) for `toolsListChanged`.
@@ -486,4 +494,19 @@ pub async fn listening_port(
     .expect("the bot starts listening");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     port
+}
+
+/// `count` connections to `addr`, each stuck in the middle of its request's headers.
+pub async fn slow_header_clients(
+    addr: std::net::SocketAddr,
+    count: usize,
+) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let mut slow = Vec::new();
+    for _ in 0..count {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+        slow.push(tcp);
+    }
+    slow
 }
