@@ -56,17 +56,14 @@ impl Database {
         }
     }
 
-    /// Runs `query` and, for each row it returns, `then` with values made from the row,
-    /// in one transaction; returns the rows.
+    /// Runs a [`QueryThen`] in one transaction; returns the rows its query read.
     pub(super) async fn query_then<T: FromRow>(
         &self,
-        query: (Sql, Vec<Bound>),
-        then: Sql,
-        values_of: impl Fn(&T) -> Vec<Bound> + Send + Sync + 'static,
+        work: QueryThen<T>,
     ) -> Result<Vec<T>, StoreError> {
         match self {
-            Database::Sqlite(sqlite) => sqlite.query_then(query, then, values_of).await,
-            Database::Postgres(postgres) => postgres.query_then(query, then, values_of).await,
+            Database::Sqlite(sqlite) => sqlite.query_then(work).await,
+            Database::Postgres(postgres) => postgres.query_then(work).await,
         }
     }
 
@@ -127,8 +124,26 @@ impl Sql {
     }
 }
 
-/// The words and clauses in which the two backends' SQL differs.
+/// A query, and for each row it returns a statement with values made from the row, all
+/// in one transaction (claiming due tasks and opening their runs).
+pub(super) struct QueryThen<T> {
+    pub(super) query: Sql,
+    pub(super) values: Vec<Bound>,
+    pub(super) then: Sql,
+    pub(super) values_of: ValuesOf<T>,
+}
+
+/// Makes the values of a [`QueryThen`]'s statement from one row of its query.
+pub(super) type ValuesOf<T> = Box<dyn Fn(&T) -> Vec<Bound> + Send + Sync>;
+
+/// What the facade needs to know of a backend besides running its statements: its
+/// name, whether replicas share it, and the words and clauses its SQL differs in.
 pub(super) struct Dialect {
+    /// `sqlite` or `postgres`.
+    pub(super) name: &'static str,
+    /// Whether other processes (replicas) may share the database: a SQLite file has one
+    /// process, a PostgreSQL database any number.
+    pub(super) shared_by_replicas: bool,
     /// A `LIKE` that ignores ASCII case: SQLite's `LIKE` does, PostgreSQL's `ILIKE` does.
     pub(super) like: &'static str,
     /// Stores a turn's row or merges a part of it in (see `traces`).
@@ -140,14 +155,7 @@ pub(super) struct Dialect {
 /// What the facade asks of a backend.
 #[async_trait]
 pub(super) trait Backend: Conversations + Console + Schema + Send + Sync {
-    /// `sqlite` or `postgres`.
-    fn name(&self) -> &'static str;
-
     fn dialect(&self) -> &'static Dialect;
-
-    /// Whether other processes (replicas) may share the database: a SQLite file has one
-    /// process, a PostgreSQL database any number.
-    fn shared_by_replicas(&self) -> bool;
 
     /// Runs one shared statement; returns how many rows it changed.
     async fn execute(&self, sql: Sql, values: Vec<Bound>) -> Result<u64, StoreError>;

@@ -183,7 +183,7 @@ impl Store {
 
     /// `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
-        self.db.name()
+        self.db.dialect().name
     }
 
     /// Size of the database file (and its WAL) in bytes; `None` for `:memory:` and for

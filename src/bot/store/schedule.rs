@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::backend::Sql;
+use super::backend::{QueryThen, Sql};
 use super::rows::{Bound, FromRow, RowRead};
 use super::{Store, StoreError, Task, now_rfc3339};
 
@@ -88,19 +88,21 @@ impl Store {
         lease_until_ms: i64,
     ) -> Result<Vec<Task>, StoreError> {
         let claim = format!("{} RETURNING {TASK_COLUMNS}", self.db.dialect().claim_due);
-        let values = vec![replica.into(), now.into(), lease_until_ms.into()];
         let (replica, started_at) = (replica.to_string(), now_rfc3339());
-        let open_run = move |task: &Task| -> Vec<Bound> {
-            vec![
-                task.id.into(),
-                task.next_run.clone().into(),
-                replica.as_str().into(),
-                started_at.as_str().into(),
-            ]
+        let work = QueryThen {
+            query: Sql::fixed(claim),
+            values: vec![replica.as_str().into(), now.into(), lease_until_ms.into()],
+            then: Sql::fixed(OPEN_RUN),
+            values_of: Box::new(move |task: &Task| -> Vec<Bound> {
+                vec![
+                    task.id.into(),
+                    task.next_run.clone().into(),
+                    replica.as_str().into(),
+                    started_at.as_str().into(),
+                ]
+            }),
         };
-        self.db
-            .query_then((Sql::fixed(claim), values), Sql::fixed(OPEN_RUN), open_run)
-            .await
+        self.db.query_then(work).await
     }
 
     /// Extends the claim of `replica` on a running task; false when the claim was lost
@@ -154,7 +156,7 @@ impl Store {
     /// process owns the file) every one of them; on a shared PostgreSQL only those
     /// claimed under this replica's id (others are left to their lease).
     pub async fn reset_stale_running_tasks(&self, replica: &str) -> Result<usize, StoreError> {
-        let only = self.db.shared_by_replicas().then_some(replica);
+        let only = self.db.dialect().shared_by_replicas.then_some(replica);
         let ledger = vec![only.into(), now_rfc3339().into()];
         self.execute_shared(RESET_STALE_LEDGER, ledger).await?;
         Ok(self.execute_shared(RESET_STALE, vec![only.into()]).await? as usize)

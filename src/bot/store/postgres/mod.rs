@@ -26,7 +26,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use super::backend::{Backend, Dialect, Sql};
+use super::backend::{Backend, Dialect, QueryThen, Sql};
 use super::rows::{Bound, FromRow, RowRead, numbered_for_postgres};
 use super::{StoreError, schedule, traces};
 use crate::redact::{redact_url, scrub_url_password};
@@ -45,6 +45,8 @@ const POOL_SIZE: usize = 16;
 const CONNECTION_WAIT: Duration = Duration::from_secs(5);
 
 static POSTGRES: Dialect = Dialect {
+    name: "postgres",
+    shared_by_replicas: true,
     like: "ILIKE",
     upsert_turn: traces::UPSERT_TURN_POSTGRES,
     claim_due: schedule::CLAIM_DUE_POSTGRES,
@@ -173,19 +175,16 @@ impl Postgres {
     /// See `Database::query_then`.
     pub(super) async fn query_then<T: FromRow>(
         &self,
-        query: (Sql, Vec<Bound>),
-        then: Sql,
-        values_of: impl Fn(&T) -> Vec<Bound> + Send + Sync + 'static,
+        work: QueryThen<T>,
     ) -> Result<Vec<T>, StoreError> {
         let mut client = self.client().await?;
-        let (first, next) = (
-            prepare(&client, &query.0).await?,
-            prepare(&client, &then).await?,
-        );
+        let query = prepare(&client, &work.query).await?;
+        let then = prepare(&client, &work.then).await?;
         let tx = client.transaction().await?;
-        let rows: Vec<T> = read_all(&tx.query(&first, &parameters(&query.1)).await?)?;
+        let rows: Vec<T> = read_all(&tx.query(&query, &parameters(&work.values)).await?)?;
         for row in &rows {
-            tx.execute(&next, &parameters(&values_of(row))).await?;
+            tx.execute(&then, &parameters(&(work.values_of)(row)))
+                .await?;
         }
         tx.commit().await?;
         Ok(rows)
@@ -194,16 +193,8 @@ impl Postgres {
 
 #[async_trait]
 impl Backend for Postgres {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &POSTGRES
-    }
-
-    fn shared_by_replicas(&self) -> bool {
-        true
     }
 
     async fn execute(&self, sql: Sql, values: Vec<Bound>) -> Result<u64, StoreError> {

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, Statement, params_from_iter};
 use serde::Serialize;
 
-use super::backend::{Backend, Dialect, Sql};
+use super::backend::{Backend, Dialect, QueryThen, Sql};
 use super::rows::{Bound, FromRow};
 use super::{StoreError, schedule, traces};
 use crate::cpu_time::thread_cpu_time;
@@ -37,6 +37,8 @@ pub(super) use schema::MIGRATIONS;
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 static SQLITE: Dialect = Dialect {
+    name: "sqlite",
+    shared_by_replicas: false,
     like: "LIKE",
     upsert_turn: traces::UPSERT_TURN_SQLITE,
     claim_due: schedule::CLAIM_DUE_SQLITE,
@@ -102,19 +104,18 @@ impl Sqlite {
     /// See `Database::query_then`.
     pub(super) async fn query_then<T: FromRow>(
         &self,
-        query: (Sql, Vec<Bound>),
-        then: Sql,
-        values_of: impl Fn(&T) -> Vec<Bound> + Send + Sync + 'static,
+        work: QueryThen<T>,
     ) -> Result<Vec<T>, StoreError> {
-        self.on(query.0.traces, move |c| {
+        self.on(work.query.traces, move |c| {
             let tx = c.transaction()?;
-            let rows: Vec<T> = with_statement(&tx, &query.0, |statement| {
+            let rows: Vec<T> = with_statement(&tx, &work.query, |statement| {
                 statement
-                    .query_map(params_from_iter(query.1.iter()), |r| T::from_row(r))?
+                    .query_map(params_from_iter(work.values.iter()), |r| T::from_row(r))?
                     .collect()
             })?;
             for row in &rows {
-                with_statement(&tx, &then, |s| s.execute(params_from_iter(values_of(row))))?;
+                let values = (work.values_of)(row);
+                with_statement(&tx, &work.then, |s| s.execute(params_from_iter(values)))?;
             }
             tx.commit()?;
             Ok(rows)
@@ -140,16 +141,8 @@ fn with_statement<R>(
 
 #[async_trait]
 impl Backend for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &SQLITE
-    }
-
-    fn shared_by_replicas(&self) -> bool {
-        false
     }
 
     async fn execute(&self, sql: Sql, values: Vec<Bound>) -> Result<u64, StoreError> {
