@@ -49,6 +49,15 @@ fn example(name: &str, conversation: &str, task: i64) -> (Value, bool) {
         "toggle_tool" => (json!({"name": "calculator", "enabled": false}), false),
         "run_task" => (json!({"id": task}), true),
         "send_message" => (json!({"content": "/run current_time {}"}), true),
+        // The throwaway bot is offline: nothing to replay.
+        "replay_llm_call" => (
+            json!({"span_id": "5f0c2b6a9d1e4f37", "system": "Answer in one sentence.", "temperature": 0.2, "runs": 2}),
+            false,
+        ),
+        "replay_llm_calls" => (
+            json!({"conversation_id": conversation, "system": "Call a tool before you answer.", "limit": 5}),
+            false,
+        ),
         _ => (json!({}), false),
     }
 }

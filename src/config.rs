@@ -141,6 +141,9 @@ pub struct TraceConfig {
     pub otlp_headers: Vec<(String, String)>,
     /// `OTEL_SERVICE_NAME` (default `porthole`); also the Phoenix project name.
     pub service_name: String,
+    /// `REPLAY_MAX_PER_MINUTE`: provider calls replays (`replay_llm_call`, the page's
+    /// Replay button) may make in any minute; they spend tokens.
+    pub replay_max_per_minute: u32,
 }
 
 /// Reads variables from a lookup function so tests can pass a plain map.
@@ -531,6 +534,7 @@ fn trace_config(vars: &Vars) -> Result<TraceConfig, ConfigError> {
         otlp_endpoint: otlp_endpoint.map(|u| u.trim_end_matches('/').to_string()),
         otlp_headers: otlp_headers(vars)?,
         service_name: vars.string("OTEL_SERVICE_NAME", "porthole"),
+        replay_max_per_minute: vars.number("REPLAY_MAX_PER_MINUTE", 30u32, 1, 10_000)?,
     })
 }
 
@@ -634,6 +638,8 @@ mod tests {
         assert!(c.trace.otlp_endpoint.is_none());
         let e = config(&[("TRACE_MAX_PAYLOAD_BYTES", "10")]).unwrap_err();
         assert_eq!(e.variable, "TRACE_MAX_PAYLOAD_BYTES");
+        let e = config(&[("REPLAY_MAX_PER_MINUTE", "0")]).unwrap_err();
+        assert_eq!(e.variable, "REPLAY_MAX_PER_MINUTE");
         let e = config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")]).unwrap_err();
         assert_eq!(e.variable, "OTEL_EXPORTER_OTLP_ENDPOINT");
         let e = config(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")]).unwrap_err();

@@ -68,10 +68,14 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
                 | "send_message"
         );
         assert_eq!(destructive, should_be_destructive, "{name}");
-        // set_log_level changes state but destroys nothing.
+        // set_log_level changes state but destroys nothing; replays spend tokens.
+        let changes_something = matches!(
+            name,
+            "set_log_level" | "replay_llm_call" | "replay_llm_calls"
+        );
         assert_eq!(
             read_only,
-            !should_be_destructive && name != "set_log_level",
+            !should_be_destructive && !changes_something,
             "{name}"
         );
     }

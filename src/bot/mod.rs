@@ -10,6 +10,7 @@ pub mod agents;
 pub mod child_env;
 pub mod llm;
 pub mod mcp_client;
+pub mod replay;
 pub mod retention;
 pub mod schedule;
 pub mod stats;
@@ -188,6 +189,8 @@ pub struct Bot {
     pub redactor: Arc<Redactor>,
     /// Records a trace per turn (and exports it when OpenTelemetry is configured).
     pub tracer: Arc<Tracer>,
+    /// The provider calls replays may still make this minute (`REPLAY_MAX_PER_MINUTE`).
+    pub replay_limit: replay::RateLimit,
 }
 
 /// The tracer the configuration asks for: off, stored, or stored and exported.
@@ -299,6 +302,7 @@ impl Bot {
         retention::spawn_conversation_retention(store.clone(), config.conversations);
 
         Ok(Arc::new(Bot {
+            replay_limit: replay::RateLimit::new(config.trace.replay_max_per_minute),
             redactor,
             tracer,
             started,

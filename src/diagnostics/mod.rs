@@ -14,6 +14,7 @@
 //! - `interaction`: `send_message`;
 //! - `traces`: `list_traces`, `get_trace`, `last_error`; `llm_calls`: `get_llm_calls`,
 //!   `get_llm_call`, `get_trace_stats`; `trace_view`: the shapes both show traces in;
+//!   `replay`: `replay_llm_call`, `replay_llm_calls` (what if);
 //! - `resources` and `prompts` (with `trace_prompts`): the MCP resources and prompts;
 //! - `session_ledger` and `mcp_task_store`: the endpoint's sessions and tasks kept in
 //!   the bot's store; `bridges`: the bot's events carried to `/mcp` (browser console
@@ -35,6 +36,7 @@ mod logs;
 mod mcp_servers;
 mod mcp_task_store;
 mod prompts;
+mod replay;
 mod resources;
 mod schedule;
 mod session_ledger;
@@ -151,6 +153,8 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
         adapt(d, llm_calls::GetLlmCalls),
         adapt(d, llm_calls::GetLlmCall),
         adapt(d, llm_calls::GetTraceStats),
+        adapt(d, replay::ReplayLlmCall),
+        adapt(d, replay::ReplayLlmCalls),
     ]
 }
 

@@ -53,7 +53,7 @@ impl DiagnosticTool for ListTraces {
                 "conversation_id": conversation_id_property("Only this conversation's traces"),
                 "status": {"type": "string", "enum": ["ok", "error"]},
                 "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
-                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool"]}
+                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool", "replay"]}
             })),
             &[],
         )

@@ -157,6 +157,10 @@ impl ToolNames {
             from_wire: Default::default(),
         };
         for name in names {
+            // A tool offered and called in the history is one tool, under one name.
+            if map.to_wire.contains_key(name) {
+                continue;
+            }
             let base: String = name
                 .chars()
                 .map(|c| {
@@ -296,9 +300,18 @@ mod tests {
 
     #[test]
     fn tool_names_round_trip_through_provider_rules() {
-        let names = ToolNames::new(["mcp.files__read", "calculator", "mcp_files__read"]);
+        let names = ToolNames::new([
+            "mcp.files__read",
+            "calculator",
+            "mcp_files__read",
+            "calculator",
+        ]);
         assert_eq!(names.wire("mcp.files__read"), "mcp_files__read");
-        assert_eq!(names.wire("calculator"), "calculator");
+        assert_eq!(
+            names.wire("calculator"),
+            "calculator",
+            "offered and called: one name"
+        );
         assert_eq!(
             names.wire("mcp_files__read"),
             "mcp_files__read_2",

@@ -42,6 +42,29 @@ pub struct SpanQuery {
     pub limit: usize,
 }
 
+impl SpanQuery {
+    /// Whether `span` is of `kind` and passes this query's span filters (not the
+    /// conversation: a turn's, matched on its row).
+    pub fn selects(&self, kind: SpanKind, s: &SpanRecord) -> bool {
+        s.kind == kind
+            && self
+                .model
+                .as_ref()
+                .is_none_or(|m| s.model.as_ref() == Some(m))
+            && match self.status.as_deref() {
+                Some("error") => s.error.is_some(),
+                Some(_) => s.error.is_none(),
+                None => true,
+            }
+            && self.since_us.is_none_or(|since| s.start_us >= since)
+            && self.min_duration_us.is_none_or(|min| s.duration_us >= min)
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|(start, id)| (s.start_us, s.span_id.as_str()) < (*start, id.as_str()))
+    }
+}
+
 /// What [`Store::append_turns`] deletes in the transaction that stores the turns.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Prune {
@@ -157,23 +180,7 @@ impl Store {
         kind: SpanKind,
         query: SpanQuery,
     ) -> Result<Page<SpanRecord>, StoreError> {
-        let wanted = |s: &SpanRecord| {
-            s.kind == kind
-                && query
-                    .model
-                    .as_ref()
-                    .is_none_or(|m| s.model.as_ref() == Some(m))
-                && match query.status.as_deref() {
-                    Some("error") => s.error.is_some(),
-                    Some(_) => s.error.is_none(),
-                    None => true,
-                }
-                && query.since_us.is_none_or(|since| s.start_us >= since)
-                && query.min_duration_us.is_none_or(|min| s.duration_us >= min)
-                && query.after.as_ref().is_none_or(|(start, id)| {
-                    (s.start_us, s.span_id.as_str()) < (*start, id.as_str())
-                })
-        };
+        let wanted = |s: &SpanRecord| query.selects(kind, s);
         let items = self
             .newest_spans("1 = 1", query.since_us, query.limit + 1, wanted, |s| {
                 s.start_us

@@ -1,0 +1,178 @@
+//! What if, over MCP: `replay_llm_call` sends a recorded LLM call again with one thing
+//! changed and shows the new answer beside the original; `replay_llm_calls` does it for
+//! a batch chosen as `get_llm_calls` chooses. Both spend tokens: not read-only (so the
+//! read-only token neither sees nor calls them), open-world (they reach the provider).
+//! The work is the bot's (`bot::replay`); these shape its arguments and answers.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::trace_view::{parse_since, since_property};
+use super::typed_tool::{Answer, DiagnosticTool};
+use super::{Diagnostics, conversation_id_property, done, failed};
+use crate::bot::replay::{
+    self, Changes, MAX_BATCH, MAX_RUNS, MAX_TEMPERATURE, MAX_TOKENS, Options,
+};
+use crate::bot::store::SpanQuery;
+use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::trace_context::is_span_id;
+
+/// Calls the provider: changes nothing in the bot, but is not read-only either.
+const SPENDS_TOKENS: Annotations = Annotations {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: true,
+};
+
+/// The changes both tools take, and `allow_redacted`.
+fn change_properties() -> Value {
+    json!({
+        "system": {"type": "string", "description": "Replaces the system prompt"},
+        "model": {"type": "string", "minLength": 1, "description": "Sends to this model instead (same provider)"},
+        "temperature": {"type": "number", "minimum": 0, "maximum": MAX_TEMPERATURE},
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS},
+        "tools": {"type": "array", "items": {"type": "string", "minLength": 1},
+                  "description": "Names of the tools to offer instead of the recorded ones ([] offers none)"},
+        "edit_messages": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"index": {"type": "integer", "minimum": 0}, "content": {"type": "string"}},
+            "required": ["index", "content"],
+            "additionalProperties": false,
+        }, "description": "Replaces the text of recorded messages, numbered as get_llm_call's `request` lists them (0 is the system prompt)"},
+        "allow_redacted": {"type": "boolean", "default": false,
+                           "description": "Send even where the stored request holds [REDACTED] in place of a secret"},
+    })
+}
+
+pub(super) struct ReplayLlmCall;
+
+#[derive(Deserialize)]
+pub(super) struct ReplayLlmCallArgs {
+    span_id: String,
+    #[serde(flatten)]
+    changes: Changes,
+    runs: Option<u32>,
+    #[serde(default)]
+    allow_redacted: bool,
+}
+
+impl DiagnosticTool for ReplayLlmCall {
+    type Args = ReplayLlmCallArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        let mut properties = change_properties();
+        properties["span_id"] = json!({"type": "string", "pattern": "^[0-9a-f]{16}$",
+                                       "description": "An LLM call, from get_llm_calls or get_trace"});
+        properties["runs"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_RUNS, "default": 1,
+                                    "description": "Calls to make with the same request, to see the model's variance"});
+        ToolSpec::new(
+            "replay_llm_call",
+            "Replay an LLM call with a change",
+            "What if: sends a recorded LLM call to the same provider again, as recorded (messages, tool definitions, \
+             model, sampling parameters) except for the changes given: system prompt, model, temperature, max_tokens, \
+             the tools offered, the text of messages. One LLM call per run: the tools the model asks for are shown, \
+             never run. Answers the original response and each replay's (text, tool calls with arguments, finish \
+             reason, tokens, latency) with a comparison. Refuses a request whose redacted parts the model would see \
+             unless allow_redacted. Spends tokens; at most REPLAY_MAX_PER_MINUTE calls a minute.",
+        )
+        .input(properties, &["span_id"])
+        .output(
+            json!({
+                "span_id": {"type": "string"}, "trace_id": {"type": "string"},
+                "replay_trace_id": {"type": ["string", "null"]}, "model": {"type": "string"},
+                "changes": {"type": "object"}, "redacted": {"type": "array", "items": {"type": "string"}},
+                "original": {"type": "object"}, "replays": {"type": "array", "items": {"type": "object"}},
+                "comparison": {"type": "array", "items": {"type": "object"}},
+            }),
+            &["span_id", "changes", "redacted", "original", "replays", "comparison"],
+        )
+        .annotations(SPENDS_TOKENS)
+    }
+
+    async fn run(&self, d: &Diagnostics, args: ReplayLlmCallArgs, _: &RequestContext) -> Answer {
+        if !is_span_id(&args.span_id) {
+            return Ok(failed(format!(
+                "`{}` is not a span id (16 lowercase hex digits); take one from get_llm_calls",
+                args.span_id
+            )));
+        }
+        let options = Options {
+            runs: args.runs.unwrap_or(1),
+            allow_redacted: args.allow_redacted,
+        };
+        match replay::replay_call(&d.bot, &args.span_id, &args.changes, options).await {
+            Ok(replay) => Ok(done(json!(replay))),
+            Err(e) => Ok(failed(e.to_string())),
+        }
+    }
+}
+
+pub(super) struct ReplayLlmCalls;
+
+#[derive(Deserialize)]
+pub(super) struct ReplayLlmCallsArgs {
+    model: Option<String>,
+    status: Option<String>,
+    since: Option<String>,
+    #[serde(alias = "conversationId")]
+    conversation_id: Option<String>,
+    limit: Option<usize>,
+    #[serde(flatten)]
+    changes: Changes,
+    #[serde(default)]
+    allow_redacted: bool,
+}
+
+impl DiagnosticTool for ReplayLlmCalls {
+    type Args = ReplayLlmCallsArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        let mut properties = change_properties();
+        properties["model"] = json!({"type": "string", "minLength": 1,
+                                     "description": "Only calls to this model (a change of model is not expressible here: replay_llm_call takes it)"});
+        properties["status"] = json!({"type": "string", "enum": ["ok", "error"]});
+        properties["since"] = since_property();
+        properties["conversation_id"] =
+            conversation_id_property("Only the calls of this conversation");
+        properties["limit"] =
+            json!({"type": "integer", "minimum": 1, "maximum": MAX_BATCH, "default": 10});
+        ToolSpec::new(
+            "replay_llm_calls",
+            "Replay a batch of LLM calls with a change",
+            "The prompt-fix regression check: replays, once each, the LLM calls chosen as get_llm_calls chooses \
+             (model, status, since, conversation_id; newest first, at most 20) with the same changes as \
+             replay_llm_call (system, temperature, max_tokens, tools, edit_messages). No tool is run. Answers one row \
+             per call, before and after (finish reason, tools called, a text preview), and a summary: replayed, \
+             changed, unchanged, errors. Each call counts against REPLAY_MAX_PER_MINUTE.",
+        )
+        .input(properties, &[])
+        .output(
+            json!({"changes": {"type": "object"}, "rows": {"type": "array", "items": {"type": "object"}},
+                   "summary": {"type": "object", "properties": {
+                       "replayed": {"type": "integer"}, "changed": {"type": "integer"},
+                       "unchanged": {"type": "integer"}, "errors": {"type": "integer"}}}}),
+            &["changes", "rows", "summary"],
+        )
+        .annotations(SPENDS_TOKENS)
+    }
+
+    async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, _: &RequestContext) -> Answer {
+        let since_us = match args.since.as_deref().map(parse_since).transpose() {
+            Ok(since) => since,
+            Err(e) => return Ok(failed(e)),
+        };
+        let query = SpanQuery {
+            conversation_id: args.conversation_id,
+            status: args.status,
+            model: args.model,
+            since_us,
+            limit: args.limit.unwrap_or(10),
+            ..SpanQuery::default()
+        };
+        match replay::replay_calls(&d.bot, query, &args.changes, args.allow_redacted).await {
+            Ok(batch) => Ok(done(json!(batch))),
+            Err(e) => Ok(failed(e.to_string())),
+        }
+    }
+}
