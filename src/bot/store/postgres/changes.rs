@@ -13,7 +13,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::super::StoreError;
 use super::Postgres;
@@ -36,14 +37,16 @@ pub struct Change {
 #[derive(Clone)]
 pub(super) struct Changes {
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     sender: broadcast::Sender<Change>,
     listening: Arc<OnceLock<()>>,
 }
 
 impl Changes {
-    pub(super) fn new(config: tokio_postgres::Config) -> Changes {
+    pub(super) fn new(config: tokio_postgres::Config, tls: MakeRustlsConnect) -> Changes {
         Changes {
             config,
+            tls,
             sender: broadcast::channel(256).0,
             listening: Arc::new(OnceLock::new()),
         }
@@ -67,6 +70,7 @@ impl Postgres {
         self.changes.listening.get_or_init(|| {
             tokio::spawn(listen(
                 self.changes.config.clone(),
+                self.changes.tls.clone(),
                 self.changes.sender.clone(),
             ));
         });
@@ -75,10 +79,14 @@ impl Postgres {
 }
 
 /// Listens on [`CHANNEL`] for as long as the process runs, reconnecting as needed.
-async fn listen(config: tokio_postgres::Config, sender: broadcast::Sender<Change>) {
+async fn listen(
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    sender: broadcast::Sender<Change>,
+) {
     let mut failures: u32 = 0;
     loop {
-        match listen_once(&config, &sender).await {
+        match listen_once(&config, &tls, &sender).await {
             Ok(()) => failures = 0,
             Err(e) => {
                 failures += 1;
@@ -94,9 +102,10 @@ async fn listen(config: tokio_postgres::Config, sender: broadcast::Sender<Change
 /// One listening connection, until it drops.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     sender: &broadcast::Sender<Change>,
 ) -> Result<(), StoreError> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut stream = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -27,7 +27,7 @@ use std::time::Duration;
 use futures::{StreamExt, pin_mut};
 use serde_json::{Value, json};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
 use async_trait::async_trait;
 
@@ -148,7 +148,7 @@ fn contains_word(text: &str, word: &str) -> bool {
 impl Postgres {
     /// A connection for one console call, closed when the returned client drops.
     async fn own_connection(&self) -> Result<Client, StoreError> {
-        let (client, connection) = self.config.connect(NoTls).await?;
+        let (client, connection) = self.config.connect(self.tls.clone()).await?;
         tokio::spawn(connection);
         Ok(client)
     }
@@ -168,7 +168,7 @@ impl Console for Postgres {
         match tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await {
             Ok(outcome) => outcome,
             Err(_) => {
-                let _ = cancel.cancel_query(NoTls).await;
+                let _ = cancel.cancel_query(self.tls.clone()).await;
                 Err(StoreError::Postgres(format!(
                     "canceling statement due to statement timeout: it ran longer than {} s",
                     request.timeout.as_secs()

@@ -22,8 +22,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use tokio::sync::broadcast;
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_postgres::types::ToSql;
 
 use super::backend::{Backend, Dialect, QueryThen, Sql};
@@ -35,6 +35,7 @@ mod changes;
 mod console;
 mod conversations;
 mod schema;
+mod tls;
 
 pub use changes::Change;
 
@@ -65,6 +66,8 @@ pub(super) struct Postgres {
     /// The URL with its password replaced, for messages and `health`.
     display_url: Arc<str>,
     changes: changes::Changes,
+    /// How every connection speaks TLS (`sslmode`, `sslrootcert`; see [`tls`]).
+    tls: MakeRustlsConnect,
 }
 
 impl Postgres {
@@ -77,7 +80,8 @@ impl Postgres {
             path: display_url.clone(),
             reason: scrub_url_password(url, &reason),
         };
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+        let (driver_url, tls) = tls::from_url(url).map_err(open_error)?;
+        let mut config: tokio_postgres::Config = driver_url.parse().map_err(|e| {
             open_error(format!(
                 "DATABASE_URL is not a valid PostgreSQL URL ({e}); \
                  use postgres://user:password@host:port/database"
@@ -90,7 +94,7 @@ impl Postgres {
         let migration_config = config.clone();
         std::thread::scope(|scope| {
             scope
-                .spawn(|| schema::migrate_on_own_runtime(migration_config))
+                .spawn(|| schema::migrate_on_own_runtime(migration_config, tls.clone()))
                 .join()
                 .unwrap_or_else(|_| Err("the migration thread panicked".to_string()))
         })
@@ -101,7 +105,7 @@ impl Postgres {
         })?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -117,8 +121,9 @@ impl Postgres {
         Ok(Postgres {
             pool,
             display_url: display_url.as_str().into(),
-            changes: changes::Changes::new(config.clone()),
+            changes: changes::Changes::new(config.clone(), tls.clone()),
             config: Arc::new(config),
+            tls,
         })
     }
 
@@ -278,6 +283,9 @@ pub(super) fn explain(error: &tokio_postgres::Error) -> String {
         }
         return text;
     }
+    if let Some(tls) = tls::explain(error) {
+        return tls;
+    }
     if error.is_closed()
         || std::error::Error::source(error).is_some_and(|s| s.is::<std::io::Error>())
     {
@@ -309,7 +317,8 @@ fn pool_error(error: PoolError) -> StoreError {
 /// cannot be reached (a test set-up failure).
 pub fn fresh_schema_url(base_url: &str) -> String {
     let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
-    let config: tokio_postgres::Config = base_url.parse().expect("PORTHOLE_TEST_DATABASE_URL");
+    let (driver_url, tls) = tls::from_url(base_url).expect("PORTHOLE_TEST_DATABASE_URL's TLS");
+    let config: tokio_postgres::Config = driver_url.parse().expect("PORTHOLE_TEST_DATABASE_URL");
     let create = format!("CREATE SCHEMA {schema}");
     std::thread::scope(|scope| {
         scope
@@ -319,7 +328,7 @@ pub fn fresh_schema_url(base_url: &str) -> String {
                     .build()
                     .expect("runtime");
                 runtime.block_on(async {
-                    let (client, connection) = config.connect(NoTls).await.expect("connect");
+                    let (client, connection) = config.connect(tls).await.expect("connect");
                     tokio::spawn(connection);
                     client.batch_execute(&create).await.expect("create schema");
                 });

@@ -15,7 +15,7 @@
 //!   once apply each migration exactly once.
 
 use serde_json::{Value, json};
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use async_trait::async_trait;
 
@@ -243,14 +243,17 @@ const MIGRATION_LOCK: i64 = 0x706f_7274_686f_6c65; // "porthole"
 /// Runs the migrations on a connection and a runtime of their own (start-up may be
 /// inside the async runtime, which must not block on itself). The error is text that
 /// never holds the URL.
-pub(super) fn migrate_on_own_runtime(config: tokio_postgres::Config) -> Result<usize, String> {
+pub(super) fn migrate_on_own_runtime(
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+) -> Result<usize, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
     runtime.block_on(async move {
         let (mut client, connection) = config
-            .connect(NoTls)
+            .connect(tls)
             .await
             .map_err(|e| format!("cannot connect: {}", super::explain(&e)))?;
         tokio::spawn(connection);
@@ -386,8 +389,9 @@ mod tests {
             return;
         };
         let url = super::super::fresh_schema_url(&base);
-        let config: tokio_postgres::Config = url.parse().unwrap();
-        let (client, connection) = config.connect(NoTls).await.unwrap();
+        let (driver_url, tls) = super::super::tls::from_url(&url).unwrap();
+        let config: tokio_postgres::Config = driver_url.parse().unwrap();
+        let (client, connection) = config.connect(tls).await.unwrap();
         tokio::spawn(connection);
         for sql in &MIGRATIONS[..11] {
             client.batch_execute(sql).await.unwrap();
