@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use tokio::sync::broadcast;
 use tokio_postgres::error::SqlState;
-use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_postgres::types::ToSql;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::backend::{Backend, Dialect, QueryThen, Sql};
 use super::rows::{Bound, FromRow, RowRead, numbered_for_postgres};
