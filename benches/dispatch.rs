@@ -6,7 +6,7 @@
 //! The dispatcher itself (`mcp::methods::dispatch`) is crate-private, so the smallest
 //! public unit is `McpServer::router()` driven with `tower::ServiceExt::oneshot`: these
 //! figures are an upper bound on dispatch alone. The router is the one `app::start`
-//! builds for the bot, with its 26 diagnostics tools.
+//! builds for the bot, with its 28 diagnostics tools.
 //!
 //! Groups:
 //! - `mcp/tools_list`: `tools/list`, modern (stateless) and legacy (in a session);
