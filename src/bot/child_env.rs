@@ -2,6 +2,12 @@
 //! servers): a handful of harmless variables inherited from the bot, then what the
 //! child's own configuration asks for. Everything else, the bot's API keys and the
 //! `/mcp` token among them, stays in the bot's process.
+//!
+//! A child also dies with the bot: it runs in a process group of its own and, on Linux,
+//! gets SIGKILL when the bot exits, however it exits (SIGKILL and the OOM killer
+//! included). So a replica that dies takes the attempt it was running along, and a rerun
+//! of that due time on another replica never overlaps it. What the child itself starts
+//! is not covered: a tool that forks should end its own children.
 
 use std::collections::BTreeMap;
 
@@ -38,5 +44,34 @@ pub fn clean_command(program: &str, extra: &BTreeMap<String, String>) -> Command
                 .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
         )
         .envs(extra);
+    die_with_the_bot(&mut command);
     command
+}
+
+/// Its own process group (a terminal's Ctrl+C reaches the bot, which stops its children
+/// itself), and on Linux the parent-death signal. The signal follows the thread that
+/// started the child: the bot starts children from the runtime's worker threads, which
+/// live as long as the bot.
+fn die_with_the_bot(command: &mut Command) {
+    #[cfg(unix)]
+    command.process_group(0);
+    #[cfg(target_os = "linux")]
+    {
+        let bot = std::process::id() as libc::pid_t;
+        // SAFETY: runs in the child between fork and exec and calls only prctl and
+        // getppid, which are async-signal-safe; it allocates nothing.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The bot may have died before the prctl; then no signal would come.
+                // (An OS error code: building a message would allocate.)
+                if libc::getppid() != bot {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
 }
