@@ -138,29 +138,36 @@ fn client_config(verify: Verify, roots: RootCertStore) -> Result<rustls::ClientC
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("cannot set up TLS: {e}"))?;
-    let verifier: Arc<dyn ServerCertVerifier> = match verify {
-        Verify::Nothing => Arc::new(AcceptAny(provider)),
-        Verify::Chain | Verify::ChainAndName => {
-            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+    let chain = match verify {
+        Verify::Nothing => None,
+        Verify::Chain | Verify::ChainAndName => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
-                .map_err(|e| format!("cannot set up TLS certificate checks: {e}"))?;
-            match verify {
-                Verify::Chain => Arc::new(AnyName(webpki)),
-                _ => webpki,
-            }
-        }
+                .map_err(|e| format!("cannot set up TLS certificate checks: {e}"))?,
+        ),
+    };
+    let verifier = Checks {
+        provider,
+        chain,
+        name: matches!(verify, Verify::ChainAndName),
     };
     Ok(builder
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
 }
 
-/// `sslmode=verify-ca`: the chain must lead to a trusted root; the name is not checked.
+/// The server-certificate checks one `sslmode` asks for. The handshake's signatures are
+/// verified in every mode; the chain only when `chain` is set (verify-ca, verify-full,
+/// require with a CA), the host name only when `name` is (verify-full).
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct Checks {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    name: bool,
+}
 
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Checks {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -169,13 +176,13 @@ impl ServerCertVerifier for AnyName {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, TlsError> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(TlsError::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.name => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -186,7 +193,8 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -195,61 +203,14 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without a CA: encrypted, the certificate not checked (as
-/// libpq does); the handshake's signatures are still verified.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
