@@ -496,3 +496,62 @@ async fn the_read_only_token_neither_sees_nor_calls_a_replay() {
     assert!(llm.requests().is_empty());
     app.shutdown().await;
 }
+
+/// The worked example of docs/traces.md ("What if"): its arguments, and the answer it shows.
+fn documented_example() -> (Value, Value) {
+    let doc = include_str!("../docs/traces.md");
+    let section = doc
+        .split("## What if")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/traces.md has a What if section");
+    let blocks: Vec<Value> = section
+        .split("```json\n")
+        .skip(1)
+        .map(|block| serde_json::from_str(block.split("```").next().unwrap()).unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2, "arguments, then the answer");
+    (blocks[0].clone(), blocks[1].clone())
+}
+
+/// Whether every key and value `shown` holds is in `answered` (the placeholder span id
+/// aside); arrays are compared item by item.
+fn shown_in(shown: &Value, answered: &Value, path: &str) -> Result<(), String> {
+    match (shown, answered) {
+        (Value::Object(shown), Value::Object(answered)) => shown.iter().try_for_each(|(k, v)| {
+            if k == "span_id" {
+                return Ok(());
+            }
+            let other = answered
+                .get(k)
+                .ok_or(format!("{path}.{k} is not in the answer"))?;
+            shown_in(v, other, &format!("{path}.{k}"))
+        }),
+        (Value::Array(shown), Value::Array(answered)) if shown.len() == answered.len() => shown
+            .iter()
+            .zip(answered)
+            .enumerate()
+            .try_for_each(|(i, (s, a))| shown_in(s, a, &format!("{path}[{i}]"))),
+        _ if shown == answered => Ok(()),
+        _ => Err(format!(
+            "{path}: the page shows {shown}, the bot answered {answered}"
+        )),
+    }
+}
+
+#[tokio::test]
+async fn the_worked_example_of_traces_md_answers_what_the_page_shows() {
+    let mut script = tool_turn_script();
+    script.push(Turn::Text(vec!["42."]));
+    let (app, _llm) = bot_on("openai", script, &[]).await;
+    calculator_turn(&app, "what is 6 times 7?").await;
+    let calls = llm_calls(&app).await;
+    let (mut arguments, shown) = documented_example();
+    arguments["span_id"] = json!(calls[0]);
+    let answer = call_tool(&app, "replay_llm_call", arguments).await;
+    let answer = structured(&answer);
+    if let Err(drift) = shown_in(&shown, &answer, "") {
+        panic!("docs/traces.md drifted: {drift}\nanswered: {answer:#}");
+    }
+    app.shutdown().await;
+}
