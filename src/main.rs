@@ -71,17 +71,17 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The configuration from `.env` and the environment: a `.env` line that cannot be read
+/// and a value that cannot be used are both configuration errors (exit code 2).
+fn read_config() -> Result<Config, String> {
+    let env_file = EnvFile::load(Path::new(".env")).map_err(|e| e.to_string())?;
+    Config::from_env(&env_file).map_err(|e| e.to_string())
+}
+
 async fn run() -> ExitCode {
     porthole::serve::raise_open_file_limit();
-    let env_file = match EnvFile::load(Path::new(".env")) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("porthole: configuration error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let config = match Config::from_env(&env_file) {
-        Ok(c) => c,
+    let config = match read_config() {
+        Ok(config) => config,
         Err(e) => {
             eprintln!("porthole: configuration error: {e}");
             return ExitCode::from(2);
