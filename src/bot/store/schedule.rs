@@ -73,8 +73,8 @@ impl Store {
         replica: &str,
         lease_until_ms: i64,
     ) -> Result<bool, StoreError> {
-        let params = vec![id.into(), replica.into(), lease_until_ms.into()];
-        Ok(self.execute_shared(MARK_RUNNING, params).await? == 1)
+        self.update_claim(MARK_RUNNING, id, replica, lease_until_ms)
+            .await
     }
 
     /// Claims every enabled task that is due at `now` and not running, for `replica`
@@ -113,8 +113,21 @@ impl Store {
         replica: &str,
         lease_until_ms: i64,
     ) -> Result<bool, StoreError> {
+        self.update_claim(RENEW_LEASE, id, replica, lease_until_ms)
+            .await
+    }
+
+    /// Runs a claim statement (`MARK_RUNNING`, `RENEW_LEASE`) on one task for `replica`:
+    /// whether it changed the task's row, that is whether the claim holds.
+    async fn update_claim(
+        &self,
+        sql: &'static str,
+        id: i64,
+        replica: &str,
+        lease_until_ms: i64,
+    ) -> Result<bool, StoreError> {
         let params = vec![id.into(), replica.into(), lease_until_ms.into()];
-        Ok(self.execute_shared(RENEW_LEASE, params).await? == 1)
+        Ok(self.execute_shared(sql, params).await? == 1)
     }
 
     /// Marks interrupted the runs whose claim expired before `now_ms` (their replica
