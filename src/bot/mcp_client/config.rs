@@ -16,12 +16,7 @@ use serde_json::{Map, Value};
 /// How to reach one server.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TransportConfig {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-        cwd: Option<PathBuf>,
-    },
+    Stdio(StdioCommand),
     Http {
         url: String,
         headers: BTreeMap<String, String>,
@@ -33,10 +28,20 @@ pub(crate) enum TransportConfig {
     },
 }
 
+/// The process a stdio server runs as.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StdioCommand {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to the clean environment every child starts from.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
 impl TransportConfig {
     pub(crate) fn kind(&self) -> &'static str {
         match self {
-            TransportConfig::Stdio { .. } => "stdio",
+            TransportConfig::Stdio(_) => "stdio",
             TransportConfig::Http { .. } => "http",
             TransportConfig::Sse { .. } => "sse",
         }
@@ -152,16 +157,12 @@ impl ServerConfig {
     fn to_entry(&self) -> Value {
         let mut entry = Map::new();
         match &self.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                entry.insert("command".into(), command.as_str().into());
-                entry.insert("args".into(), args.clone().into());
-                entry.insert("env".into(), serde_json::to_value(env).unwrap_or_default());
-                if let Some(cwd) = cwd {
+            TransportConfig::Stdio(stdio) => {
+                entry.insert("command".into(), stdio.command.as_str().into());
+                entry.insert("args".into(), stdio.args.clone().into());
+                let env = serde_json::to_value(&stdio.env).unwrap_or_default();
+                entry.insert("env".into(), env);
+                if let Some(cwd) = &stdio.cwd {
                     entry.insert("cwd".into(), cwd.to_string_lossy().as_ref().into());
                 }
             }
@@ -243,7 +244,7 @@ fn stdio_transport(entry: &Map<String, Value>, command: &Value) -> Result<Transp
         .as_str()
         .filter(|c| !c.trim().is_empty())
         .ok_or("`command` must be a non-empty string")?;
-    Ok(TransportConfig::Stdio {
+    Ok(TransportConfig::Stdio(StdioCommand {
         command: command.to_string(),
         args: string_list(entry, "args")?.unwrap_or_default(),
         env: string_map(entry, "env")?,
@@ -252,7 +253,7 @@ fn stdio_transport(entry: &Map<String, Value>, command: &Value) -> Result<Transp
             Some(Value::String(dir)) => Some(PathBuf::from(dir)),
             Some(_) => return Err("`cwd` must be a string".into()),
         },
-    })
+    }))
 }
 
 fn http_transport(entry: &Map<String, Value>, url: &Value) -> Result<TransportConfig, String> {
@@ -289,7 +290,7 @@ fn check_type(entry: &Map<String, Value>, transport: &TransportConfig) -> Result
     };
     let kind = kind.as_str().unwrap_or_default();
     let fits = match transport {
-        TransportConfig::Stdio { .. } => kind == "stdio",
+        TransportConfig::Stdio(_) => kind == "stdio",
         TransportConfig::Http { .. } => {
             matches!(kind, "http" | "streamable-http" | "streamableHttp")
         }
@@ -300,7 +301,7 @@ fn check_type(entry: &Map<String, Value>, transport: &TransportConfig) -> Result
     }
     Err(format!(
         "`type` {kind:?} is not supported with {} (use \"stdio\" with `command`, \"http\" or \"sse\" with `url`)",
-        if matches!(transport, TransportConfig::Stdio { .. }) {
+        if matches!(transport, TransportConfig::Stdio(_)) {
             "`command`"
         } else {
             "`url`"

@@ -11,7 +11,7 @@ use super::events::ConnEvent;
 use super::http::HttpConn;
 use super::http_sse::SseConn;
 use super::jsonrpc::{CallError, ParamHeader};
-use super::stdio::{Launch, StdioConn};
+use super::stdio::StdioConn;
 
 pub(crate) enum Conn {
     Stdio(StdioConn),
@@ -27,20 +27,8 @@ impl Conn {
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<Conn, String> {
         match &config.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let launch = Launch {
-                    server: &config.name,
-                    command,
-                    args,
-                    env,
-                    cwd: cwd.as_deref(),
-                };
-                let conn = StdioConn::start(launch, config.timeout, events).await?;
+            TransportConfig::Stdio(stdio) => {
+                let conn = StdioConn::start(&config.name, stdio, config.timeout, events).await?;
                 Conn::Stdio(conn).legacy_handshake().await
             }
             TransportConfig::Http { url, headers } => {

@@ -143,8 +143,8 @@ impl McpHost {
         self.servers
             .values()
             .flat_map(|e| match &e.config.transport {
-                config::TransportConfig::Stdio { env, .. } => {
-                    env.values().cloned().collect::<Vec<_>>()
+                config::TransportConfig::Stdio(stdio) => {
+                    stdio.env.values().cloned().collect::<Vec<_>>()
                 }
                 config::TransportConfig::Http { headers, .. }
                 | config::TransportConfig::Sse { headers, .. } => headers

@@ -15,6 +15,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::config::StdioCommand;
 use super::events::{ConnEvent, shorten};
 use super::jsonrpc::{self, CallError};
 use super::pending::Pending;
@@ -32,15 +33,6 @@ pub(crate) struct StdioConn {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// What to run.
-pub(crate) struct Launch<'a> {
-    pub server: &'a str,
-    pub command: &'a str,
-    pub args: &'a [String],
-    pub env: &'a std::collections::BTreeMap<String, String>,
-    pub cwd: Option<&'a std::path::Path>,
-}
-
 impl SendMessage for Writer {
     fn send(&self, message: &Value) -> impl Future<Output = Result<(), CallError>> + Send {
         write_line(self, message)
@@ -51,12 +43,13 @@ impl StdioConn {
     /// Starts the process; `Conn::connect` then completes the handshake, each request
     /// within `timeout`.
     pub(crate) async fn start(
-        launch: Launch<'_>,
+        server: &str,
+        stdio: &StdioCommand,
         timeout: Duration,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> Result<StdioConn, String> {
-        let mut child = spawn_child(&launch)?;
-        let server = launch.server.to_string();
+        let mut child = spawn_child(stdio)?;
+        let server = server.to_string();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("the child has no stdout")?;
         let stderr = child.stderr.take().ok_or("the child has no stderr")?;
@@ -111,20 +104,20 @@ impl Drop for StdioConn {
 }
 
 /// Starts the server process with piped stdio and a clean environment.
-fn spawn_child(launch: &Launch<'_>) -> Result<Child, String> {
-    let mut command = crate::bot::child_env::clean_command(launch.command, launch.env);
+fn spawn_child(stdio: &StdioCommand) -> Result<Child, String> {
+    let mut command = crate::bot::child_env::clean_command(&stdio.command, &stdio.env);
     command
-        .args(launch.args)
+        .args(&stdio.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(dir) = launch.cwd {
+    if let Some(dir) = &stdio.cwd {
         command.current_dir(dir);
     }
     command
         .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", launch.command))
+        .map_err(|e| format!("cannot start `{}`: {e}", stdio.command))
 }
 
 async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {

@@ -60,6 +60,13 @@ fn start(servers: Value) -> Setup {
     }
 }
 
+impl Setup {
+    /// Calls `tool` through the runner as an ordinary user.
+    async fn call(&self, tool: &str, arguments: Value) -> Result<Value, ToolError> {
+        self.runner.call(tool, arguments, &user()).await
+    }
+}
+
 fn status(host: &McpHost, name: &str) -> McpServerStatus {
     host.servers()
         .into_iter()
@@ -147,10 +154,7 @@ async fn stdio_tools_are_registered_with_namespaces_and_schemas() {
     assert_eq!(serialized[0]["stats"]["invocations"], 0);
 
     // The runner validates against the server's schema before the call goes out.
-    let invalid = setup
-        .runner
-        .call("mcp.fixture__add", json!({"a": 1}), &user())
-        .await;
+    let invalid = setup.call("mcp.fixture__add", json!({"a": 1})).await;
     assert!(matches!(invalid, Err(ToolError::InvalidArguments { .. })));
     setup.host.shutdown().await;
 }
@@ -162,8 +166,7 @@ async fn stdio_calls_are_routed_and_counted() {
     connected(&setup, "fixture").await;
 
     let echoed = setup
-        .runner
-        .call("mcp.fixture__echo", json!({"text": "hello"}), &user())
+        .call("mcp.fixture__echo", json!({"text": "hello"}))
         .await
         .unwrap();
     assert_eq!(
@@ -175,8 +178,7 @@ async fn stdio_calls_are_routed_and_counted() {
     assert_eq!(echoed["text"], "hello");
 
     let failed = setup
-        .runner
-        .call("mcp.fixture__fail", json!({"message": "no luck"}), &user())
+        .call("mcp.fixture__fail", json!({"message": "no luck"}))
         .await
         .unwrap_err();
     assert_eq!(
@@ -209,8 +211,7 @@ async fn stdio_calls_are_routed_and_counted() {
     assert_eq!(tool("add").stats.invocations, 0);
 
     let sum = setup
-        .runner
-        .call("mcp.fixture__add", json!({"a": 2, "b": 3.5}), &user())
+        .call("mcp.fixture__add", json!({"a": 2, "b": 3.5}))
         .await
         .unwrap();
     assert_eq!(sum["structuredContent"]["sum"], 5.5);
@@ -256,8 +257,7 @@ async fn a_crash_mid_call_is_reported_and_the_server_comes_back() {
     connected(&setup, "fixture").await;
 
     let crashed = setup
-        .runner
-        .call("mcp.fixture__crash", json!({}), &user())
+        .call("mcp.fixture__crash", json!({}))
         .await
         .unwrap_err();
     let text = failure_text(crashed);
@@ -270,8 +270,7 @@ async fn a_crash_mid_call_is_reported_and_the_server_comes_back() {
     assert!(setup.runner.get("mcp.fixture__echo").is_some());
     let started = Instant::now();
     let down = setup
-        .runner
-        .call("mcp.fixture__echo", json!({"text": "x"}), &user())
+        .call("mcp.fixture__echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(1));
@@ -293,18 +292,13 @@ async fn a_crash_mid_call_is_reported_and_the_server_comes_back() {
         server.last_error
     );
     let back = setup
-        .runner
-        .call("mcp.fixture__echo", json!({"text": "again"}), &user())
+        .call("mcp.fixture__echo", json!({"text": "again"}))
         .await
         .unwrap();
     assert_eq!(back["text"], "again");
 
     // Killing the process while a call waits on it gives the same clear error.
-    let pid = setup
-        .runner
-        .call("mcp.fixture__pid", json!({}), &user())
-        .await
-        .unwrap()["structuredContent"]["pid"]
+    let pid = setup.call("mcp.fixture__pid", json!({})).await.unwrap()["structuredContent"]["pid"]
         .as_i64()
         .unwrap();
     let runner = setup.runner.clone();
@@ -377,11 +371,7 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
         "{unknown}"
     );
 
-    let pid = setup
-        .runner
-        .call("mcp.fixture__pid", json!({}), &user())
-        .await
-        .unwrap()["structuredContent"]["pid"]
+    let pid = setup.call("mcp.fixture__pid", json!({})).await.unwrap()["structuredContent"]["pid"]
         .as_i64()
         .unwrap() as i32;
     let disabled = setup.host.set_enabled("fixture", false).await.unwrap();
@@ -397,10 +387,7 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
         "the child process is gone"
     );
     assert!(matches!(
-        setup
-            .runner
-            .call("mcp.fixture__echo", json!({"text": "x"}), &user())
-            .await,
+        setup.call("mcp.fixture__echo", json!({"text": "x"})).await,
         Err(ToolError::Unknown { .. })
     ));
 
@@ -412,11 +399,7 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
     connected(&setup, "off").await;
     assert!(setup.runner.get("mcp.off__echo").is_some());
 
-    let pid = setup
-        .runner
-        .call("mcp.off__pid", json!({}), &user())
-        .await
-        .unwrap()["structuredContent"]["pid"]
+    let pid = setup.call("mcp.off__pid", json!({})).await.unwrap()["structuredContent"]["pid"]
         .as_i64()
         .unwrap() as i32;
     setup.host.shutdown().await;
@@ -428,8 +411,7 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
     );
     let text = failure_text(
         setup
-            .runner
-            .call("mcp.off__echo", json!({"text": "x"}), &user())
+            .call("mcp.off__echo", json!({"text": "x"}))
             .await
             .unwrap_err(),
     );
@@ -443,25 +425,16 @@ async fn list_changed_re_registers_tools() {
     connected(&setup, "fixture").await;
     assert!(setup.runner.get("mcp.fixture__extra").is_none());
     setup
-        .runner
-        .call("mcp.fixture__echo", json!({"text": "before"}), &user())
+        .call("mcp.fixture__echo", json!({"text": "before"}))
         .await
         .unwrap();
 
-    setup
-        .runner
-        .call("mcp.fixture__grow", json!({}), &user())
-        .await
-        .unwrap();
+    setup.call("mcp.fixture__grow", json!({})).await.unwrap();
     wait_until("`extra` is registered", Duration::from_secs(5), || {
         setup.runner.get("mcp.fixture__extra").is_some()
     })
     .await;
-    let extra = setup
-        .runner
-        .call("mcp.fixture__extra", json!({}), &user())
-        .await
-        .unwrap();
+    let extra = setup.call("mcp.fixture__extra", json!({})).await.unwrap();
     assert_eq!(extra["text"], "extra says hi");
     // Unchanged tools were left alone, so the runner kept their stats.
     assert_eq!(
@@ -484,8 +457,7 @@ async fn each_call_has_the_server_timeout() {
     let started = Instant::now();
     let text = failure_text(
         setup
-            .runner
-            .call("mcp.fixture__sleep", json!({"seconds": 3}), &user())
+            .call("mcp.fixture__sleep", json!({"seconds": 3}))
             .await
             .unwrap_err(),
     );
@@ -509,6 +481,20 @@ struct Seen {
     sessions: HashSet<String>,
     initializes: u32,
 }
+
+impl Seen {
+    /// Reads one request (the whole body, its method, its id) and records its method.
+    fn receive(&mut self, body: &str) -> (Value, String, Value) {
+        let request: Value = serde_json::from_str(body).unwrap_or_default();
+        let method = request["method"].as_str().unwrap_or_default().to_string();
+        let id = request["id"].clone();
+        self.methods.push(method.clone());
+        (request, method, id)
+    }
+}
+
+/// What every fake endpoint is handed: the server's record of what it saw.
+type Fake = State<FakeServer>;
 
 #[derive(Clone)]
 struct FakeServer {
@@ -546,16 +532,9 @@ fn text_content(text: &str) -> Value {
 }
 
 /// A modern-only server (2026-07-28): checks the headers and `_meta` of every request.
-async fn modern_endpoint(
-    State(server): State<FakeServer>,
-    headers: HeaderMap,
-    body: String,
-) -> Response {
-    let request: Value = serde_json::from_str(&body).unwrap_or_default();
-    let method = request["method"].as_str().unwrap_or_default().to_string();
-    let id = request["id"].clone();
+async fn modern_endpoint(State(server): Fake, headers: HeaderMap, body: String) -> Response {
     let mut seen = server.seen.lock().unwrap();
-    seen.methods.push(method.clone());
+    let (request, method, id) = seen.receive(&body);
     if id.is_null() {
         return StatusCode::ACCEPTED.into_response();
     }
@@ -661,16 +640,9 @@ async fn modern_endpoint(
 
 /// A legacy-only server (2025-11-25): rejects `server/discover` the way session-based
 /// servers do, and needs `initialize`, a session id and the negotiated version header.
-async fn legacy_endpoint(
-    State(server): State<FakeServer>,
-    headers: HeaderMap,
-    body: String,
-) -> Response {
-    let request: Value = serde_json::from_str(&body).unwrap_or_default();
-    let method = request["method"].as_str().unwrap_or_default().to_string();
-    let id = request["id"].clone();
+async fn legacy_endpoint(State(server): Fake, headers: HeaderMap, body: String) -> Response {
     let mut seen = server.seen.lock().unwrap();
-    seen.methods.push(method.clone());
+    let (request, method, id) = seen.receive(&body);
     if method == "initialize" {
         seen.initializes += 1;
         let session = format!("session-{}", seen.initializes);
@@ -763,8 +735,7 @@ async fn http_modern_server_is_used_in_the_modern_era() {
     );
 
     let hello = setup
-        .runner
-        .call("mcp.modern__hello", json!({"who": "there"}), &user())
+        .call("mcp.modern__hello", json!({"who": "there"}))
         .await
         .unwrap();
     assert_eq!(
@@ -772,12 +743,7 @@ async fn http_modern_server_is_used_in_the_modern_era() {
         "answer taken from the SSE stream"
     );
     let weather = setup
-        .runner
-        .call(
-            "mcp.modern__weather",
-            json!({"region": "Nord-Ost"}),
-            &user(),
-        )
+        .call("mcp.modern__weather", json!({"region": "Nord-Ost"}))
         .await
         .unwrap();
     assert_eq!(weather["text"], "sunny");
@@ -817,19 +783,14 @@ async fn http_legacy_server_gets_initialize_and_a_session() {
         vec!["mcp.legacy__hello"]
     );
     let hello = setup
-        .runner
-        .call("mcp.legacy__hello", json!({"who": "x"}), &user())
+        .call("mcp.legacy__hello", json!({"who": "x"}))
         .await
         .unwrap();
     assert_eq!(hello["text"], "hello from the past");
 
     // The server forgets the session: the client starts a new one and retries.
     seen.lock().unwrap().sessions.clear();
-    let again = setup
-        .runner
-        .call("mcp.legacy__hello", json!({}), &user())
-        .await
-        .unwrap();
+    let again = setup.call("mcp.legacy__hello", json!({})).await.unwrap();
     assert_eq!(again["text"], "hello from the past");
 
     {
@@ -889,12 +850,7 @@ async fn the_reference_everything_server_works_as_an_external_server() {
         "{tools:?}"
     );
     let echoed = setup
-        .runner
-        .call(
-            "mcp.everything__echo",
-            json!({"message": "porthole"}),
-            &user(),
-        )
+        .call("mcp.everything__echo", json!({"message": "porthole"}))
         .await
         .unwrap();
     assert!(echoed.to_string().contains("porthole"), "{echoed}");

@@ -187,9 +187,13 @@ fn text(value: &Value) -> String {
 }
 
 /// Adds `key = value` when there is a value.
-fn put(out: &mut Vec<KeyValue>, key: &'static str, value: Option<String>) {
+/// Puts `value`, when there is one, under each of `keys`: the GenAI and the
+/// OpenInference conventions often name the same thing twice.
+fn put(out: &mut Vec<KeyValue>, keys: &[&'static str], value: Option<String>) {
     if let Some(value) = value {
-        out.push(KeyValue::new(key, value));
+        for key in keys {
+            out.push(KeyValue::new(*key, value.clone()));
+        }
     }
 }
 
@@ -202,24 +206,24 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
         SpanKind::Llm => ("chat", "LLM"),
         SpanKind::Tool => ("execute_tool", "TOOL"),
     };
-    put(&mut out, "gen_ai.operation.name", Some(operation.into()));
+    put(&mut out, &["gen_ai.operation.name"], Some(operation.into()));
     put(
         &mut out,
-        "openinference.span.kind",
+        &["openinference.span.kind"],
         Some(openinference_kind.into()),
     );
+    let conversation = span.conversation_id.clone();
     put(
         &mut out,
-        "gen_ai.conversation.id",
-        span.conversation_id.clone(),
+        &["gen_ai.conversation.id", "session.id"],
+        conversation,
     );
-    put(&mut out, "session.id", span.conversation_id.clone());
-    put(&mut out, "porthole.source", span.source.clone());
+    put(&mut out, &["porthole.source"], span.source.clone());
     let error_type = span
         .error
         .as_ref()
         .map(|_| attr("error_kind").map_or_else(|| "error".to_string(), text));
-    put(&mut out, "error.type", error_type);
+    put(&mut out, &["error.type"], error_type);
     kind_attributes(span, &mut out);
     // Turns started over /mcp: the MCP semantic conventions of the request.
     if span.is_root {
@@ -231,7 +235,7 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
         // The MCP tool that started a turn (`send_message`); a `run_tool` root is the
         // tool call itself and names its own tool.
         if span.kind == SpanKind::Turn && attr("mcp.method.name").is_some() {
-            put(&mut out, "gen_ai.tool.name", span.source.clone());
+            put(&mut out, &["gen_ai.tool.name"], span.source.clone());
         }
     }
     usage_attributes(span, &mut out);
@@ -244,22 +248,39 @@ fn kind_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
     let attr = |key: &str| span.attributes.get(key).map(text);
     match span.kind {
         SpanKind::Llm => {
-            put(out, "gen_ai.provider.name", attr("provider"));
-            put(out, "gen_ai.system", attr("provider"));
-            put(out, "gen_ai.request.model", span.model.clone());
-            put(out, "llm.model_name", span.model.clone());
-            put(out, "gen_ai.input.messages", attr("request"));
-            put(out, "gen_ai.output.messages", attr("response"));
-            put(out, "input.value", attr("request"));
-            put(out, "output.value", attr("response"));
+            put(
+                out,
+                &["gen_ai.provider.name", "gen_ai.system"],
+                attr("provider"),
+            );
+            put(
+                out,
+                &["gen_ai.request.model", "llm.model_name"],
+                span.model.clone(),
+            );
+            put(
+                out,
+                &["gen_ai.input.messages", "input.value"],
+                attr("request"),
+            );
+            put(
+                out,
+                &["gen_ai.output.messages", "output.value"],
+                attr("response"),
+            );
         }
         SpanKind::Tool => {
-            put(out, "gen_ai.tool.name", span.tool.clone());
-            put(out, "tool.name", span.tool.clone());
-            put(out, "gen_ai.tool.call.arguments", attr("arguments"));
-            put(out, "gen_ai.tool.call.result", attr("result"));
-            put(out, "input.value", attr("arguments"));
-            put(out, "output.value", attr("result"));
+            put(out, &["gen_ai.tool.name", "tool.name"], span.tool.clone());
+            put(
+                out,
+                &["gen_ai.tool.call.arguments", "input.value"],
+                attr("arguments"),
+            );
+            put(
+                out,
+                &["gen_ai.tool.call.result", "output.value"],
+                attr("result"),
+            );
         }
         SpanKind::Turn | SpanKind::Agent => {
             let agent = if span.kind == SpanKind::Turn {
@@ -267,12 +288,16 @@ fn kind_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
             } else {
                 span.name.clone()
             };
-            put(out, "gen_ai.agent.name", Some(agent));
-            put(out, "gen_ai.agent.id", attr("agent_id"));
-            put(out, "input.value", attr("input").or_else(|| attr("task")));
+            put(out, &["gen_ai.agent.name"], Some(agent));
+            put(out, &["gen_ai.agent.id"], attr("agent_id"));
             put(
                 out,
-                "output.value",
+                &["input.value"],
+                attr("input").or_else(|| attr("task")),
+            );
+            put(
+                out,
+                &["output.value"],
                 attr("output").or_else(|| attr("answer")),
             );
         }

@@ -167,6 +167,17 @@ struct Checks {
     name: bool,
 }
 
+/// The handshake-signature check's types, named short for the two methods that share them.
+type Cert<'a> = CertificateDer<'a>;
+type Dss = DigitallySignedStruct;
+type Signature = Result<HandshakeSignatureValid, TlsError>;
+
+impl Checks {
+    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
+    }
+}
+
 impl ServerCertVerifier for Checks {
     fn verify_server_cert(
         &self,
@@ -187,30 +198,16 @@ impl ServerCertVerifier for Checks {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    fn verify_tls12_signature(&self, message: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, self.algorithms())
     }
 
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    fn verify_tls13_signature(&self, message: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.algorithms().supported_schemes()
     }
 }
 
