@@ -35,14 +35,18 @@ pub fn single_host(headers: &axum::http::HeaderMap) -> Result<Option<&str>, &'st
     Ok(first.map(|h| h.to_str().unwrap_or_default()))
 }
 
+/// Whether `host` names the loopback interface, in any letter case.
 pub fn is_loopback_name(host: &str) -> bool {
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+    ["localhost", "127.0.0.1", "[::1]", "::1"]
+        .iter()
+        .any(|name| host.eq_ignore_ascii_case(name))
 }
 
 /// Whether a `Host` header names this machine, or a host in `allowed`.
 pub fn host_is_allowed(host_header: &str, allowed: &[String]) -> bool {
-    let name = host_without_port(host_header.trim()).to_ascii_lowercase();
-    is_loopback_name(&name) || allowed.iter().any(|h| h.eq_ignore_ascii_case(&name))
+    // Compared without case and without a lowered copy: this runs on every request.
+    let name = host_without_port(host_header.trim());
+    is_loopback_name(name) || allowed.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
 /// Whether an `Origin` header is a loopback origin (http or https, any port) or one of
@@ -56,7 +60,7 @@ pub fn origin_is_allowed(origin: &str, allowed: &[String]) -> bool {
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"));
     matches!(authority, Some(a) if !a.contains('/')
-        && is_loopback_name(&host_without_port(a).to_ascii_lowercase()))
+        && is_loopback_name(host_without_port(a)))
 }
 
 #[cfg(test)]

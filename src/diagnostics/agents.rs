@@ -1,7 +1,7 @@
 //! The agent system: `list_agents` (the registry) and `get_agent_state` (the
 //! supervisor's snapshot).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done};
@@ -30,9 +30,12 @@ impl DiagnosticTool for ListAgents {
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
         let agents = d.bot.agents.to_json();
         let count = agents.as_array().map_or(0, Vec::len);
-        Ok(done(
-            json!({"count": count, "agents": agents, "replica": d.bot.replica()}),
-        ))
+        // Built by moving the parts in: `json!` would serialise `agents` into a copy.
+        let mut answer = Map::new();
+        answer.insert("count".into(), count.into());
+        answer.insert("agents".into(), agents);
+        answer.insert("replica".into(), d.bot.replica());
+        Ok(done(Value::Object(answer)))
     }
 }
 

@@ -7,6 +7,7 @@
 //! declared name before validation, so handlers and schemas only know one spelling,
 //! and a call that gives two spellings of one property is refused with a clear error.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -123,6 +124,13 @@ fn closed_object(properties: Value, required: &[&str]) -> Value {
     })
 }
 
+/// Room a rendered result leaves for the JSON-RPC envelope around it (`jsonrpc`, an
+/// id of up to about 40 bytes, `result`), so the reply needs no second buffer.
+pub(crate) const REPLY_ENVELOPE_ROOM: usize = 96;
+
+/// The largest scratch buffer [`CallToolResult::render`] keeps between calls.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
 /// The result of `tools/call` (MCP `CallToolResult`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallToolResult {
@@ -164,25 +172,58 @@ impl CallToolResult {
     /// those bytes are both `structuredContent` and, quoted, the text block (compact:
     /// indentation would cost the model tokens and say nothing), so the reply is
     /// written around them instead of walking the value again.
+    ///
+    /// The text is written into one buffer sized for the whole reply (quoting at most
+    /// doubles a text, and [`REPLY_ENVELOPE_ROOM`] is left for the JSON-RPC envelope
+    /// the transport puts around it in place), so it is allocated once.
     pub fn render(&self, tail: &str) -> String {
-        let mut json = Vec::with_capacity(1024);
-        json.extend_from_slice(b"{\"content\":");
-        match (&self.structured, self.content.is_empty()) {
-            (Some(structured), true) => {
-                let structured = serde_json::to_string(structured).unwrap_or_default();
-                json.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
-                let _ = serde_json::to_writer(&mut json, &structured);
-                json.extend_from_slice(b"}],\"structuredContent\":");
-                json.extend_from_slice(structured.as_bytes());
-            }
-            (structured, _) => {
-                let _ = serde_json::to_writer(&mut json, &self.content);
-                if let Some(structured) = structured {
-                    json.extend_from_slice(b",\"structuredContent\":");
-                    let _ = serde_json::to_writer(&mut json, structured);
-                }
-            }
+        thread_local! {
+            /// The structured content's JSON text before it is quoted: reused, so a
+            /// reply costs no second buffer.
+            static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
         }
+        let Some(structured) = self.structured.as_ref().filter(|_| self.content.is_empty()) else {
+            let mut json = Vec::with_capacity(1024);
+            json.extend_from_slice(b"{\"content\":");
+            let _ = serde_json::to_writer(&mut json, &self.content);
+            if let Some(structured) = &self.structured {
+                json.extend_from_slice(b",\"structuredContent\":");
+                let _ = serde_json::to_writer(&mut json, structured);
+            }
+            return self.close(json, tail);
+        };
+        SCRATCH.with_borrow_mut(|raw| {
+            raw.clear();
+            let _ = serde_json::to_writer(&mut *raw, structured);
+            const HEAD: &[u8] = b"{\"content\":[{\"type\":\"text\",\"text\":";
+            const MIDDLE: &[u8] = b"}],\"structuredContent\":";
+            // `,"isError":true` and the closing brace.
+            const END: usize = 17;
+            let mut json = Vec::with_capacity(
+                HEAD.len()
+                    + 3 * raw.len()
+                    + 2
+                    + MIDDLE.len()
+                    + END
+                    + tail.len()
+                    + REPLY_ENVELOPE_ROOM,
+            );
+            json.extend_from_slice(HEAD);
+            // serde_json writes its own output: valid UTF-8.
+            let text = std::str::from_utf8(raw).unwrap_or_default();
+            let _ = serde_json::to_writer(&mut json, text);
+            json.extend_from_slice(MIDDLE);
+            json.extend_from_slice(raw);
+            // A very large result does not keep its buffer for the thread's lifetime.
+            if raw.capacity() > SCRATCH_KEPT {
+                *raw = Vec::new();
+            }
+            self.close(json, tail)
+        })
+    }
+
+    /// Ends a rendered result: `isError` when set, `tail`, the closing brace.
+    fn close(&self, mut json: Vec<u8>, tail: &str) -> String {
         if self.is_error {
             json.extend_from_slice(b",\"isError\":true");
         }

@@ -84,7 +84,12 @@ impl AgentRegistry {
     /// (`list_agents` answers this on every call).
     pub fn to_json(&self) -> serde_json::Value {
         let agents = self.agents.read().unwrap_or_else(|p| p.into_inner());
-        serde_json::to_value(agents.values().collect::<Vec<_>>()).unwrap_or_default()
+        serde_json::Value::Array(
+            agents
+                .values()
+                .map(|agent| serde_json::to_value(agent).unwrap_or_default())
+                .collect(),
+        )
     }
 
     pub fn list(&self) -> Vec<AgentInfo> {

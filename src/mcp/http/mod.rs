@@ -40,7 +40,7 @@ use super::caller::Caller;
 use super::context::{RequestContext, StreamEvent};
 use super::guard::{Access, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
-use super::methods::{self, Method};
+use super::methods::{self, Method, MethodResult};
 use super::protocol::{self, Era};
 use super::session::{Lookup, Session};
 use super::subscriptions::ListenFilter;
@@ -85,7 +85,7 @@ pub(crate) async fn handle_post(
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
-    let session_id = header(headers, protocol::HEADER_SESSION_ID).map(str::to_string);
+    let session_id = header(headers, protocol::HEADER_SESSION_ID);
     // The guard says what the token allows; without the guard, the least.
     let access = parts
         .extensions
@@ -103,7 +103,7 @@ pub(crate) async fn handle_post(
                 Err(refusal) => return refusal,
             };
             if let Value::Array(items) = value {
-                return legacy_batch(&inner, headers, access, session_id.as_deref(), items).await;
+                return legacy_batch(&inner, headers, access, session_id, items).await;
             }
             match jsonrpc::parse_message(value) {
                 Ok(message) => message,
@@ -117,18 +117,10 @@ pub(crate) async fn handle_post(
             }
         }
     };
-    if is_bare(headers, session_id.as_deref(), &message) {
+    if is_bare(headers, session_id, &message) {
         bare_post(inner, access, message, accept).await
-    } else if is_legacy(headers, session_id.as_deref(), &message) {
-        legacy_post(
-            inner,
-            headers,
-            access,
-            session_id.as_deref(),
-            message,
-            accept,
-        )
-        .await
+    } else if is_legacy(headers, session_id, &message) {
+        legacy_post(inner, headers, access, session_id, message, accept).await
     } else {
         modern_post(inner, headers, access, message, accept).await
     }

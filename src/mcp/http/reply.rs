@@ -67,6 +67,20 @@ fn response_bytes(id: &Value, write_result: impl FnOnce(&mut Vec<u8>)) -> Vec<u8
     bytes
 }
 
+/// A response message around a result already written as JSON text, in that text's
+/// own buffer: the envelope is appended, then turned to the front (a tool result is
+/// rendered with room for it, so this allocates nothing).
+fn response_in_place(id: &Value, result: String) -> Vec<u8> {
+    let mut bytes = result.into_bytes();
+    let result_len = bytes.len();
+    bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = serde_json::to_writer(&mut bytes, id);
+    bytes.extend_from_slice(b",\"result\":");
+    bytes.rotate_left(result_len);
+    bytes.push(b'}');
+    bytes
+}
+
 /// The response message for a finished handler; `None` if it was cancelled.
 pub(super) fn final_message(id: &Value, result: Finished) -> Option<Value> {
     match result {
@@ -121,7 +135,10 @@ pub(super) fn final_reply(id: &Value, result: Finished, modern: bool, accept: Ac
         _ => StatusCode::OK,
     };
     let message = match result {
-        Ok(Ok(answer)) => response_bytes(id, |bytes| answer.write(bytes)),
+        Ok(Ok(MethodResult::Json(text))) => response_in_place(id, text),
+        Ok(Ok(MethodResult::Value(result))) => {
+            response_bytes(id, |bytes| drop(serde_json::to_writer(bytes, &result)))
+        }
         unfinished_or_failed => {
             json_bytes(&final_message(id, unfinished_or_failed).unwrap_or_else(|| {
                 jsonrpc::error_response(Some(id), &RpcError::internal("Request cancelled"))

@@ -154,16 +154,6 @@ impl MethodResult {
             MethodResult::Json(text) => serde_json::from_str(&text).unwrap_or_default(),
         }
     }
-
-    /// Appends the result's JSON text to `out`.
-    pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            MethodResult::Value(value) => {
-                let _ = serde_json::to_writer(out, value);
-            }
-            MethodResult::Json(text) => out.extend_from_slice(text.as_bytes()),
-        }
-    }
 }
 
 /// The method the server serves under `name` in an era: in the modern era a family the
