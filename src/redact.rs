@@ -67,8 +67,86 @@ fn any_secret(values: &[String]) -> Option<RegexSet> {
     let shapes = SHAPE_PATTERNS
         .iter()
         .map(|(pattern, _)| pattern.to_string());
-    let values = values.iter().map(|v| regex::escape(v));
-    RegexSet::new(shapes.chain(values)).ok()
+    // A value's first and last bytes: every piece [`without_pieces`] replaces (the whole
+    // value too) holds one of them.
+    let ends = values
+        .iter()
+        .flat_map(|v| [head(v), tail(v)])
+        .map(regex::escape);
+    RegexSet::new(shapes.chain(ends)).ok()
+}
+
+/// The first [`MIN_SECRET_LEN`] bytes of a secret (up to a character boundary).
+fn head(secret: &str) -> &str {
+    let mut end = MIN_SECRET_LEN.min(secret.len());
+    while !secret.is_char_boundary(end) {
+        end += 1;
+    }
+    &secret[..end]
+}
+
+/// The last [`MIN_SECRET_LEN`] bytes of a secret (from a character boundary).
+fn tail(secret: &str) -> &str {
+    let mut start = secret.len().saturating_sub(MIN_SECRET_LEN);
+    while !secret.is_char_boundary(start) {
+        start -= 1;
+    }
+    &secret[start..]
+}
+
+/// `text` with every piece of `secret` replaced that a cut could have left: a run of
+/// at least [`MIN_SECRET_LEN`] bytes that begins like the secret (as far as it agrees
+/// with it) or ends like it. Texts are cut before they are redacted (a title is a
+/// message's first 60 characters, an error keeps the end of stderr, a long value loses
+/// its middle), so a secret cut in two must not come back out in halves. A whole
+/// occurrence is the longest such run.
+fn without_pieces<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
+    let (head, tail) = (head(secret), tail(secret));
+    if !text.contains(head) && !text.contains(tail) {
+        return text;
+    }
+    // Pieces that begin like the secret, left to right.
+    let mut out = String::with_capacity(text.len());
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find(head) {
+        let agree = agreeing(rest[at..].bytes(), secret.bytes(), |end| {
+            rest.is_char_boundary(at + end)
+        });
+        out.push_str(&rest[..at]);
+        out.push_str(REDACTED);
+        rest = &rest[at + agree..];
+    }
+    out.push_str(rest);
+    // Pieces that end like it, right to left.
+    let mut after = Vec::new();
+    let mut rest: &str = &out;
+    while let Some(at) = rest.rfind(tail) {
+        let end = at + tail.len();
+        let agree = agreeing(rest[..end].bytes().rev(), secret.bytes().rev(), |len| {
+            rest.is_char_boundary(end - len)
+        });
+        after.push(&rest[end..]);
+        rest = &rest[..end - agree];
+    }
+    let mut clean = rest.to_string();
+    for piece in after.iter().rev() {
+        clean.push_str(REDACTED);
+        clean.push_str(piece);
+    }
+    Cow::Owned(clean)
+}
+
+/// How many leading items of `a` and `b` agree, shortened until `boundary` holds.
+fn agreeing(
+    a: impl Iterator<Item = u8>,
+    b: impl Iterator<Item = u8>,
+    boundary: impl Fn(usize) -> bool,
+) -> usize {
+    let mut len = a.zip(b).take_while(|(x, y)| x == y).count();
+    while !boundary(len) {
+        len -= 1;
+    }
+    len
 }
 
 static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
@@ -164,6 +242,17 @@ impl Redactor {
         let mut values: Vec<String> = secret_values
             .into_iter()
             .filter(|v| v.len() >= MIN_SECRET_LEN)
+            // Also as it appears inside JSON text (a quote or backslash escaped), since
+            // a result's text is often its structured content written out.
+            .flat_map(|v| {
+                let escaped = serde_json::to_string(&v).unwrap_or_default();
+                let escaped = escaped[1..escaped.len() - 1].to_string();
+                let mut forms = vec![v];
+                if escaped != forms[0] {
+                    forms.push(escaped);
+                }
+                forms
+            })
             .collect();
         // Longest first, so a secret containing another is replaced whole.
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
@@ -206,9 +295,7 @@ impl Redactor {
         }
         let mut out = Cow::Borrowed(text);
         for secret in &self.secret_values {
-            if out.contains(secret.as_str()) {
-                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
-            }
+            out = without_pieces(out, secret);
         }
         for (pattern, replacement) in SHAPES.iter() {
             if pattern.is_match(&out) {
@@ -322,9 +409,47 @@ mod tests {
             redactor.redact_text("login with p@ss.w*rd+(1)|x now"),
             "login with [REDACTED] now"
         );
-        for near in ["p@ssXw*rd+(1)|x", "p@ss.wwrd+(1)|x", "p@ss.w*rd+1|x"] {
+        // What the value would match as a regular expression (`.` any character, `|`
+        // an alternative) is not the value.
+        for near in ["p@ssXrd1", "just an x"] {
             assert_eq!(redactor.redact_text(near), near, "not the secret: {near}");
         }
+    }
+
+    #[test]
+    fn pieces_a_cut_leaves_of_a_known_value_are_redacted() {
+        let secret = "envpw-planted-dddddddddd";
+        let redactor = Redactor::new([secret.to_string()]);
+        let title: String = format!("my key is {secret}").chars().take(28).collect();
+        assert_eq!(redactor.redact_text(&title), "my key is [REDACTED]");
+        let tail = &secret[10..];
+        assert_eq!(
+            redactor.redact_text(&format!("…{tail} was refused")),
+            "…[REDACTED] was refused"
+        );
+        let halves = format!("{}…[9 characters]…{}", &secret[..9], &secret[15..]);
+        assert_eq!(
+            redactor.redact_text(&halves),
+            "[REDACTED]…[9 characters]…[REDACTED]"
+        );
+        // Fewer than MIN_SECRET_LEN bytes of it say nothing, and stay.
+        assert_eq!(
+            redactor.redact_text("envpw-p and dddddd"),
+            "envpw-p and dddddd"
+        );
+        // A non-ASCII value is cut on character boundaries.
+        let redactor = Redactor::new(["clé-secrète-ÿÿÿ-über".to_string()]);
+        assert_eq!(redactor.redact_text("x clé-secrè"), "x [REDACTED]");
+        assert_eq!(redactor.redact_text("ète-ÿÿÿ-über y"), "[REDACTED] y");
+    }
+
+    #[test]
+    fn known_values_are_found_json_escaped() {
+        let secret = r#"pa"ss\word-123"#;
+        let redactor = Redactor::new([secret.to_string()]);
+        let mut result = json!({"text": json!({"password_hint": secret}).to_string()});
+        redactor.redact(&mut result);
+        assert!(!result.to_string().contains("word-123"), "{result}");
     }
 
     #[test]

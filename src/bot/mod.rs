@@ -224,11 +224,16 @@ fn start_tracer(config: &Config, store: &Store, redactor: &Arc<Redactor>) -> Arc
 }
 
 /// Every secret value the process knows: configured ones, the headers and environment of
-/// the MCP servers it uses, and environment variables whose names say they are secret
-/// (including those loaded from `.env`).
-fn known_secrets(config: &Config, mcp_host: &mcp_client::McpHost) -> Vec<String> {
+/// the MCP servers it uses, the `env` of its user tools, and environment variables whose
+/// names say they are secret (including those loaded from `.env`).
+fn known_secrets(
+    config: &Config,
+    mcp_host: &mcp_client::McpHost,
+    user_tool_env: Vec<String>,
+) -> Vec<String> {
     let mut secrets = config.secret_values();
     secrets.extend(mcp_host.secret_values());
+    secrets.extend(user_tool_env);
     secrets.extend(
         std::env::vars()
             .filter(|(name, _)| is_secret_key(name))
@@ -286,10 +291,14 @@ impl Bot {
             },
             settings: operational_settings(&config),
         };
-        register_tools(&config, &tools, &store, status)?;
+        let user_tool_env = register_tools(&config, &tools, &store, status)?;
 
         let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
-        let redactor = Arc::new(Redactor::new(known_secrets(&config, &mcp_host)));
+        let redactor = Arc::new(Redactor::new(known_secrets(
+            &config,
+            &mcp_host,
+            user_tool_env,
+        )));
         let tracer = start_tracer(&config, &store, &redactor);
         let schedule = Arc::new(Scheduler::new(
             store.clone(),
@@ -321,12 +330,13 @@ impl Bot {
 }
 
 /// Registers the native tools, then the user's (broken ones are logged and skipped).
+/// Returns the values of the user tools' `env`, which count as known secrets.
 fn register_tools(
     config: &Config,
     tools: &ToolRunner,
     store: &Store,
     status: tools::native::StatusSources,
-) -> Result<(), BotError> {
+) -> Result<Vec<String>, BotError> {
     if let Err(e) = std::fs::create_dir_all(&config.workspace_dir) {
         tracing::warn!(dir = %config.workspace_dir.display(), error = %e, "cannot create the workspace folder; file tools will report it");
     }
@@ -339,5 +349,5 @@ fn register_tools(
         skipped = user.skipped.len(),
         "tools loaded"
     );
-    Ok(())
+    Ok(user.env_values)
 }

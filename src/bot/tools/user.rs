@@ -52,6 +52,9 @@ pub struct LoadReport {
     pub loaded: Vec<String>,
     /// (file, reason) for every manifest that was skipped.
     pub skipped: Vec<(PathBuf, String)>,
+    /// The `env` values of every loaded manifest: they often hold credentials, so the
+    /// bot counts them among the secrets it redacts wherever they appear.
+    pub env_values: Vec<String>,
 }
 
 /// Loads every `*.json` manifest in `dir` into the runner. A missing folder means no tools.
@@ -67,7 +70,10 @@ pub fn load_user_tools(runner: &ToolRunner, dir: &Path, default_timeout: Duratio
     files.sort();
     for file in files {
         match load_one(runner, &file, default_timeout) {
-            Ok(name) => report.loaded.push(name),
+            Ok((name, env_values)) => {
+                report.loaded.push(name);
+                report.env_values.extend(env_values);
+            }
             Err(reason) => {
                 tracing::warn!(file = %file.display(), %reason, "skipping user tool");
                 report.skipped.push((file, reason));
@@ -77,15 +83,22 @@ pub fn load_user_tools(runner: &ToolRunner, dir: &Path, default_timeout: Duratio
     report
 }
 
-fn load_one(runner: &ToolRunner, file: &Path, default_timeout: Duration) -> Result<String, String> {
+/// Loads one manifest: the registered tool's name and its `env` values.
+fn load_one(
+    runner: &ToolRunner,
+    file: &Path,
+    default_timeout: Duration,
+) -> Result<(String, Vec<String>), String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
     let manifest = parse_manifest(&text)?;
-    register(
+    let env_values = manifest.env.values().cloned().collect();
+    let name = register(
         runner,
         manifest,
         file.parent().unwrap_or(Path::new(".")),
         default_timeout,
-    )
+    )?;
+    Ok((name, env_values))
 }
 
 /// Parses and checks a manifest's text; changes nothing. Errors are one line: what

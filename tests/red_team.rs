@@ -1,0 +1,65 @@
+//! Attacks a red team tried against a running bot, each one a leak or a bypass that
+//! worked before it was closed: a secret given only to a user tool, read back through
+//! the tool's own output; a secret cut in two by a conversation title.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+/// A value that only a user tool's manifest knows (no secret-looking name, no known
+/// shape), so only redaction by known value can catch it.
+const TOOL_SECRET: &str = "ut-planted-7f3a9c1e5b2d";
+
+#[tokio::test]
+async fn a_user_tools_own_env_values_are_redacted_from_what_it_returns() {
+    if !has_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("user-tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for (name, script) in [
+        (
+            "echo_env",
+            "import os; print('upstream is ' + os.environ['UPSTREAM'])",
+        ),
+        (
+            "fail_env",
+            "import os, sys; sys.stderr.write('refused ' + os.environ['UPSTREAM']); sys.exit(3)",
+        ),
+    ] {
+        let manifest = json!({
+            "name": name,
+            "description": "uses a credential of its own",
+            "command": ["python3", "-c", script],
+            "env": {"UPSTREAM": TOOL_SECRET},
+        });
+        std::fs::write(tools.join(format!("{name}.json")), manifest.to_string()).unwrap();
+    }
+    let tools_dir = tools.display().to_string();
+    let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir)]).await;
+    for name in ["echo_env", "fail_env"] {
+        let result = call_tool(&app, "run_tool", json!({"name": name, "arguments": {}})).await;
+        let text = result.to_string();
+        assert!(text.contains("[REDACTED]"), "{name} ran: {text}");
+        assert!(!text.contains(TOOL_SECRET), "{name} leaked: {text}");
+    }
+    let log = call_tool(&app, "server_log", json!({"limit": 500})).await;
+    assert!(!log.to_string().contains(TOOL_SECRET), "{log}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_secret_cut_by_a_conversation_title_does_not_come_back_in_pieces() {
+    let key = "llmkey-planted-cccccccccccc";
+    let app = start_bot(&[("LLM_API_KEY", key)]).await;
+    // The title keeps the first 60 characters: the key is cut after its 20th.
+    let content = format!("{} {key} and more", "x".repeat(39));
+    call_tool(&app, "send_message", json!({"content": content})).await;
+    let listed = call_tool(&app, "list_conversations", json!({})).await;
+    let title = listed["structuredContent"]["conversations"][0]["title"].to_string();
+    assert!(title.ends_with("[REDACTED]\""), "{title}");
+    assert!(!listed.to_string().contains(&key[..10]), "{listed}");
+    app.shutdown().await;
+}
