@@ -1,6 +1,7 @@
 //! Attacks a red team tried against a running bot, each one a leak or a bypass that
 //! worked before it was closed: a secret given only to a user tool, read back through
-//! the tool's own output; a secret cut in two by a conversation title.
+//! the tool's own output; a secret cut in two by a conversation title; a skill file
+//! swapped for a link to a file outside the skills folder.
 
 mod common;
 
@@ -61,5 +62,57 @@ async fn a_secret_cut_by_a_conversation_title_does_not_come_back_in_pieces() {
     let title = listed["structuredContent"]["conversations"][0]["title"].to_string();
     assert!(title.ends_with("[REDACTED]\""), "{title}");
     assert!(!listed.to_string().contains(&key[..10]), "{listed}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn skills_never_lead_outside_their_folder_through_a_link() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret_file = outside.path().join("secret.txt");
+    std::fs::write(&secret_file, "outside-secret-content").unwrap();
+    std::fs::write(
+        outside.path().join("SKILL.md"),
+        "---\nname: linked\ndescription: outside-front-matter\n---\nbody\n",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Notes\n---\nbody\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("notes.md"), "inside").unwrap();
+    // A skill whose SKILL.md is a link to a file elsewhere.
+    std::fs::create_dir_all(dir.path().join("linked")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("SKILL.md"),
+        dir.path().join("linked/SKILL.md"),
+    )
+    .unwrap();
+    let skills_dir = dir.path().display().to_string();
+    let app = start_bot(&[("SKILLS_DIR", &skills_dir)]).await;
+    let listed = modern(&app, 1, "skills/list", json!({})).await;
+    assert!(
+        !listed.raw.contains("outside-front-matter"),
+        "{}",
+        listed.raw
+    );
+    let read = |id| {
+        modern(
+            &app,
+            id,
+            "resources/read",
+            json!({"uri": "skill://notes/notes.md"}),
+        )
+    };
+    assert!(read(2).await.raw.contains("inside"));
+    // A listed file swapped for a link before the watcher looks again.
+    std::fs::remove_file(skill.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(&secret_file, skill.join("notes.md")).unwrap();
+    let swapped = read(3).await;
+    assert!(!swapped.raw.contains("outside-secret"), "{}", swapped.raw);
+    assert!(swapped.body()["error"].is_object(), "{}", swapped.raw);
     app.shutdown().await;
 }

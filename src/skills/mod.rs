@@ -24,7 +24,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-pub use scan::{SkillEntry, SkillFile};
+pub use scan::{SkillEntry, SkillFile, read_unlinked};
 
 type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
 

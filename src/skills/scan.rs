@@ -109,6 +109,9 @@ fn valid_name(name: &str) -> bool {
 
 fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
     let manifest = folder.join("SKILL.md");
+    if std::fs::symlink_metadata(&manifest).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err("SKILL.md is a symbolic link; skills are read without following links".into());
+    }
     let size = std::fs::metadata(&manifest).map(|m| m.len()).unwrap_or(0);
     if size > MAX_BYTES {
         return Err(format!(
@@ -177,6 +180,29 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Reads a file of a skill's manifest now. The manifest was made earlier, and a file
+/// swapped for a symbolic link since (or under a folder swapped for one) must not lead
+/// outside the skill: the path must resolve to itself, and the file opened must be the
+/// one that path names, not a link.
+pub fn read_unlinked(folder: &Path, relative: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let linked = || std::io::Error::other("it is (or lies under) a symbolic link now");
+    let path = folder.canonicalize()?.join(relative);
+    if path.canonicalize()? != path {
+        return Err(linked());
+    }
+    let file = std::fs::File::open(&path)?;
+    let (opened, named) = (file.metadata()?, std::fs::symlink_metadata(&path)?);
+    if named.file_type().is_symlink() || (opened.dev(), opened.ino()) != (named.dev(), named.ino())
+    {
+        return Err(linked());
+    }
+    let mut bytes = Vec::with_capacity(opened.len().min(MAX_BYTES) as usize);
+    file.take(MAX_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {

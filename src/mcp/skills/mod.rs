@@ -11,8 +11,9 @@
 //! no extra dependency, and behaves the same on every platform, in containers and on
 //! network mounts, where file events are unreliable.
 //!
-//! Only files listed in a manifest can be read, so nothing outside the skills folder
-//! (symbolic links are never followed) is reachable through a `skill://` URI.
+//! Only files listed in a manifest can be read, and only while no symbolic link leads
+//! to them (a file swapped for a link after the folder was read included), so nothing
+//! outside the skills folder is reachable through a `skill://` URI.
 
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use super::context::RequestContext;
 use super::jsonrpc::RpcError;
 use super::resource::ResourceProvider;
 use super::tool::Outcome;
-use crate::skills::{SkillEntry, SkillFolder};
+use crate::skills::{SkillEntry, SkillFolder, read_unlinked};
 
 const SCHEME: &str = "skill://";
 const DIRECTORY_MIME: &str = "inode/directory";
@@ -195,8 +196,10 @@ impl ResourceProvider for SkillCatalog {
         else {
             return Ok(None);
         };
-        let bytes = tokio::fs::read(skill.folder.join(relative))
+        let (folder, file) = (skill.folder.clone(), relative.to_string());
+        let bytes = tokio::task::spawn_blocking(move || read_unlinked(&folder, &file))
             .await
+            .map_err(|e| RpcError::internal(e.to_string()))?
             .map_err(|e| RpcError::internal(format!("cannot read {uri}: {e}")))?;
         let mime = mime_type(relative);
         let mut content = Map::new();
