@@ -292,13 +292,9 @@ impl Bot {
             settings: operational_settings(&config),
         };
         let user_tool_env = register_tools(&config, &tools, &store, status)?;
-
         let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
-        let redactor = Arc::new(Redactor::new(known_secrets(
-            &config,
-            &mcp_host,
-            user_tool_env,
-        )));
+        let secrets = known_secrets(&config, &mcp_host, user_tool_env);
+        let redactor = Arc::new(Redactor::new(secrets));
         let tracer = start_tracer(&config, &store, &redactor);
         let schedule = Arc::new(Scheduler::new(
             store.clone(),
