@@ -1,7 +1,8 @@
 //! The processes a bot starts die with it: a user tool still running when its bot is
 //! killed outright (SIGKILL) is gone at once and never finishes its side effect, so a
-//! rerun elsewhere cannot overlap it. Runs the real `porthole` binary as a subprocess.
-//! Linux only: elsewhere there is no parent-death signal.
+//! rerun elsewhere cannot overlap it (the real `porthole` binary, as a subprocess). And
+//! a tool that times out is killed with everything it started. Linux only: elsewhere
+//! there is no parent-death signal.
 
 #![cfg(target_os = "linux")]
 
@@ -88,4 +89,36 @@ async fn a_user_tool_dies_with_its_bot_and_never_finishes_its_effect() {
         !tools.join("effect").exists(),
         "the tool finished its effect after its bot died"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_times_out_is_killed_with_its_grandchildren() {
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tools.path().join("forks.json"),
+        json!({"name": "forks", "description": "Starts a grandchild and waits for it.",
+               "command": ["sh", "-c", "sleep 30 & echo $! > grandchild; wait"],
+               "timeout_secs": 1})
+        .to_string(),
+    )
+    .unwrap();
+    let tools_dir = tools.path().display().to_string();
+    let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir)]).await;
+    let result = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "forks", "parameters": {}}),
+    )
+    .await;
+    assert!(error_text(&result).contains("timed out"), "{result}");
+    let grandchild = std::fs::read_to_string(tools.path().join("grandchild")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !has_ended(grandchild.trim()) {
+        assert!(
+            Instant::now() < deadline,
+            "the grandchild outlived the timeout by 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    app.shutdown().await;
 }

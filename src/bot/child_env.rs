@@ -7,11 +7,13 @@
 //! gets SIGKILL when the bot exits, however it exits (SIGKILL and the OOM killer
 //! included). So a replica that dies takes the attempt it was running along, and a rerun
 //! of that due time on another replica never overlaps it. What the child itself starts
-//! is not covered: a tool that forks should end its own children.
+//! shares its group: a call that times out or is abandoned kills the whole group
+//! ([`GroupGuard`]), grandchildren too. Only the parent-death signal stops at the child:
+//! a grandchild outlives a replica killed outright unless the child ends it.
 
 use std::collections::BTreeMap;
 
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 /// Variables a child inherits from the bot: where programs and interpreters are, the
 /// user, the locale, the temp folder.
@@ -72,6 +74,46 @@ fn die_with_the_bot(command: &mut Command) {
                 }
                 Ok(())
             });
+        }
+    }
+}
+
+/// Kills a child's whole process group when dropped (a call that timed out or was
+/// abandoned), unless [`GroupGuard::release`]d after the child exited by itself. Made
+/// before the child is waited for, so its pid still names the group when the guard acts.
+pub struct GroupGuard {
+    #[cfg(unix)]
+    group: Option<libc::pid_t>,
+}
+
+impl GroupGuard {
+    /// The guard of `child`'s group (started by [`clean_command`], so it leads one).
+    pub fn of(child: &Child) -> GroupGuard {
+        GroupGuard {
+            #[cfg(unix)]
+            group: child.id().and_then(|pid| libc::pid_t::try_from(pid).ok()),
+        }
+    }
+
+    /// The child ended on its own: leave what it left behind alone.
+    pub fn release(mut self) {
+        #[cfg(unix)]
+        {
+            self.group = None;
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(group) = self.group {
+            // SAFETY: only sends a signal. The group is led by our child, which is not
+            // reaped before the guard is released, or still has members: its id cannot
+            // name anything else.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
         }
     }
 }

@@ -7,16 +7,21 @@
 //! flips its status to `running` only if it was not already.
 //!
 //! Several replicas may share one database (PostgreSQL): each scheduler *claims* the due
-//! tasks in one statement, so each due time runs on exactly one replica. A claim is a
-//! lease ([`RUN_LEASE`]) that the running replica renews; when a replica dies mid-run,
-//! its lease runs out, the run is marked interrupted, and the next claim (on any
-//! replica) runs that due time again. The `task_runs` table keeps one row per task and
-//! due time (its `attempts` counts such re-runs).
+//! tasks in one statement, so a due time is claimed by one replica at a time. A claim
+//! is a lease ([`RUN_LEASE`]) that the running replica renews. When a replica dies
+//! mid-run, the processes it started die with it (`child_env`), its lease runs out, the
+//! run is marked interrupted, and the next claim (on any replica) runs that due time
+//! again as its next attempt. A replica that cannot renew its claim for
+//! [`TRUSTED_HOLD`] stops its attempt before the lease can run out, so two attempts at
+//! one due time never run at once. The `task_runs` table keeps one row per task and due
+//! time (its `attempts` counts the attempts); each run reaches its work as a
+//! [`ScheduledRun`] (task id, due time, attempt), so a tool can make its effect
+//! idempotent.
 
 use crate::bot::trace::Tracer;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -25,7 +30,7 @@ use tokio::sync::watch;
 
 use crate::bot::agents::Supervisor;
 use crate::bot::store::{Store, StoreError, Task};
-use crate::bot::tools::{ADMIN_ROLE, ExecContext, ToolRunner, USER_ROLE};
+use crate::bot::tools::{ADMIN_ROLE, ExecContext, ScheduledRun, ToolRunner, USER_ROLE};
 
 /// Whose rights a task runs with. A task never gets more than its creator had: one made
 /// through the web page runs as a chat user, even when the scheduler runs it.
@@ -128,8 +133,17 @@ pub struct JobRun {
     pub result: String,
 }
 
-/// How long a claim on a running task holds unless renewed; renewed every third of it.
+/// How long a claim on a running task holds unless renewed.
 pub const RUN_LEASE: Duration = Duration::from_secs(30);
+
+/// How often the replica running a task renews its claim.
+const RENEW_EVERY: Duration = Duration::from_secs(10);
+
+/// How long after it last renewed (or took) its claim a replica trusts it: a third of
+/// the lease short of it. An attempt whose claim could not be renewed that long is
+/// stopped, its processes killed, before the lease can run out and another replica run
+/// the due time again; the third left over absorbs clocks that disagree by seconds.
+const TRUSTED_HOLD: Duration = Duration::from_secs(20);
 
 fn lease_until_ms() -> i64 {
     Utc::now().timestamp_millis() + RUN_LEASE.as_millis() as i64
@@ -220,6 +234,7 @@ impl Scheduler {
         if caller == RunAs::User && RunAs::parse(&task.run_as) == RunAs::Admin {
             return Err(ScheduleError::NeedsAdmin(id));
         }
+        let claimed_at = Instant::now();
         if !self
             .store
             .mark_task_running(id, &self.replica, lease_until_ms())
@@ -227,40 +242,41 @@ impl Scheduler {
         {
             return Err(ScheduleError::AlreadyRunning(id));
         }
-        self.run_claimed(&task).await
+        // Not a due time of the schedule: the run is named by the moment it was asked for.
+        let run = ScheduledRun {
+            task_id: id,
+            due_at: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            attempt: 1,
+        };
+        self.run_claimed(&task, run, claimed_at).await
     }
 
-    /// Runs a task this replica has claimed, renewing the claim while it runs, and
-    /// records the result.
-    async fn run_claimed(&self, task: &Task) -> Result<JobRun, ScheduleError> {
+    /// Runs a task this replica has claimed (at `claimed_at`), renewing the claim while
+    /// it runs, and records the result. An attempt whose claim can no longer be trusted
+    /// is stopped and records nothing: the lease, left to run out, hands the due time on.
+    async fn run_claimed(
+        &self,
+        task: &Task,
+        run: ScheduledRun,
+        claimed_at: Instant,
+    ) -> Result<JobRun, ScheduleError> {
         let id = task.id;
-        tracing::info!(task = %task.name, id, replica = %self.replica, "running task");
-        let renewal = {
-            let (store, replica) = (self.store.clone(), self.replica.clone());
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(RUN_LEASE / 3).await;
-                    match store.renew_task_lease(id, &replica, lease_until_ms()).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!(
-                                task = id,
-                                "the claim on this run was lost (its lease ran out); another replica may run it again"
-                            );
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::warn!(task = id, error = %e, "cannot renew the claim on a running task")
-                        }
-                    }
-                }
-            })
+        tracing::info!(task = %task.name, id, replica = %self.replica, due_at = %run.due_at, attempt = run.attempt, "running task");
+        let held = hold_claim(self.store.clone(), id, self.replica.clone(), claimed_at);
+        let outcome = tokio::select! {
+            outcome = self.execute(task, run) => outcome,
+            () = held => {
+                return Ok(JobRun {
+                    task_id: id,
+                    status: "interrupted".to_string(),
+                    result: "stopped: this replica could not keep its claim on the run".to_string(),
+                });
+            }
         };
-        let (status, result) = match self.execute(task).await {
+        let (status, result) = match outcome {
             Ok(text) => ("ok", text),
             Err(text) => ("error", text),
         };
-        renewal.abort();
         self.store
             .finish_task_run(id, &self.replica, status, &result, next_run(&task.schedule))
             .await?;
@@ -272,12 +288,33 @@ impl Scheduler {
         })
     }
 
-    async fn execute(&self, task: &Task) -> Result<String, String> {
+    /// Which due time and attempt a claimed task runs as; `None` (logged) when the
+    /// ledger cannot be read, and the claim is then left to its lease.
+    async fn claimed_run(&self, task: &Task) -> Option<ScheduledRun> {
+        let due_at = task.next_run.clone()?;
+        match self.store.run_attempt(task.id, &due_at).await {
+            Ok(Some(attempt)) => Some(ScheduledRun {
+                task_id: task.id,
+                due_at,
+                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+            }),
+            Ok(None) | Err(_) => {
+                tracing::warn!(
+                    task = task.id,
+                    "cannot read which attempt this run is; it runs again once its lease runs out"
+                );
+                None
+            }
+        }
+    }
+
+    async fn execute(&self, task: &Task, run: ScheduledRun) -> Result<String, String> {
         let action: JobAction = serde_json::from_value(task.action.clone())
             .map_err(|e| format!("the stored action is invalid: {e}"))?;
         let mut ctx = RunAs::parse(&task.run_as).context();
         ctx.correlation_id = format!("task-{}-{}", task.id, ctx.correlation_id);
         ctx.trace = self.tracer.root("task", None);
+        ctx.scheduled_run = Some(run);
         match action {
             JobAction::Prompt { prompt } => {
                 let reply = self
@@ -331,6 +368,7 @@ impl Scheduler {
                 Err(e) => tracing::debug!(error = %e, "cannot check for interrupted task runs"),
             }
             let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+            let claimed_at = Instant::now();
             let claimed = match self
                 .store
                 .claim_due_tasks(&self.replica, &now, lease_until_ms())
@@ -345,13 +383,51 @@ impl Scheduler {
             for task in claimed {
                 let me = self.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = me.run_claimed(&task).await {
+                    let Some(run) = me.claimed_run(&task).await else {
+                        return;
+                    };
+                    if let Err(e) = me.run_claimed(&task, run, claimed_at).await {
                         tracing::warn!(task = task.id, error = %e, "scheduled run failed");
                     }
                 });
             }
         }
         tracing::info!("scheduler stopped");
+    }
+}
+
+/// Renews the claim of `replica` on running task `id` every [`RENEW_EVERY`]; returns
+/// once the claim can no longer be trusted: it was lost (the lease ran out and the run
+/// was marked interrupted), or no renewal went through for [`TRUSTED_HOLD`].
+async fn hold_claim(store: Store, id: i64, replica: String, claimed_at: Instant) {
+    let mut trusted_until = claimed_at + TRUSTED_HOLD;
+    loop {
+        let renewal = async {
+            tokio::time::sleep(RENEW_EVERY).await;
+            let asked = Instant::now();
+            let renewed = store.renew_task_lease(id, &replica, lease_until_ms()).await;
+            (asked, renewed)
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(trusted_until.into()) => {
+                tracing::warn!(
+                    task = id,
+                    "the claim on this run could not be renewed in time; the attempt is stopped so another replica can run it again without overlap"
+                );
+                return;
+            }
+            (asked, renewed) = renewal => match renewed {
+                Ok(true) => trusted_until = asked + TRUSTED_HOLD,
+                Ok(false) => {
+                    tracing::warn!(
+                        task = id,
+                        "the claim on this run was lost (its lease ran out); the attempt is stopped"
+                    );
+                    return;
+                }
+                Err(e) => tracing::warn!(task = id, error = %e, "cannot renew the claim on a running task"),
+            }
+        }
     }
 }
 

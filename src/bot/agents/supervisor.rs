@@ -4,6 +4,15 @@
 use super::*;
 use crate::bot::lock;
 
+/// The supervisor's instructions for one turn: a scheduled prompt also reads which
+/// task, due time and attempt it runs as.
+fn system_prompt(ctx: &ExecContext) -> std::borrow::Cow<'static, str> {
+    match &ctx.scheduled_run {
+        Some(run) => format!("{SUPERVISOR_PROMPT}\n\n{}", run.note()).into(),
+        None => SUPERVISOR_PROMPT.into(),
+    }
+}
+
 pub(super) const SUPERVISOR_PROMPT: &str = "You are Porthole, a helpful assistant. Use the tools you are given when they help; \
 delegate self-contained sub-tasks with the `delegate` tool. Answer concisely.";
 
@@ -144,11 +153,12 @@ impl Supervisor {
         let mut ctx = ctx.clone();
         ctx.conversation_id = Some(conversation.id.clone());
         ctx.trace = span.scope();
+        let system = system_prompt(&ctx);
         let settings = LoopSettings {
             llm: self.llm.as_ref(),
             runner: &self.runner,
             ctx: &ctx,
-            system: SUPERVISOR_PROMPT,
+            system: &system,
             max_steps: self.max_steps,
         };
         let mut transcript = StoredTranscript {

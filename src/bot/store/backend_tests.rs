@@ -164,6 +164,7 @@ async fn due_tasks_are_claimed_once_on(store: Store) {
     assert!(interrupted.last_result.unwrap().contains(winner));
     let again = store.claim_due_tasks(loser, &now, far).await.unwrap();
     assert_eq!(again.len(), 1);
+    assert_eq!(store.run_attempt(task.id, &due).await.unwrap(), Some(2));
     // The replica that lost its claim cannot overwrite the run now going on.
     store
         .finish_task_run(

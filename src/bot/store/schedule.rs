@@ -105,6 +105,13 @@ impl Store {
         self.db.query_then(work).await
     }
 
+    /// Which attempt at its due time `due_at` the run of task `id` is (1 for the first),
+    /// as the `task_runs` ledger counts them.
+    pub async fn run_attempt(&self, id: i64, due_at: &str) -> Result<Option<i64>, StoreError> {
+        let sql = Sql::fixed("SELECT attempts FROM task_runs WHERE task_id = ?1 AND due_at = ?2");
+        self.db.query_one(sql, vec![id.into(), due_at.into()]).await
+    }
+
     /// Extends the claim of `replica` on a running task; false when the claim was lost
     /// (it expired and the run was marked interrupted).
     pub async fn renew_task_lease(

@@ -39,6 +39,42 @@ pub struct ExecContext {
     /// Where this work's spans go: a new trace (set by whoever starts a turn) or under
     /// the step that called it. Off unless set.
     pub trace: TraceScope,
+    /// The scheduled run this work belongs to, if any: user tools get it as environment
+    /// variables, the agent as a line of its instructions.
+    pub scheduled_run: Option<ScheduledRun>,
+}
+
+/// One attempt at one due time of a scheduled task. `(task_id, due_at)` names the work
+/// once however often it is attempted, so a tool can make its effect idempotent with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRun {
+    pub task_id: i64,
+    /// RFC 3339, UTC, milliseconds (`2026-11-26T18:00:00.000Z`); for a run started by
+    /// hand, the moment it was asked for.
+    pub due_at: String,
+    /// 1 for the first attempt; more only after an attempt was interrupted.
+    pub attempt: u32,
+}
+
+impl ScheduledRun {
+    /// The environment variables a user tool gets during the run.
+    pub fn env(&self) -> [(&'static str, String); 3] {
+        [
+            ("PORTHOLE_TASK_ID", self.task_id.to_string()),
+            ("PORTHOLE_TASK_DUE_AT", self.due_at.clone()),
+            ("PORTHOLE_TASK_ATTEMPT", self.attempt.to_string()),
+        ]
+    }
+
+    /// What the agent is told about the run it works in (a line of its instructions).
+    pub fn note(&self) -> String {
+        let run = serde_json::json!({"scheduled_run": {
+            "task_id": self.task_id, "due_at": self.due_at, "attempt": self.attempt}});
+        format!(
+            "This turn is a scheduled run of a task: {run}. An attempt above 1 means an \
+             earlier attempt at this due time was interrupted and may have done part of the work."
+        )
+    }
 }
 
 pub const ADMIN_ROLE: &str = "admin";
@@ -52,6 +88,7 @@ impl ExecContext {
             correlation_id: uuid::Uuid::new_v4().to_string(),
             conversation_id: None,
             trace: TraceScope::disabled(),
+            scheduled_run: None,
         }
     }
 

@@ -7,22 +7,26 @@
 //! ```
 //! The command runs in the manifest's folder with the arguments as JSON on stdin, in a
 //! clean environment: a few harmless variables (`PATH`, `HOME`, the locale…) plus the
-//! manifest's own `"env": {"NAME": "value"}`, never the bot's secrets. Its stdout is
-//! the result (parsed as JSON when it is JSON, text otherwise). A non-zero
-//! exit is a tool error carrying the end of stderr. A broken manifest is reported and
-//! skipped; it never stops the bot.
+//! manifest's own `"env": {"NAME": "value"}`, never the bot's secrets. Inside a
+//! scheduled run it also gets `PORTHOLE_TASK_ID`, `PORTHOLE_TASK_DUE_AT` and
+//! `PORTHOLE_TASK_ATTEMPT` ([`super::ScheduledRun`]); called any other way, none of them.
+//! Its stdout is the result (parsed as JSON when it is JSON, text otherwise). A non-zero
+//! exit is a tool error carrying the end of stderr; a timeout kills the tool's whole
+//! process group. A broken manifest is reported and skipped; it never stops the bot.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Child;
 
 use super::{ToolCall, ToolHandler, ToolRunner};
+use crate::bot::child_env::GroupGuard;
 use crate::model::{ToolDef, ToolSource};
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -186,23 +190,27 @@ const OUTPUT_LIMIT: usize = 1024 * 1024;
 #[async_trait]
 impl ToolHandler for SubprocessTool {
     async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let run_env = call.ctx.scheduled_run.iter().flat_map(|run| run.env());
         let mut child = crate::bot::child_env::clean_command(&self.command[0], &self.env)
             .args(&self.command[1..])
             .current_dir(&self.working_dir)
             .env("PORTHOLE_CORRELATION_ID", &call.ctx.correlation_id)
+            .envs(run_env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Dropping the future on timeout kills the process instead of leaking it.
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", self.command[0]))?;
+        // Dropped before `child` (declared after it): a timeout, or a call abandoned
+        // mid-way, kills the tool's whole process group while its pid still names it.
+        let group = GroupGuard::of(&child);
         if let Some(mut stdin) = child.stdin.take() {
             let input = call.args.to_string();
             // A tool that does not read stdin closes it early; that is not an error.
             let _ = stdin.write_all(input.as_bytes()).await;
         }
-        let output = tokio::time::timeout(self.timeout, child.wait_with_output())
+        let output = tokio::time::timeout(self.timeout, wait_with_output(&mut child))
             .await
             .map_err(|_| {
                 format!(
@@ -211,6 +219,7 @@ impl ToolHandler for SubprocessTool {
                 )
             })?
             .map_err(|e| format!("failed while running: {e}"))?;
+        group.release();
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let tail: String = stderr
@@ -227,6 +236,26 @@ impl ToolHandler for SubprocessTool {
         let text = String::from_utf8_lossy(stdout);
         Ok(serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.into_owned())))
     }
+}
+
+/// The child's exit status and everything it wrote, without giving up the child (so it
+/// is not reaped, and its group not left, before the caller decides).
+async fn wait_with_output(child: &mut Child) -> std::io::Result<Output> {
+    async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            pipe.read_to_end(&mut bytes).await?;
+        }
+        Ok(bytes)
+    }
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (status, stdout, stderr) =
+        tokio::try_join!(child.wait(), read_all(stdout), read_all(stderr))?;
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+    })
 }
 
 #[cfg(test)]
