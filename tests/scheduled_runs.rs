@@ -39,17 +39,13 @@ fn task_vars(env_output: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A schedule that fires once, a few seconds from now, and that due time as the
-/// scheduler writes it.
-fn once_soon() -> (String, String) {
+/// Creates a task (through `/api`, so it runs as a chat user) whose schedule fires once,
+/// a few seconds from now; its id, and that due time as the scheduler writes it.
+async fn task_due_soon(app: &RunningApp, name: &str, action: Value) -> (i64, String) {
     let due = (Utc::now() + chrono::Duration::seconds(3))
         .with_nanosecond(0)
         .unwrap();
     let schedule = format!("{} {} {} * * *", due.second(), due.minute(), due.hour());
-    (schedule, due.to_rfc3339_opts(SecondsFormat::Millis, true))
-}
-
-async fn create_task(app: &RunningApp, name: &str, schedule: &str, action: Value) -> i64 {
     let created = client()
         .post(format!("{}/api/tasks", app.url()))
         .json(&json!({"name": name, "schedule": schedule, "action": action}))
@@ -57,9 +53,10 @@ async fn create_task(app: &RunningApp, name: &str, schedule: &str, action: Value
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    created.json::<Value>().await.unwrap()["id"]
+    let id = created.json::<Value>().await.unwrap()["id"]
         .as_i64()
-        .unwrap()
+        .unwrap();
+    (id, due.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
 /// The task's `last_result` once its first run has finished.
@@ -123,14 +120,7 @@ async fn a_scheduled_tool_run_gets_its_task_due_time_and_attempt() {
     assert_eq!(task_vars(direct_text), BTreeMap::new(), "{direct}");
 
     // Run by the scheduler at its due time: all three, the due time to the millisecond.
-    let (schedule, due_at) = once_soon();
-    let id = create_task(
-        &app,
-        "env-at-due-time",
-        &schedule,
-        json!({"tool": "print_env"}),
-    )
-    .await;
+    let (id, due_at) = task_due_soon(&app, "env-at-due-time", json!({"tool": "print_env"})).await;
     let output = first_result(&app, id).await;
     let output: Value = serde_json::from_str(&output).unwrap();
     assert_eq!(
@@ -178,11 +168,9 @@ async fn a_scheduled_prompt_reads_its_run_and_its_tools_get_it_too() {
         ],
     )
     .await;
-    let (schedule, due_at) = once_soon();
-    let id = create_task(
+    let (id, due_at) = task_due_soon(
         &app,
         "prompt-at-due-time",
-        &schedule,
         json!({"prompt": "print the environment"}),
     )
     .await;
