@@ -59,18 +59,16 @@ async fn task_due_soon(app: &RunningApp, name: &str, action: Value) -> (i64, Str
     (id, due.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
+/// The JSON body of the answer to `request`.
+async fn api_json(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 /// The task's `last_result` once its first run has finished.
 async fn first_result(app: &RunningApp, id: i64) -> String {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let listed: Value = client()
-            .get(format!("{}/api/tasks", app.url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let listed = api_json(client().get(format!("{}/api/tasks", app.url()))).await;
         let task = listed["tasks"]
             .as_array()
             .unwrap()
@@ -130,15 +128,8 @@ async fn a_scheduled_tool_run_gets_its_task_due_time_and_attempt() {
 
     // Run by hand: the moment it was asked for stands for the due time.
     let asked = Utc::now();
-    let run: Value = client()
-        .post(format!("{}/api/tasks/{id}/run", app.url()))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run = client().post(format!("{}/api/tasks/{id}/run", app.url()));
+    let run = api_json(run.json(&json!({}))).await;
     let result: Value = serde_json::from_str(run["result"].as_str().unwrap()).unwrap();
     let vars = task_vars(result.as_str().unwrap());
     let due = chrono::DateTime::parse_from_rfc3339(&vars["PORTHOLE_TASK_DUE_AT"]).unwrap();
