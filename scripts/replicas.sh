@@ -17,6 +17,10 @@
 #      about 40 s while one replica is killed (SIGKILL) and started again
 #   6. PostgreSQL restarted under load: only requests in flight fail, with an error that
 #      says to retry, and requests after it succeed
+#   7. side effects under a replica kill: a task every 10 s runs a user tool that sleeps
+#      4 s and then appends its PORTHOLE_TASK_* to a file; the replica running it (found
+#      in task_runs) is killed with SIGKILL mid-run; that due time is rerun once, as
+#      attempt 2, elsewhere, and the file holds exactly one effect per completed run
 #
 # Environment:
 #   REPLICAS_OUT        output folder (default target/replicas): logs, nginx.conf, results
@@ -90,12 +94,24 @@ BIN="target/debug/porthole"
 TOKEN="$(random_token)"
 export PORTHOLE_TOKEN="$TOKEN"
 
+# The user tool of step 7, the same on every replica: its effect is a line appended to
+# $EFFECTS once it has slept 4 s (`sleep` in the foreground, so a kill before then
+# leaves no line).
+EFFECTS="$TMP/effects.log"
+mkdir -p "$TMP/user-tools"
+cat >"$TMP/user-tools/slow_effect.json" <<JSON
+{"name": "slow_effect", "description": "Sleeps 4 s, then appends its run to a file.",
+ "command": ["sh", "-c", "sleep 4; echo \\"\$PORTHOLE_TASK_ID \$PORTHOLE_TASK_DUE_AT \$PORTHOLE_TASK_ATTEMPT\\" >> $EFFECTS"],
+ "timeout_secs": 20}
+JSON
+
 # start_replica N [PORT]: replica-N on PORT (a free one when 0 or absent).
 start_replica() {
   local n="$1" port="${2:-0}" dir="$TMP/replica-$1"
   mkdir -p "$dir"
   start_bot "$BIN" "$OUT/replica-$n.log" "$dir" "$TOKEN" \
     PORT="$port" DATABASE_URL="$PG_URL" PORTHOLE_REPLICA_ID="replica-$n" SCHEDULER_ENABLED=true \
+    USER_TOOLS_DIR="$TMP/user-tools" \
     RUST_LOG=info,porthole::bot::schedule=debug
   REPLICA_PIDS[n]="$BOT_PID"
   REPLICA_PORTS[n]="$BOT_PORT"
@@ -195,5 +211,67 @@ log "PostgreSQL restart under load (4 threads of list_conversations through ngin
 python3 scripts/replicas/mcp.py load "$URL" 8 3 "$PG_RESTART" | tee "$OUT/pg-restart.json" \
   || fail "requests failed beyond those in flight during the restart (see $OUT/pg-restart.json)"
 pass "PostgreSQL restart: only requests in flight failed, with an error saying to retry; later ones succeeded"
+
+# --- 7. side effects under a replica kill: one finished effect per completed run ----------------
+# kill_replica N: SIGKILL, and forget its pid.
+kill_replica() {
+  kill -9 "${REPLICA_PIDS[$1]}"
+  wait "${REPLICA_PIDS[$1]}" 2>/dev/null || true
+  REPLICA_PIDS[$1]=""
+}
+EFFECT_TASK="$(curl -fsS -X POST "http://127.0.0.1:$NGINX_PORT/api/tasks" -H 'content-type: application/json' \
+  -d '{"name": "slow-effect", "schedule": "*/10 * * * * *", "action": {"tool": "slow_effect"}}' \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')" || fail "creating the slow-effect task"
+# effect_runs: the task's runs from task_runs, one `due_at replica attempts status` a line.
+effect_runs() {
+  local query="SELECT due_at, replica, attempts, status FROM task_runs WHERE task_id = $EFFECT_TASK ORDER BY due_at"
+  python3 scripts/replicas/mcp.py call "$URL" db_query "{\"query\": \"$query\", \"limit\": 1000}" \
+    | python3 -c 'import json, sys; [print(*row) for row in json.load(sys.stdin)["rows"]]'
+}
+# wait_for SECONDS WHAT COMMAND…: runs COMMAND every 0.3 s until it succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1)) what="$2"
+  shift 2
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "$what"
+    sleep 0.3
+  done
+}
+first_running() { RUNNING="$(effect_runs | awk '$4 == "running" {print $1, $2; exit}')"; [ -n "$RUNNING" ]; }
+wait_for 30 "the slow-effect task never started" first_running
+read -r KILLED_DUE KILLED_REPLICA <<<"$RUNNING"
+sleep 1.5
+kill_replica "${KILLED_REPLICA#replica-}"
+log "killed $KILLED_REPLICA (SIGKILL) 1.5 s into its run of due time $KILLED_DUE"
+rerun_done() { effect_runs | awk -v due="$KILLED_DUE" '$1 == due && $3 == 2 && $4 == "ok" {found = 1} END {exit !found}'; }
+wait_for 60 "due time $KILLED_DUE was not rerun as attempt 2 within 60 s" rerun_done
+log "due time $KILLED_DUE rerun as attempt 2; starting $KILLED_REPLICA again"
+start_replica "${KILLED_REPLICA#replica-}" "${REPLICA_PORTS[${KILLED_REPLICA#replica-}]}"
+sleep 12   # a run after the restart
+PGPASSWORD="$PG_PASSWORD" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U porthole -d porthole -qc \
+  "UPDATE tasks SET enabled = 0 WHERE id = $EFFECT_TASK" || fail "disabling the slow-effect task"
+none_running() { ! effect_runs | awk '$4 == "running" {found = 1} END {exit !found}'; }
+wait_for 30 "the last slow-effect run did not end" none_running
+effect_runs >"$OUT/effect-runs.txt"
+cp "$EFFECTS" "$OUT/effects.txt"
+python3 - "$OUT/effect-runs.txt" "$OUT/effects.txt" "$EFFECT_TASK" "$KILLED_DUE" "$KILLED_REPLICA" <<'PY' \
+  || fail "side effects do not match the completed runs (see $OUT/effect-runs.txt, $OUT/effects.txt)"
+import collections, sys
+runs_file, effects_file, task, killed_due, killed_replica = sys.argv[1:]
+runs = [line.split() for line in open(runs_file) if line.strip()]
+effects = [line.split() for line in open(effects_file) if line.strip()]
+completed = collections.Counter((due, attempts) for due, _, attempts, status in runs if status == "ok")
+done = collections.Counter((due, attempt) for t, due, attempt in effects if t == task)
+killed = [r for r in runs if r[0] == killed_due]
+print(f"  {sum(completed.values())} completed runs, {sum(done.values())} finished side effects, "
+      f"{len(runs)} due times ({', '.join(sorted({r[3] for r in runs}))})")
+print(f"  due time {killed_due}: attempt 1 killed on {killed_replica}; "
+      f"attempt {killed[0][2]} finished on {killed[0][1]}" if killed else "  the killed due time is missing")
+ok = (len(runs) >= 2 and completed == done and all(n == 1 for n in done.values())
+      and len(killed) == 1 and killed[0][2] == "2" and killed[0][3] == "ok" and killed[0][1] != killed_replica
+      and (killed_due, "1") not in done and all(r[3] == "ok" for r in runs))
+sys.exit(0 if ok else 1)
+PY
+pass "side effects: a due time whose replica was killed mid-run was rerun once as attempt 2, and finished effects = completed runs"
 
 log "done in $((SECONDS - T_START)) s (logs and results in $OUT)"
