@@ -212,16 +212,7 @@ async fn llm_calls_open_in_full_and_add_up_in_the_stats() {
 #[tokio::test]
 async fn a_failed_turn_is_the_last_error_and_its_prompt_explains_it() {
     let (app, _llm) = bot_with(vec![Turn::Status(500, "the model is on fire")], &[]).await;
-    let mut ctx = ExecContext::new(&["user"]);
-    ctx.trace = app.bot.tracer.root("web", None);
-    let reply = app
-        .bot
-        .supervisor
-        .send(None, "hello", &ctx, None)
-        .await
-        .unwrap();
-    assert!(reply.error.is_some());
-    let trace_id = reply.trace_id.clone().unwrap();
+    let trace_id = fail_a_turn(&app).await;
 
     let last = call_tool(&app, "last_error", json!({})).await;
     let last = structured(&last);
@@ -279,6 +270,99 @@ async fn a_failed_turn_is_the_last_error_and_its_prompt_explains_it() {
         .unwrap()
         .to_string();
     assert!(text.contains(&trace_id), "{text}");
+    app.shutdown().await;
+}
+
+/// What `last_error` names as the latest failure, once `expected` (polled: an MCP
+/// server fails on its own time, in the background).
+async fn wait_for_last_error(app: &RunningApp, expected: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let last = call_tool(app, "last_error", json!({})).await;
+        let last = structured(&last).clone();
+        if last["kind"] == expected {
+            return last;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {last}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A scheduled task that asks the model for a digest.
+async fn digest_task(app: &RunningApp) -> porthole::bot::store::Task {
+    let action = json!({"prompt": "write the digest"});
+    let created = app.bot.schedule.create(
+        "digest",
+        "asks the model",
+        "0 0 3 * * *",
+        action,
+        RunAs::User,
+    );
+    created.await.unwrap()
+}
+
+/// A web turn the model fails; returns its trace id.
+async fn fail_a_turn(app: &RunningApp) -> String {
+    let mut ctx = ExecContext::new(&["user"]);
+    ctx.trace = app.bot.tracer.root("web", None);
+    let reply = app.bot.supervisor.send(None, "hello", &ctx, None).await;
+    let reply = reply.unwrap();
+    assert!(reply.error.is_some());
+    reply.trace_id.unwrap()
+}
+
+async fn toggle_server(app: &RunningApp, enabled: bool) {
+    let toggled = call_tool(
+        app,
+        "toggle_mcp_server",
+        json!({"name": "down", "enabled": enabled}),
+    )
+    .await;
+    structured(&toggled);
+}
+
+#[tokio::test]
+async fn last_error_is_the_newest_failure_of_a_turn_a_task_or_an_mcp_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp_json = dir.path().join("mcp.json");
+    let down = json!({"url": "http://127.0.0.1:9/mcp", "enabled": false});
+    std::fs::write(&mcp_json, json!({"mcpServers": {"down": down}}).to_string()).unwrap();
+    let on_fire = Turn::Status(500, "the model is on fire");
+    let (app, _llm) = bot_with(
+        vec![on_fire.clone(), on_fire.clone(), on_fire],
+        &[("MCP_SERVERS_CONFIG", &mcp_json.display().to_string())],
+    )
+    .await;
+    let task = digest_task(&app).await;
+
+    // The server fails first, then keeps failing the same way at every retry: its
+    // outage began before the turn's failure, which is therefore the newest.
+    toggle_server(&app, true).await;
+    let last = wait_for_last_error(&app, "mcp_server").await;
+    assert_eq!(last["server"]["name"], "down", "{last}");
+    assert!(last["server"]["since"].is_string(), "{last}");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    fail_a_turn(&app).await;
+    let last = wait_for_last_error(&app, "llm").await;
+    assert!(
+        last["error"].as_str().unwrap().contains("on fire"),
+        "{last}"
+    );
+    assert_eq!(last["mcp_servers_failing_now"][0]["name"], "down", "{last}");
+
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let run = app.bot.schedule.run_now(task.id, RunAs::Admin).await;
+    assert_eq!(run.unwrap().status, "error");
+    let last = wait_for_last_error(&app, "task").await;
+    assert_eq!(last["task"]["id"], task.id, "{last}");
+
+    // Switched off and on again, the server's new failure is a new outage.
+    toggle_server(&app, false).await;
+    toggle_server(&app, true).await;
+    wait_for_last_error(&app, "mcp_server").await;
+
+    fail_a_turn(&app).await;
+    wait_for_last_error(&app, "llm").await;
     app.shutdown().await;
 }
 
@@ -388,18 +472,7 @@ async fn bad_arguments_say_what_to_fix() {
 #[tokio::test]
 async fn a_scheduled_task_is_a_trace_of_its_own() {
     let (app, _llm) = bot_with(vec![Turn::Text(vec!["done"])], &[]).await;
-    let task = app
-        .bot
-        .schedule
-        .create(
-            "digest",
-            "asks the model",
-            "0 0 3 * * *",
-            json!({"prompt": "write the digest"}),
-            RunAs::User,
-        )
-        .await
-        .unwrap();
+    let task = digest_task(&app).await;
     let run = app
         .bot
         .schedule

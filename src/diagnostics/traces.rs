@@ -15,7 +15,8 @@ use super::trace_view::{
 };
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
-use crate::bot::store::SpanQuery;
+use crate::bot::mcp_client::McpServerStatus;
+use crate::bot::store::{SpanQuery, Task};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, ToolSpec};
 use crate::model::SpanRecord;
 use crate::trace_context::{is_span_id, is_trace_id};
@@ -185,8 +186,9 @@ impl DiagnosticTool for LastError {
         ToolSpec::new(
             "last_error",
             "What just broke?",
-            "The most recent failure anywhere in the bot: a failed step of a turn (LLM call, tool call, worker agent), \
-             a scheduled task, or an MCP server the bot uses, with the failed span and its trace's span tree. \
+            "The most recent failure anywhere in the bot, by time: a failed step of a turn (LLM call, tool call, worker agent), \
+             a scheduled task, or an MCP server the bot uses (timed from when its outage began), with the failed span \
+             and its trace's span tree. \
              Returns found=false when nothing has failed.",
         )
         .input(json!({"max_bytes": max_bytes_property()}), &[])
@@ -210,44 +212,74 @@ impl DiagnosticTool for LastError {
             .iter()
             .filter(|t| t.status == "error")
             .max_by(|a, b| a.last_run.cmp(&b.last_run));
-        let servers: Vec<Value> = bot
+        let servers: Vec<McpServerStatus> = bot
             .mcp_host
             .servers()
             .into_iter()
             .filter(|s| s.state == "failed" || (s.enabled && s.last_error.is_some()))
-            .map(|s| json!({"name": s.name, "state": s.state, "error": s.last_error}))
             .collect();
-        let span_time = span.as_ref().map(|s| s.start_us + s.duration_us);
-        let task_time = task
-            .and_then(|t| t.last_run.as_deref())
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.timestamp_micros());
-        let mut answer = match (span, task) {
-            (Some(latest), _) if span_time >= task_time => failed_turn(d, latest, max_bytes).await,
-            (_, Some(task)) => json!({
+        let server = servers
+            .iter()
+            .max_by_key(|s| s.last_error_at.as_deref().and_then(millis));
+        let span_time = span.as_ref().map(|s| (s.start_us + s.duration_us) / 1000);
+        let task_time = task.and_then(|t| t.last_run.as_deref()).and_then(millis);
+        let server_time = server.and_then(|s| s.last_error_at.as_deref().and_then(millis));
+        let newest = [
+            (task_time, task.map(Failure::Task)),
+            (span_time, span.as_ref().map(Failure::Span)),
+            (server_time, server.map(Failure::Server)),
+        ]
+        .into_iter()
+        .filter_map(|(time, failure)| Some((time, failure?)))
+        .reduce(|newest, next| if next.0 > newest.0 { next } else { newest });
+        let mut answer = match newest.map(|(_, failure)| failure) {
+            Some(Failure::Span(span)) => failed_turn(d, span, max_bytes).await,
+            Some(Failure::Task(task)) => json!({
                 "found": true,
                 "kind": "task",
                 "error": task.last_result,
                 "task": {"id": task.id, "name": task.name, "last_run": task.last_run},
                 "hint": "list_traces with source=task shows the task's trace",
             }),
-            (None, None) if !servers.is_empty() => json!({
+            Some(Failure::Server(server)) => json!({
                 "found": true,
                 "kind": "mcp_server",
-                "error": servers[0]["error"],
+                "error": server.last_error,
+                "server": server_failure(server),
             }),
-            _ => json!({"found": false}),
+            None => json!({"found": false}),
         };
         if !servers.is_empty() {
-            answer["mcp_servers_failing_now"] = Value::Array(servers);
+            answer["mcp_servers_failing_now"] = servers.iter().map(server_failure).collect();
         }
         Ok(done(answer))
     }
 }
 
+/// A failure `last_error` can report; the newest of them by time wins. Times compare
+/// to the millisecond, a task's precision; on a tie, the first in this order: a task
+/// ends after the turn it ran (which may have failed within the same millisecond),
+/// and a failed span explains more than a server's status.
+enum Failure<'a> {
+    Span(&'a SpanRecord),
+    Task(&'a Task),
+    Server(&'a McpServerStatus),
+}
+
+fn server_failure(server: &McpServerStatus) -> Value {
+    json!({"name": server.name, "state": server.state, "error": server.last_error, "since": server.last_error_at})
+}
+
+/// An RFC 3339 time in ms since the epoch.
+fn millis(time: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(time)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
 /// The latest failed turn: its first failure (the cause; later failures, the turn's
 /// own included, usually follow from it) and the turn's span tree.
-async fn failed_turn(d: &Diagnostics, latest: SpanRecord, max_bytes: usize) -> Value {
+async fn failed_turn(d: &Diagnostics, latest: &SpanRecord, max_bytes: usize) -> Value {
     let turn: Vec<SpanRecord> = d
         .bot
         .store
@@ -261,7 +293,7 @@ async fn failed_turn(d: &Diagnostics, latest: SpanRecord, max_bytes: usize) -> V
         .iter()
         .filter(|s| s.error.is_some())
         .min_by_key(|s| s.start_us + s.duration_us)
-        .unwrap_or(&latest);
+        .unwrap_or(latest);
     let mut answer = json!({
         "found": true,
         "kind": cause.kind,

@@ -75,6 +75,9 @@ pub struct McpServerStatus {
     pub protocol_version: Option<String>,
     pub tool_count: usize,
     pub last_error: Option<String>,
+    /// When `last_error` began (RFC 3339; a server that stays down keeps the time its
+    /// outage started).
+    pub last_error_at: Option<String>,
     pub stats: ServerStats,
     pub tools: Vec<ToolStatsEntry>,
 }

@@ -50,6 +50,12 @@ pub(super) struct Status {
     pub(super) running: bool,
     pub(super) protocol_version: Option<String>,
     pub(super) last_error: Option<String>,
+    /// When `last_error` began: a retry that fails the same way before the server was
+    /// connected again keeps the time the outage started, so a server that stays down
+    /// does not look like the newest failure at every retry (`last_error`).
+    pub(super) last_error_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether the server has been connected, or switched off, since `last_error`.
+    pub(super) outage_over: bool,
 }
 
 pub(super) struct ServerEntry {
@@ -75,6 +81,8 @@ impl ServerEntry {
                 running: false,
                 protocol_version: None,
                 last_error: None,
+                last_error_at: None,
+                outage_over: false,
             }),
             conn: RwLock::new(None),
             registered: Mutex::new(BTreeMap::new()),
@@ -94,9 +102,25 @@ impl ServerEntry {
     pub(super) fn set_state(&self, state: &'static str, error: Option<String>) {
         let mut status = self.status_mut();
         status.state = state;
-        if error.is_some() {
-            status.last_error = error;
+        if state == "disabled" {
+            status.outage_over = true;
         }
+        if let Some(error) = error {
+            let same_outage = !status.outage_over && status.last_error.as_ref() == Some(&error);
+            if !same_outage {
+                status.last_error_at = Some(chrono::Utc::now());
+            }
+            status.last_error = Some(error);
+            status.outage_over = false;
+        }
+    }
+
+    /// Marks the server connected with the protocol version it agreed to.
+    pub(super) fn set_connected(&self, protocol_version: String) {
+        let mut status = self.status_mut();
+        status.state = "connected";
+        status.protocol_version = Some(protocol_version);
+        status.outage_over = true;
     }
 
     pub(super) fn status(&self) -> McpServerStatus {
@@ -111,6 +135,7 @@ impl ServerEntry {
             protocol_version: status.protocol_version.clone(),
             tool_count: registered.len(),
             last_error: status.last_error.clone(),
+            last_error_at: status.last_error_at.map(|t| t.to_rfc3339()),
             stats: stats.server.snapshot(),
             tools: stats.tool_entries(registered.keys()),
         }

@@ -102,11 +102,7 @@ async fn connect_and_serve(
     };
     let version = conn.protocol_version();
     tracing::info!(server = %server, tools = count, protocol_version = %version, "MCP server connected");
-    {
-        let mut status = entry.status_mut();
-        status.state = "connected";
-        status.protocol_version = Some(version);
-    }
+    entry.set_connected(version);
     let since = Instant::now();
     let lost = follow_events(entry, &conn, events, stop).await;
     close_conn(entry, &conn).await;
