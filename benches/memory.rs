@@ -113,7 +113,12 @@ fn sessions() {
     let after_new = live();
     let mut ids = Vec::with_capacity(N);
     for _ in 0..N {
-        ids.push(sessions.create("2025-11-25", json!({})).id.clone());
+        ids.push(
+            sessions
+                .create("2025-11-25", json!({}), porthole::mcp::Access::Full)
+                .id
+                .clone(),
+        );
     }
     let ids_bytes: isize = (ids.capacity() * std::mem::size_of::<String>()
         + ids.iter().map(String::capacity).sum::<usize>()) as isize;
@@ -143,7 +148,7 @@ fn sessions() {
         let sessions = Sessions::new(secret, config(100));
         let start = std::time::Instant::now();
         for _ in 0..N {
-            let _ = sessions.create("2025-11-25", json!({}));
+            let _ = sessions.create("2025-11-25", json!({}), porthole::mcp::Access::Full);
         }
         let took = start.elapsed();
         let kept = live() - base;

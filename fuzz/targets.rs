@@ -22,8 +22,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use porthole::bot::tools::ToolRunner;
-use porthole::mcp::SessionConfig;
 use porthole::mcp::session::{Lookup, Sessions, short};
+use porthole::mcp::{Access, SessionConfig};
 use porthole::sse_decoder::{SseDecoder, SseEvent};
 use serde_json::{Map, Value, json};
 
@@ -427,13 +427,19 @@ fn session_state() -> &'static Mutex<SessionState> {
         let live: Vec<String> = (0..4)
             .map(|n| {
                 let caps = json!({"sampling": if n % 2 == 0 { json!({}) } else { Value::Null }});
-                sessions.create(harness::LEGACY, caps).id.clone()
+                sessions
+                    .create(harness::LEGACY, caps, Access::Full)
+                    .id
+                    .clone()
             })
             .collect();
-        let gone = sessions.create(harness::LEGACY, json!({})).id.clone();
+        let gone = sessions
+            .create(harness::LEGACY, json!({}), Access::Full)
+            .id
+            .clone();
         assert!(sessions.end(&gone));
         let foreign = Sessions::new(Some("another secret"), config)
-            .create(harness::LEGACY, json!({}))
+            .create(harness::LEGACY, json!({}), Access::Full)
             .id
             .clone();
         Mutex::new(SessionState {
@@ -507,7 +513,11 @@ fn session_id(data: &[u8]) -> String {
             if state.recent_ended.len() > 4 {
                 state.recent_ended.remove(0);
             }
-            let fresh = state.sessions.create(harness::LEGACY, json!({})).id.clone();
+            let fresh = state
+                .sessions
+                .create(harness::LEGACY, json!({}), Access::Full)
+                .id
+                .clone();
             state.live.push(fresh);
             return "end:live".into();
         }

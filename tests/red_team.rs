@@ -1,7 +1,8 @@
 //! Attacks a red team tried against a running bot, each one a leak or a bypass that
 //! worked before it was closed: a secret given only to a user tool, read back through
 //! the tool's own output; a secret cut in two by a conversation title; a skill file
-//! swapped for a link to a file outside the skills folder.
+//! swapped for a link to a file outside the skills folder; the read-only token ending,
+//! or listening to, a session the full token opened.
 
 mod common;
 
@@ -114,5 +115,79 @@ async fn skills_never_lead_outside_their_folder_through_a_link() {
     let swapped = read(3).await;
     assert!(!swapped.raw.contains("outside-secret"), "{}", swapped.raw);
     assert!(swapped.body()["error"].is_object(), "{}", swapped.raw);
+    app.shutdown().await;
+}
+
+/// A request on a legacy session, carrying `token`.
+async fn in_session(
+    app: &porthole::app::RunningApp,
+    method: reqwest::Method,
+    token: &str,
+    session: &str,
+    body: Option<serde_json::Value>,
+) -> u16 {
+    let mut request = client()
+        .request(method, format!("{}/mcp", app.url()))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn a_session_answers_only_the_token_that_opened_it() {
+    const READ_ONLY: &str = "read-only-token-0123456789abcdef";
+    let app = start_bot(&[("MCP_SERVER_READONLY_SECRET", READ_ONLY)]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    use reqwest::Method;
+    // The read-only token can neither use, nor listen to, nor end the full one's session.
+    for (method, body) in [
+        (Method::POST, Some(list.clone())),
+        (Method::GET, None),
+        (Method::DELETE, None),
+    ] {
+        let status = in_session(&app, method.clone(), READ_ONLY, &session, body).await;
+        assert_eq!(status, 404, "{method} with the read-only token");
+    }
+    assert_eq!(
+        in_session(&app, Method::POST, TOKEN, &session, Some(list.clone())).await,
+        200,
+        "the session lives on for its own token"
+    );
+    // And the other way round.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "read-only", "version": "1"}}});
+    let opened = client()
+        .post(format!("{}/mcp", app.url()))
+        .bearer_auth(READ_ONLY)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    let read_only_session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    for token in [TOKEN, READ_ONLY] {
+        let status = in_session(
+            &app,
+            Method::POST,
+            token,
+            &read_only_session,
+            Some(list.clone()),
+        )
+        .await;
+        assert_eq!(status, if token == TOKEN { 404 } else { 200 }, "{token}");
+    }
     app.shutdown().await;
 }

@@ -38,7 +38,7 @@ pub(super) async fn legacy_post(
             "Bad Request: Mcp-Session-Id header is required; call initialize first (or use protocol 2026-07-28 with _meta)",
         );
     };
-    let session = match inner.sessions.get(session_id) {
+    let session = match inner.sessions.get_for(session_id, access) {
         Lookup::Found(s) => s,
         Lookup::Unknown | Lookup::Ended => return session_not_found(),
     };
@@ -100,7 +100,7 @@ async fn initialize(
         .get("capabilities")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let session = inner.sessions.create(version, caps);
+    let session = inner.sessions.create(version, caps, access);
     let client = params
         .get("clientInfo")
         .and_then(|c| c.get("name"))
@@ -209,7 +209,7 @@ pub(super) async fn legacy_batch(
             ),
         )
     };
-    let session = match session_id.map(|id| inner.sessions.get(id)) {
+    let session = match session_id.map(|id| inner.sessions.get_for(id, access)) {
         Some(Lookup::Found(s)) => s,
         Some(_) => return session_not_found(),
         None => {

@@ -86,12 +86,7 @@ pub(crate) async fn handle_post(
         Err(refusal) => return refusal,
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID);
-    // The guard says what the token allows; without the guard, the least.
-    let access = parts
-        .extensions
-        .get::<Access>()
-        .copied()
-        .unwrap_or(Access::ReadOnly);
+    let access = granted(&parts.extensions);
     // Most bodies are one request in the usual shape, read without a `Value` envelope;
     // the rest (batches, notifications, responses, odd or invalid bodies) take the
     // general path, which also explains what is wrong.
@@ -124,6 +119,14 @@ pub(crate) async fn handle_post(
     } else {
         modern_post(inner, headers, access, message, accept).await
     }
+}
+
+/// What the guard says the request's token allows; without the guard, the least.
+fn granted(extensions: &axum::http::Extensions) -> Access {
+    extensions
+        .get::<Access>()
+        .copied()
+        .unwrap_or(Access::ReadOnly)
 }
 
 /// The body must be JSON, and the client must take JSON or SSE back.

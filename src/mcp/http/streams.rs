@@ -5,6 +5,7 @@ use super::*;
 
 pub(crate) async fn handle_get(
     State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
     if !accepts(&headers).sse {
@@ -25,7 +26,7 @@ pub(crate) async fn handle_get(
             .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
         return response;
     };
-    let session = match inner.sessions.get(session_id) {
+    let session = match inner.sessions.get_for(session_id, granted(&extensions)) {
         Lookup::Found(s) => s,
         _ => return session_not_found(),
     };
@@ -85,6 +86,7 @@ impl Drop for StreamCleanup {
 
 pub(crate) async fn handle_delete(
     State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
     let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
@@ -94,7 +96,9 @@ pub(crate) async fn handle_delete(
             "Bad Request: DELETE /mcp ends a session; send its Mcp-Session-Id",
         );
     };
-    if matches!(inner.sessions.get(session_id), Lookup::Found(_)) && inner.sessions.end(session_id)
+    let access = granted(&extensions);
+    if matches!(inner.sessions.get_for(session_id, access), Lookup::Found(_))
+        && inner.sessions.end(session_id)
     {
         tracing::info!(target: "porthole::mcp::session", session = %crate::mcp::session::short(session_id), "MCP session ended by the client");
         StatusCode::NO_CONTENT.into_response()

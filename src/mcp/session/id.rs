@@ -1,6 +1,6 @@
 //! What a session id carries and how it is checked: the negotiated version, the
-//! client's capabilities as bits, the moment it was minted and a tag of the process
-//! that minted it, signed with a key
+//! client's capabilities as bits (and whether the read-only token opened it), the moment
+//! it was minted and a tag of the process that minted it, signed with a key
 //! derived from the bearer secret (minting and verifying are `Sessions::create` and
 //! `Sessions::verify` in `mod.rs`).
 
@@ -9,6 +9,24 @@ use super::*;
 pub(super) const CAP_SAMPLING: u8 = 1;
 pub(super) const CAP_ELICITATION: u8 = 2;
 pub(super) const CAP_ROOTS: u8 = 4;
+/// Not a capability: set when the read-only token opened the session, which is then
+/// held to that token (another one finds no such session).
+pub(super) const OPENED_READ_ONLY: u8 = 0x80;
+
+pub(super) fn access_bit(access: Access) -> u8 {
+    match access {
+        Access::Full => 0,
+        Access::ReadOnly => OPENED_READ_ONLY,
+    }
+}
+
+pub(super) fn bit_to_access(bits: u8) -> Access {
+    if bits & OPENED_READ_ONLY != 0 {
+        Access::ReadOnly
+    } else {
+        Access::Full
+    }
+}
 
 pub(super) fn caps_to_bits(caps: &Value) -> u8 {
     let has = |name: &str| caps.get(name).is_some_and(|v| !v.is_null());
@@ -42,6 +60,8 @@ pub(super) const INSTANCE_TAG_LEN: usize = 4;
 pub(super) struct Minted {
     pub(super) version: &'static str,
     pub(super) client_capabilities: Value,
+    /// The token that opened the session.
+    pub(super) access: Access,
     pub(super) minted_ms: u64,
     /// The minting process's random tag.
     pub(super) instance: [u8; INSTANCE_TAG_LEN],

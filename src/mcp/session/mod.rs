@@ -1,7 +1,8 @@
 //! Legacy-era sessions (`Mcp-Session-Id`) and their SSE streams.
 //!
 //! **Self-validating ids.** A session id carries the negotiated version, the client's
-//! sampling/elicitation/roots capabilities and an HMAC tag made with a key derived from
+//! sampling/elicitation/roots capabilities, which token opened it (a request with the
+//! other token finds no such session) and an HMAC tag made with a key derived from
 //! the bearer secret. When the bot restarts, a client that kept its id (Claude Code
 //! does) is recognised and its session restored instead of being stranded; a forged or
 //! altered id fails the tag check and gets 404.
@@ -37,6 +38,7 @@ use futures::future::{AbortHandle, AbortRegistration};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::guard::Access;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
 use super::seal::SealingKey;
 
@@ -280,7 +282,7 @@ impl Sessions {
     }
 
     /// Mints a session for a client that just initialized.
-    pub fn create(&self, version: &'static str, caps: Value) -> Arc<Session> {
+    pub fn create(&self, version: &'static str, caps: Value, access: Access) -> Arc<Session> {
         let version_index = LEGACY_VERSIONS
             .iter()
             .position(|v| *v == version)
@@ -288,7 +290,7 @@ impl Sessions {
         let minted_ms = unix_ms().max(self.started_ms);
         let mut payload = Vec::with_capacity(22);
         payload.push(version_index);
-        payload.push(caps_to_bits(&caps));
+        payload.push(caps_to_bits(&caps) | access_bit(access));
         payload.extend_from_slice(&minted_ms.to_be_bytes());
         payload.extend_from_slice(&self.instance);
         payload.extend_from_slice(&rand::random::<[u8; 12 - INSTANCE_TAG_LEN]>());
@@ -300,6 +302,7 @@ impl Sessions {
         let minted = Minted {
             version,
             client_capabilities: caps,
+            access,
             minted_ms,
             instance: self.instance,
         };
@@ -387,6 +390,16 @@ impl Sessions {
         Lookup::Found(session)
     }
 
+    /// [`Sessions::get`] for a request carrying a token of `access`: a session opened
+    /// with the other token is unknown to it, so one client's token can neither read
+    /// another's session stream nor end its session.
+    pub fn get_for(&self, id: &str, access: Access) -> Lookup {
+        match self.verify(id) {
+            Some(minted) if minted.access == access => self.get(id),
+            _ => Lookup::Unknown,
+        }
+    }
+
     /// What a genuine id says; `None` for a forged, altered or malformed one.
     fn verify(&self, id: &str) -> Option<Minted> {
         let (payload, tag) = id.split_once('.')?;
@@ -398,6 +411,7 @@ impl Sessions {
         Some(Minted {
             version: LEGACY_VERSIONS.get(payload[0] as usize)?,
             client_capabilities: bits_to_caps(payload[1]),
+            access: bit_to_access(payload[1]),
             minted_ms: u64::from_be_bytes(payload[2..10].try_into().ok()?),
             instance: payload[10..10 + INSTANCE_TAG_LEN].try_into().ok()?,
         })

@@ -33,8 +33,8 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
         ..config(10)
     };
     let first = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
-    let ended = first.create("2025-11-25", json!({}));
-    let kept = first.create("2025-11-25", json!({}));
+    let ended = first.create("2025-11-25", json!({}), Access::Full);
+    let kept = first.create("2025-11-25", json!({}), Access::Full);
     assert!(first.end(&ended.id));
     std::thread::sleep(Duration::from_millis(2));
     let second = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
@@ -43,7 +43,7 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
 
     // Past its maximum age an id ends, live or restored.
     let strict = Sessions::new(secret, with_ledger(Duration::from_millis(1)));
-    let young = strict.create("2025-11-25", json!({}));
+    let young = strict.create("2025-11-25", json!({}), Access::Full);
     std::thread::sleep(Duration::from_millis(5));
     assert!(matches!(strict.get(&young.id), Lookup::Ended));
     assert!(matches!(strict.get(&kept.id), Lookup::Ended));
@@ -67,7 +67,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
     let a = Sessions::new(secret, config(10));
     let b = Sessions::new(secret, config(10));
     let id = a
-        .create("2025-11-25", json!({"elicitation": {}}))
+        .create("2025-11-25", json!({"elicitation": {}}), Access::Full)
         .id
         .clone();
     let Lookup::Found(restored) = b.get(&id) else {
@@ -79,7 +79,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
     assert!(b.end(&id));
     assert!(matches!(b.get(&id), Lookup::Ended));
     // An id b minted itself and ended is not restored either.
-    let own = b.create("2025-11-25", json!({})).id.clone();
+    let own = b.create("2025-11-25", json!({}), Access::Full).id.clone();
     assert!(b.end(&own));
     assert!(matches!(b.get(&own), Lookup::Ended));
 }
@@ -88,7 +88,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
 fn ids_survive_a_restart_but_not_tampering_or_deletion() {
     let secret = Some("0123456789abcdef0123456789abcdef");
     let before = Sessions::new(secret, config(10));
-    let session = before.create("2025-06-18", json!({"sampling": {}}));
+    let session = before.create("2025-06-18", json!({"sampling": {}}), Access::Full);
     assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
 
     // A restart takes longer than the millisecond an id's mint time counts in.
@@ -116,13 +116,13 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 #[test]
 fn cap_evicts_the_longest_idle_session() {
     let sessions = Sessions::new(None, config(2));
-    let a = sessions.create("2025-11-25", json!({}));
+    let a = sessions.create("2025-11-25", json!({}), Access::Full);
     std::thread::sleep(Duration::from_millis(5));
-    let b = sessions.create("2025-11-25", json!({}));
+    let b = sessions.create("2025-11-25", json!({}), Access::Full);
     std::thread::sleep(Duration::from_millis(5));
     // Touch `a` so `b` becomes the longest idle.
     assert!(matches!(sessions.get(&a.id), Lookup::Found(_)));
-    let _c = sessions.create("2025-11-25", json!({}));
+    let _c = sessions.create("2025-11-25", json!({}), Access::Full);
     assert_eq!(sessions.live_count(), 2);
     assert!(matches!(sessions.get(&b.id), Lookup::Ended));
 }
@@ -131,13 +131,13 @@ fn cap_evicts_the_longest_idle_session() {
 fn ended_ids_are_not_stored_unless_restored() {
     let secret = Some("0123456789abcdef0123456789abcdef");
     let before = Sessions::new(secret, config(10));
-    let old = before.create("2025-11-25", json!({}));
+    let old = before.create("2025-11-25", json!({}), Access::Full);
     std::thread::sleep(Duration::from_millis(2));
 
     let sessions = Sessions::new(secret, config(10));
-    let first = sessions.create("2025-11-25", json!({}));
+    let first = sessions.create("2025-11-25", json!({}), Access::Full);
     for _ in 0..1000 {
-        sessions.create("2025-11-25", json!({}));
+        sessions.create("2025-11-25", json!({}), Access::Full);
     }
     assert_eq!(sessions.live_count(), 10);
     assert!(matches!(sessions.get(&first.id), Lookup::Ended));
@@ -153,7 +153,7 @@ fn ended_ids_are_not_stored_unless_restored() {
 #[tokio::test]
 async fn resume_replays_events_after_the_last_seen_id() {
     let sessions = Sessions::new(None, config(2));
-    let s = sessions.create("2025-11-25", json!({}));
+    let s = sessions.create("2025-11-25", json!({}), Access::Full);
     let (stream, mut first) = s.open_stream(false);
     s.push(stream, &json!({"n": 1}));
     drop(first.recv().await); // priming event
