@@ -285,6 +285,35 @@ impl Redactor {
         }
     }
 
+    /// Whether JSON text, compact as serde_json writes it, certainly holds nothing
+    /// [`redact`](Self::redact) would replace, judged on the text without parsing it:
+    /// no escape sequence (so every string stands in the text exactly as it reads, with
+    /// a quote on either side), no member named like a secret, and no known value or
+    /// secret shape anywhere in the whole text. A match that spans two strings only
+    /// makes this say `false`, which means "not proven": the caller then redacts the
+    /// parsed value as usual.
+    pub fn is_clean_json(&self, json: &str) -> bool {
+        let Some(any_secret) = &self.any_secret else {
+            return false;
+        };
+        if json.contains('\\') || any_secret.is_match(json) {
+            return false;
+        }
+        // A member name is a string followed by `:`; without escapes a string ends at
+        // the next quote.
+        let mut rest = json;
+        while let Some(open) = rest.find('"') {
+            let Some((string, after)) = rest[open + 1..].split_once('"') else {
+                return false;
+            };
+            if after.trim_start().starts_with(':') && is_secret_key(string) {
+                return false;
+            }
+            rest = after;
+        }
+        true
+    }
+
     /// Redacts secrets inside free text.
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // Most strings in a result are short words (a status, an emoji); none of them
@@ -392,6 +421,27 @@ mod tests {
         ] {
             assert!(!is_secret_key(key), "{key}");
         }
+    }
+
+    #[test]
+    fn clean_json_is_proven_only_when_no_net_would_replace_anything() {
+        let redactor = Redactor::new(["sk-live-value-0123".to_string()]);
+        let clean = r#"{"agents":[{"id":"supervisor","task":null}],"count":1}"#;
+        assert!(redactor.is_clean_json(clean));
+        for not_proven in [
+            r#"{"task":"uses sk-live-value-0123"}"#,
+            r#"{"task":"Bearer abcdefghijklmnop"}"#,
+            r#"{"db_password":"x"}"#,
+            r#"{"nested":{"Api-Key" : 1}}"#,
+            r#"{"task":"a \"quoted\" word"}"#,
+            r#"{"task":"unterminated}"#,
+        ] {
+            assert!(!redactor.is_clean_json(not_proven), "{not_proven}");
+        }
+        // Anything not proven clean is redacted as a value, with the same result.
+        let mut value: Value = serde_json::from_str(clean).unwrap();
+        redactor.redact(&mut value);
+        assert_eq!(value, serde_json::from_str::<Value>(clean).unwrap());
     }
 
     #[test]

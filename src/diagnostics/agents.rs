@@ -1,11 +1,15 @@
 //! The agent system: `list_agents` (the registry) and `get_agent_state` (the
 //! supervisor's snapshot).
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done};
-use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::bot::agents::AgentInfo;
+use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, ToolSpec};
 
 pub(super) struct ListAgents;
 
@@ -28,15 +32,42 @@ impl DiagnosticTool for ListAgents {
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
-        let agents = d.bot.agents.to_json();
-        let count = agents.as_array().map_or(0, Vec::len);
-        // Built by moving the parts in: `json!` would serialise `agents` into a copy.
-        let mut answer = Map::new();
-        answer.insert("count".into(), count.into());
-        answer.insert("agents".into(), agents);
-        answer.insert("replica".into(), d.bot.replica());
-        Ok(done(Value::Object(answer)))
+        let agents = d.bot.agents.read();
+        let listing = Listing {
+            agents: Agents(&agents),
+            count: agents.len(),
+            replica: Replica {
+                hostname: crate::config::hostname(),
+                id: &d.bot.config.replica_id,
+            },
+        };
+        Ok(Outcome::Complete(CallToolResult::typed(&listing)))
     }
+}
+
+/// `list_agents`' answer, written as JSON straight from the registry (no `Value` tree):
+/// members in the order of their names, as a `Value` would write them.
+#[derive(Serialize)]
+struct Listing<'a> {
+    agents: Agents<'a>,
+    count: usize,
+    replica: Replica<'a>,
+}
+
+/// The agents in the order of their ids.
+struct Agents<'a>(&'a BTreeMap<String, AgentInfo>);
+
+impl Serialize for Agents<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.values())
+    }
+}
+
+/// The replica that answered, as `Bot::replica` describes it.
+#[derive(Serialize)]
+struct Replica<'a> {
+    hostname: &'a str,
+    id: &'a str,
 }
 
 pub(super) struct GetAgentState;
@@ -78,5 +109,38 @@ impl DiagnosticTool for GetAgentState {
             "llm": {"provider": state.llm.0, "model": state.llm.1},
             "messages_handled": state.messages_handled,
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed answer must be the bytes a `Value` of it would write (members sorted),
+    /// so adding a field out of order to `AgentInfo` or `Listing` fails here.
+    #[test]
+    fn the_listing_is_written_as_a_value_would_write_it() {
+        let agent = AgentInfo {
+            emoji: "🤖".into(),
+            id: "supervisor".into(),
+            name: "Supervisor".into(),
+            parent: None,
+            role: "supervisor".into(),
+            started_at: "2026-11-26T00:00:00Z".into(),
+            status: "idle".into(),
+            task: Some("say \"hi\"".into()),
+        };
+        let agents = BTreeMap::from([(agent.id.clone(), agent)]);
+        let listing = Listing {
+            agents: Agents(&agents),
+            count: agents.len(),
+            replica: Replica {
+                hostname: "host",
+                id: "replica-1",
+            },
+        };
+        let direct = serde_json::to_string(&listing).unwrap();
+        let through_value = serde_json::to_value(&listing).unwrap().to_string();
+        assert_eq!(direct, through_value);
     }
 }

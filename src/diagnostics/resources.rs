@@ -100,9 +100,10 @@ impl ResourceProvider for BotResources {
                     return Ok(None);
                 }
                 match trace_answer(&self.0, id, None, MAX_MAX_BYTES).await {
-                    Outcome::Complete(result) if !result.is_error => {
-                        result.structured.unwrap_or_default()
-                    }
+                    Outcome::Complete(result) if !result.is_error => result
+                        .structured
+                        .map(crate::mcp::Structured::into_value)
+                        .unwrap_or_default(),
                     _ => return Ok(None),
                 }
             }

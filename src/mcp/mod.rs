@@ -42,6 +42,7 @@ pub mod skills;
 mod subscriptions;
 pub mod tasks;
 mod tool;
+mod tool_result;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,9 +68,9 @@ pub use subscriptions::{Change, Notifier};
 pub use task_record::{TaskRecord, TaskStatus};
 pub use tasks::{MemoryTaskStore, TaskConfig, TaskStore};
 pub use tool::{
-    Annotations, CallToolResult, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec,
-    input_request,
+    Annotations, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec, input_request,
 };
+pub use tool_result::{CallToolResult, Structured};
 
 /// Who the server says it is.
 #[derive(Debug, Clone)]

@@ -7,7 +7,6 @@
 //! declared name before validation, so handlers and schemas only know one spelling,
 //! and a call that gives two spellings of one property is refused with a clear error.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::context::RequestContext;
 use super::guard::Access;
 use super::jsonrpc::RpcError;
+use super::tool_result::CallToolResult;
 
 /// Hints about a tool's behaviour (MCP `ToolAnnotations`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -122,121 +122,6 @@ fn closed_object(properties: Value, required: &[&str]) -> Value {
         "required": required,
         "additionalProperties": false,
     })
-}
-
-/// Room a rendered result leaves for the JSON-RPC envelope around it (`jsonrpc`, an
-/// id of up to about 40 bytes, `result`), so the reply needs no second buffer.
-pub(crate) const REPLY_ENVELOPE_ROOM: usize = 96;
-
-/// The largest scratch buffer [`CallToolResult::render`] keeps between calls.
-const SCRATCH_KEPT: usize = 64 * 1024;
-
-/// The result of `tools/call` (MCP `CallToolResult`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallToolResult {
-    pub content: Vec<Value>,
-    pub structured: Option<Value>,
-    pub is_error: bool,
-}
-
-impl CallToolResult {
-    pub fn text(text: impl Into<String>) -> Self {
-        CallToolResult {
-            content: vec![json!({"type": "text", "text": text.into()})],
-            structured: None,
-            is_error: false,
-        }
-    }
-
-    /// Structured output; its JSON text (for clients that ignore `structuredContent`)
-    /// is rendered when the result is sent, after redaction, from the same value.
-    pub fn structured(value: Value) -> Self {
-        CallToolResult {
-            content: Vec::new(),
-            structured: Some(value),
-            is_error: false,
-        }
-    }
-
-    /// A tool-level failure: the model sees the message and can act on it.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallToolResult {
-            content: vec![json!({"type": "text", "text": message.into()})],
-            structured: None,
-            is_error: true,
-        }
-    }
-
-    /// The `CallToolResult` object as JSON text, with `tail` (more members, already
-    /// JSON, each led by a comma) at its end. A structured result is serialised once:
-    /// those bytes are both `structuredContent` and, quoted, the text block (compact:
-    /// indentation would cost the model tokens and say nothing), so the reply is
-    /// written around them instead of walking the value again.
-    ///
-    /// The text is written into one buffer sized for the whole reply (quoting at most
-    /// doubles a text, and [`REPLY_ENVELOPE_ROOM`] is left for the JSON-RPC envelope
-    /// the transport puts around it in place), so it is allocated once.
-    pub fn render(&self, tail: &str) -> String {
-        thread_local! {
-            /// The structured content's JSON text before it is quoted: reused, so a
-            /// reply costs no second buffer.
-            static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-        }
-        let Some(structured) = self.structured.as_ref().filter(|_| self.content.is_empty()) else {
-            let mut json = Vec::with_capacity(1024);
-            json.extend_from_slice(b"{\"content\":");
-            let _ = serde_json::to_writer(&mut json, &self.content);
-            if let Some(structured) = &self.structured {
-                json.extend_from_slice(b",\"structuredContent\":");
-                let _ = serde_json::to_writer(&mut json, structured);
-            }
-            return self.close(json, tail);
-        };
-        SCRATCH.with_borrow_mut(|raw| {
-            raw.clear();
-            let _ = serde_json::to_writer(&mut *raw, structured);
-            const HEAD: &[u8] = b"{\"content\":[{\"type\":\"text\",\"text\":";
-            const MIDDLE: &[u8] = b"}],\"structuredContent\":";
-            // `,"isError":true` and the closing brace.
-            const END: usize = 17;
-            let mut json = Vec::with_capacity(
-                HEAD.len()
-                    + 3 * raw.len()
-                    + 2
-                    + MIDDLE.len()
-                    + END
-                    + tail.len()
-                    + REPLY_ENVELOPE_ROOM,
-            );
-            json.extend_from_slice(HEAD);
-            // serde_json writes its own output: valid UTF-8.
-            let text = std::str::from_utf8(raw).unwrap_or_default();
-            let _ = serde_json::to_writer(&mut json, text);
-            json.extend_from_slice(MIDDLE);
-            json.extend_from_slice(raw);
-            // A very large result does not keep its buffer for the thread's lifetime.
-            if raw.capacity() > SCRATCH_KEPT {
-                *raw = Vec::new();
-            }
-            self.close(json, tail)
-        })
-    }
-
-    /// Ends a rendered result: `isError` when set, `tail`, the closing brace.
-    fn close(&self, mut json: Vec<u8>, tail: &str) -> String {
-        if self.is_error {
-            json.extend_from_slice(b",\"isError\":true");
-        }
-        json.extend_from_slice(tail.as_bytes());
-        json.push(b'}');
-        // Every piece is UTF-8: serde_json's output, ASCII, or `tail`, a `&str`.
-        String::from_utf8(json).unwrap_or_default()
-    }
-
-    /// The `CallToolResult` object as a value (task results, which are stored).
-    pub fn to_json(&self) -> Value {
-        serde_json::from_str(&self.render("")).unwrap_or_default()
-    }
 }
 
 /// MRTR (modern era): the handler needs answers from the client before it can finish.
@@ -597,51 +482,5 @@ mod alias_tests {
         );
         let mut not_object = json!([1]);
         assert!(rename_aliases(&mut not_object, &aliases).is_ok());
-    }
-}
-
-#[cfg(test)]
-mod render_tests {
-    use super::*;
-
-    fn rendered(result: &CallToolResult, tail: &str) -> Value {
-        serde_json::from_str(&result.render(tail)).expect("rendered results are JSON")
-    }
-
-    #[test]
-    fn a_structured_result_is_its_own_text_block() {
-        let structured = json!({"quote": "say \"hi\"\n", "n": [1, 2], "emoji": "🦀"});
-        let result = rendered(&CallToolResult::structured(structured.clone()), "");
-        assert_eq!(result["structuredContent"], structured);
-        let text = result["content"][0]["text"].as_str().unwrap();
-        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), structured);
-        assert!(!text.contains('\n'), "compact text: {text}");
-        assert_eq!(result["content"][0]["type"], "text");
-        assert!(result.get("isError").is_none());
-    }
-
-    #[test]
-    fn errors_text_and_the_tail_are_written_as_given() {
-        let tail = r#","resultType":"complete","_meta":{"k":"v"}"#;
-        let result = rendered(&CallToolResult::error("no such table: x"), tail);
-        assert_eq!(
-            result,
-            json!({
-                "content": [{"type": "text", "text": "no such table: x"}],
-                "isError": true,
-                "resultType": "complete",
-                "_meta": {"k": "v"},
-            })
-        );
-        let both = CallToolResult {
-            content: vec![json!({"type": "text", "text": "custom"})],
-            structured: Some(json!({"a": 1})),
-            is_error: false,
-        };
-        assert_eq!(
-            rendered(&both, ""),
-            json!({"content": [{"type": "text", "text": "custom"}], "structuredContent": {"a": 1}})
-        );
-        assert_eq!(both.to_json(), rendered(&both, ""));
     }
 }

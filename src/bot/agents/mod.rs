@@ -12,7 +12,7 @@
 //! loop, `supervisor.rs` and `workers.rs` the two kinds of agent.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -34,17 +34,19 @@ pub use tool_loop::history_to_context;
 use tool_loop::*;
 pub use workers::Workers;
 
-/// One entry of the agent registry.
+/// One entry of the agent registry. The fields are in the order of their names:
+/// `list_agents` serialises entries straight into its answer, and they must come out
+/// as a `Value` (whose members are sorted) would write them.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AgentInfo {
+    pub emoji: String,
     pub id: String,
     pub name: String,
-    pub emoji: String,
-    pub role: String,
     pub parent: Option<String>,
+    pub role: String,
+    pub started_at: String,
     pub status: String,
     pub task: Option<String>,
-    pub started_at: String,
 }
 
 /// Every agent that currently exists.
@@ -80,16 +82,10 @@ impl AgentRegistry {
             .remove(id);
     }
 
-    /// The agents as a JSON array, serialised under the lock instead of cloned first
-    /// (`list_agents` answers this on every call).
-    pub fn to_json(&self) -> serde_json::Value {
-        let agents = self.agents.read().unwrap_or_else(|p| p.into_inner());
-        serde_json::Value::Array(
-            agents
-                .values()
-                .map(|agent| serde_json::to_value(agent).unwrap_or_default())
-                .collect(),
-        )
+    /// The agents by id, read under the lock, so a caller can serialise them without
+    /// cloning (`list_agents` answers this on every call).
+    pub fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, AgentInfo>> {
+        self.agents.read().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn list(&self) -> Vec<AgentInfo> {

@@ -17,7 +17,8 @@ use crate::mcp::params::{PAGE_SIZE, is_first_page, page, required_str};
 use crate::mcp::protocol::Era;
 use crate::mcp::session;
 use crate::mcp::tasks::missing_tasks_capability;
-use crate::mcp::tool::{CallToolResult, Outcome, TaskSupport};
+use crate::mcp::tool::{Outcome, TaskSupport};
+use crate::mcp::tool_result::CallToolResult;
 
 /// Answers shaped once and kept: the tool set never changes after build.
 #[derive(Default)]
@@ -136,12 +137,7 @@ pub(super) async fn invoke(
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let (status, result) = match outcome {
         Ok(Outcome::Complete(mut result)) => {
-            for block in &mut result.content {
-                inner.redactor.redact(block);
-            }
-            if let Some(s) = &mut result.structured {
-                inner.redactor.redact(s);
-            }
+            result.redact(&inner.redactor);
             let status = if result.is_error { "tool_error" } else { "ok" };
             (status, Ok(Outcome::Complete(result)))
         }
