@@ -9,6 +9,10 @@
 #                                    and with sessions with the legacy one; and once, at
 #                                    c=16, the TypeScript and Python SDKs (scripts/peers/ts,
 #                                    scripts/peers/python); all answer the bot's result
+#   scripts/bench.sh --release-too   also: the bot as users build it (`cargo build --release`,
+#                                    Cargo's default profile) beside the bench-release bot,
+#                                    interleaved with it against the same ceiling
+#                                    (kinds modern_rel and legacy_rel)
 #
 # What it does (docs/performance.md has the figures and how to read them):
 #   1. cargo build --profile bench-release --bin porthole --example bare_axum (the
@@ -50,12 +54,14 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=${OUT:-}
 API_INFO=0
 PEERS=0
+RELEASE_TOO=0
 for arg in "$@"; do
   case "$arg" in
     --peers) PEERS=1 ;;
+    --release-too) RELEASE_TOO=1 ;;
     --api-info) API_INFO=1 ;;
     --api-info-only) API_INFO=1; CONNS="" ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -77,6 +83,9 @@ PORTHOLE="$TARGET_DIR/bench-release/porthole"
 CEILING="$TARGET_DIR/bench-release/examples/bare_axum"
 RMCP="$TARGET_DIR/peers/bench-release/rmcp-peer"
 RMCP_VERSION=$(grep -o 'rmcp = { version = "=[0-9.]*' "$ROOT/scripts/peers/rmcp/Cargo.toml" | grep -o '[0-9.]*$')
+if [[ $RELEASE_TOO == 1 && -z "${SKIP_BUILD:-}" ]]; then
+  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole)
+fi
 if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
   (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --profile bench-release)
 fi
@@ -89,6 +98,12 @@ MCP_URL="http://127.0.0.1:$PORT/mcp"
 save_bot_result "$MCP_URL" "$TOOL" "$WORK/result.json"
 start_ceiling "$CEILING" "$WORK/result.json"
 KINDS="ceiling modern legacy"
+if [[ $RELEASE_TOO == 1 ]]; then
+  # The users' build, started like the other: the same settings, its own process.
+  PORTHOLE="$TARGET_DIR/release/porthole" start_porthole rel true
+  REL_URL="http://127.0.0.1:$PORT_rel/mcp"
+  KINDS+=" modern_rel legacy_rel"
+fi
 if [[ $PEERS == 1 ]]; then
   # rmcp twice: stateless (the modern request) and with sessions (the legacy request).
   for mode in 0 1; do
@@ -115,6 +130,7 @@ url_of() {
     rmcp_legacy) echo "$RMCP1_URL" ;;
     ts) echo "$TS_URL" ;;
     python) echo "$PY_URL" ;;
+    modern_rel|legacy_rel) echo "$REL_URL" ;;
     *) echo "$MCP_URL" ;;
   esac
 }
@@ -126,11 +142,12 @@ pid_of() {
     rmcp_legacy) echo "$RMCP1_PID" ;;
     ts) echo "$TS_PID" ;;
     python) echo "$PY_PID" ;;
+    modern_rel|legacy_rel) echo "$PID_rel" ;;
     *) echo "$PID_main" ;;
   esac
 }
 # request_of KIND: which request the Lua script sends (the ceiling gets the modern one).
-request_of() { case $1 in legacy|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
+request_of() { case $1 in legacy|legacy_rel|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
 # cpu_ticks PID: user + system CPU time of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS_PER_SEC=$(getconf CLK_TCK)
@@ -138,7 +155,10 @@ TICKS_PER_SEC=$(getconf CLK_TCK)
 # ---- legacy sessions ----------------------------------------------------------------
 SESSION=$(open_session "$MCP_URL")
 if [[ $PEERS == 1 ]]; then RMCP_SESSION=$(open_session "$RMCP1_URL"); fi
-session_of() { case $1 in rmcp_legacy) echo "$RMCP_SESSION" ;; *) echo "$SESSION" ;; esac; }
+if [[ $RELEASE_TOO == 1 ]]; then REL_SESSION=$(open_session "$REL_URL"); fi
+session_of() {
+  case $1 in rmcp_legacy) echo "$RMCP_SESSION" ;; legacy_rel) echo "$REL_SESSION" ;; *) echo "$SESSION" ;; esac
+}
 
 # ---- one point ----------------------------------------------------------------------
 # run_point KIND URL CONNS -> prints the Lua script's JSON line, plus the server's CPU
@@ -186,7 +206,7 @@ porthole $MCP_URL (tool $TOOL, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL
 load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on this machine skews every figure)
 
 EOF
-printf '%-8s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
+printf '%-10s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
 declare -A RPS P99 CPU ERR RATIO P99X
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
@@ -209,7 +229,7 @@ for c in $CONNS; do
       P99[$key]+="$(field p99_ms "$r") "
       CPU[$key]+="$(field server_cpu_us "$r") "
       ERR[$key]=$(( ${ERR[$key]:-0} + $(field errors "$r") ))
-      printf '%-8s %5s %6s %10s %9s %9s %7s %10s %7s%%\n' "$kind" "$c" "$round" "$(field rps "$r")" \
+      printf '%-10s %5s %6s %10s %9s %9s %7s %10s %7s%%\n' "$kind" "$c" "$round" "$(field rps "$r")" \
         "$(field p50_ms "$r")" "$(field p99_ms "$r")" "$(field errors "$r")" \
         "$(field server_cpu_us "$r")" "$(field wrk_cpu_pct "$r")"
       [[ $(field errors "$r") == 0 ]] || echo "   first bad reply: $(sed -E 's/.*"sample":"([^"]*)".*/\1/' <<<"$r")"
@@ -229,13 +249,13 @@ if [[ -n "$CONNS" ]]; then
 echo
 echo "summary over $ROUNDS interleaved round(s): each ratio is taken within one round (Porthole"
 echo "rps / ceiling rps, Porthole p99 / ceiling p99), then the median [lowest–highest] of them"
-printf '%-8s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
+printf '%-10s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
 for c in $CONNS; do
-  printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' ceiling "$c" "$(median "${RPS[ceiling/$c]}")" \
+  printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' ceiling "$c" "$(median "${RPS[ceiling/$c]}")" \
     "$(median "${P99[ceiling/$c]}")" "1" "1" "$(median "${CPU[ceiling/$c]}")"
   for kind in $SUBJECTS; do
     [[ -n "${RPS[$kind/$c]:-}" ]] || continue
-    printf '%-8s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
+    printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
       "$(median "${P99[$kind/$c]}")" \
       "$(median "${RATIO[$kind/$c]}") [$(lowest "${RATIO[$kind/$c]}")–$(highest "${RATIO[$kind/$c]}")]" \
       "$(median "${P99X[$kind/$c]}") [$(lowest "${P99X[$kind/$c]}")–$(highest "${P99X[$kind/$c]}")]" \
