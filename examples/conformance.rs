@@ -129,6 +129,7 @@ impl Tool for Fixture {
             input_schema: self.schema.clone(),
             output_schema: None,
             annotations: Annotations::default(),
+            max_result_chars: None,
         }
     }
 

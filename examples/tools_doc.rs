@@ -279,6 +279,13 @@ async fn main() -> anyhow::Result<()> {
             "Annotations: readOnlyHint={}, destructiveHint={}, idempotentHint={}, openWorldHint={}\n",
             a["readOnlyHint"], a["destructiveHint"], a["idempotentHint"], a["openWorldHint"]
         )?;
+        if let Some(chars) = tool["_meta"]["anthropic/maxResultSizeChars"].as_u64() {
+            writeln!(
+                out,
+                "Result size: up to {chars} characters, declared as `_meta[\"anthropic/maxResultSizeChars\"]` \
+                 so a client that cuts long results keeps this one whole.\n"
+            )?;
+        }
         if let Some(support) = tool["execution"]["taskSupport"].as_str() {
             writeln!(
                 out,

@@ -85,6 +85,7 @@ impl Tool for Echo {
             }),
             output_schema: None,
             annotations: Annotations::READ_ONLY,
+            max_result_chars: None,
         }
     }
 
@@ -117,6 +118,7 @@ impl Tool for Confirm {
             input_schema: json!({"type": "object", "properties": {}}),
             output_schema: None,
             annotations: Annotations::READ_ONLY,
+            max_result_chars: None,
         }
     }
 

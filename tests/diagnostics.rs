@@ -78,6 +78,17 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
             !should_be_destructive && !changes_something,
             "{name}"
         );
+        // Tools whose answer can be large say how large, from their own byte budget
+        // (max_bytes at most 1 MiB), so a client does not cut what was asked for.
+        let declared = &tool["_meta"]["anthropic/maxResultSizeChars"];
+        if matches!(
+            name,
+            "get_trace" | "get_llm_call" | "db_query" | "server_log" | "web_log"
+        ) {
+            assert_eq!(declared, 1024 * 1024, "{name}");
+        } else {
+            assert!(declared.is_null(), "{name}: {declared}");
+        }
     }
     app.shutdown().await;
 }
@@ -236,6 +247,19 @@ async fn db_query_reads_writes_maps_types_and_truncates() {
     );
     assert_eq!(s["row_count"], 3);
     assert_eq!(s["truncated"], true);
+    // Rows beyond the answer's byte budget (the size tools/list declares) are cut.
+    let r = call_tool(
+        &app,
+        "db_query",
+        json!({"sql": "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < 20) \
+                       SELECT hex(randomblob(60000)) FROM n"}),
+    )
+    .await;
+    let s = structured(&r);
+    let kept = s["row_count"].as_u64().unwrap();
+    assert!((1..20).contains(&kept), "{kept} rows of 120 kB kept");
+    assert_eq!(s["truncated"], true);
+    assert!(s["rows"].to_string().len() <= 1024 * 1024);
     let r = call_tool(&app, "db_query", json!({"sql": "SELEC nonsense"})).await;
     assert!(is_error(&r));
     assert!(

@@ -98,6 +98,7 @@ impl Tool for TaskFixture {
             input_schema: self.schema.clone(),
             output_schema: None,
             annotations: Annotations::default(),
+            max_result_chars: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::trace_view::MAX_MAX_BYTES;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
@@ -73,6 +74,7 @@ impl DiagnosticTool for DbQuery {
             &["columns", "rows", "row_count", "truncated"],
         )
         .annotations(Annotations::DESTRUCTIVE)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     /// Long work: a client that supports tasks gets a handle to poll.
@@ -123,11 +125,12 @@ impl DiagnosticTool for DbQuery {
         match outcome {
             Ok(mut o) => {
                 redact_secret_columns(&o.columns, &mut o.rows);
+                let cut = keep_rows_within_budget(&mut o.rows);
                 Ok(done(json!({
                     "row_count": o.rows.len(),
                     "columns": o.columns,
                     "rows": o.rows,
-                    "truncated": o.truncated,
+                    "truncated": o.truncated || cut,
                     "rows_affected": o.rows_affected,
                     "last_insert_rowid": o.last_insert_rowid,
                 })))
@@ -135,6 +138,22 @@ impl DiagnosticTool for DbQuery {
             Err(e) => Ok(failed(sql_error_text(&e, settings))),
         }
     }
+}
+
+/// Keeps the first rows that fit the answer's byte budget ([`MAX_MAX_BYTES`], the size
+/// `tools/list` declares); says whether later rows were left out.
+fn keep_rows_within_budget(rows: &mut Vec<Vec<Value>>) -> bool {
+    let mut size = 0;
+    let fitting = rows
+        .iter()
+        .take_while(|row| {
+            size += serde_json::to_string(row).map_or(0, |row| row.len()) + 1;
+            size <= MAX_MAX_BYTES
+        })
+        .count();
+    let cut = fitting < rows.len();
+    rows.truncate(fitting);
+    cut
 }
 
 /// Rows are arrays, so redaction by key never sees column names: a column named like a

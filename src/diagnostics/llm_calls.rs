@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    Paging, answer_budget, encode_cursor, full_span, max_bytes_property, parse_since, percentile,
-    since_property, span_summary, with_paging,
+    MAX_MAX_BYTES, Paging, answer_budget, encode_cursor, full_span, max_bytes_property,
+    parse_since, percentile, since_property, span_summary, with_paging,
 };
 use super::traces::store_failed;
 use super::typed_tool::{Answer, DiagnosticTool};
@@ -110,6 +110,7 @@ impl DiagnosticTool for GetLlmCall {
             &["span_id", "trace_id", "attributes"],
         )
         .annotations(Annotations::READ_ONLY)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     async fn run(&self, d: &Diagnostics, args: GetLlmCallArgs, _: &RequestContext) -> Answer {

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::log_readers::{self, Cut, label};
+use super::trace_view::MAX_MAX_BYTES;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
 use crate::logs::buffer::{LogPage, LogQuery, LogSource, parse_level};
@@ -128,7 +129,7 @@ impl DiagnosticTool for ReadLog {
                           "description": "Only lines after this: an RFC 3339 time, or the `cursor` returned by an earlier call"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50,
                           "description": "Most lines to return (the newest win)"},
-                "max_bytes": {"type": "integer", "minimum": 256, "maximum": 1048576,
+                "max_bytes": {"type": "integer", "minimum": 256, "maximum": MAX_MAX_BYTES,
                               "description": "Approximate size budget for the returned lines"},
                 "include_mcp": {"type": "boolean", "default": false,
                                 "description": "Also include lines caused by MCP requests (audit of tools/call etc.)"}
@@ -146,6 +147,7 @@ impl DiagnosticTool for ReadLog {
             &["lines", "cursor", "truncated", "buffer"],
         )
         .annotations(Annotations::READ_ONLY)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     async fn run(&self, d: &Diagnostics, args: LogArgs, _: &RequestContext) -> Answer {

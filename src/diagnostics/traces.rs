@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_view::{
-    Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree, trace_page,
-    with_paging,
+    MAX_MAX_BYTES, Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree,
+    trace_page, with_paging,
 };
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
@@ -117,6 +117,7 @@ impl DiagnosticTool for GetTrace {
             &["trace_id"],
         )
         .annotations(Annotations::READ_ONLY)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     async fn run(&self, d: &Diagnostics, args: GetTraceArgs, _: &RequestContext) -> Answer {

@@ -53,6 +53,10 @@ pub struct ToolSpec {
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub annotations: Annotations,
+    /// The most characters a result may hold, for tools whose answer can be large:
+    /// listed as `_meta["anthropic/maxResultSizeChars"]` so a client that cuts long
+    /// results (Claude Code) keeps what the caller asked for in full.
+    pub max_result_chars: Option<usize>,
 }
 
 impl ToolSpec {
@@ -67,6 +71,7 @@ impl ToolSpec {
             input_schema: closed_object(json!({}), &[]),
             output_schema: None,
             annotations: Annotations::default(),
+            max_result_chars: None,
         }
     }
 
@@ -90,6 +95,12 @@ impl ToolSpec {
         self
     }
 
+    /// Declares the size the tool's answer is capped to (its own byte budget).
+    pub fn max_result_size(mut self, chars: usize) -> Self {
+        self.max_result_chars = Some(chars);
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         let a = self.annotations;
         let mut tool = json!({
@@ -109,6 +120,9 @@ impl ToolSpec {
         }
         if let Some(schema) = &self.output_schema {
             tool["outputSchema"] = schema.clone();
+        }
+        if let Some(chars) = self.max_result_chars {
+            tool["_meta"] = json!({"anthropic/maxResultSizeChars": chars});
         }
         tool
     }
