@@ -12,11 +12,13 @@
 //! which is what the page says happened when the output was captured.
 
 mod common;
+mod doc_examples;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
+use doc_examples::{Block, fenced_blocks, run_shell};
 use regex::Regex;
 use serde_json::Value;
 
@@ -44,33 +46,6 @@ const VOLATILE_KEYS: &[&str] = &[
 
 /// Header values that change from run to run.
 const VOLATILE_HEADERS: &[&str] = &["mcp-session-id", "content-length", "date"];
-
-struct Block {
-    lang: String,
-    body: String,
-}
-
-fn fenced_blocks(doc: &str) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut current: Option<Block> = None;
-    for line in doc.lines() {
-        match (&mut current, line.strip_prefix("```")) {
-            (None, Some(lang)) => {
-                current = Some(Block {
-                    lang: lang.trim().to_string(),
-                    body: String::new(),
-                })
-            }
-            (Some(_), Some(_)) => blocks.extend(current.take()),
-            (Some(block), None) => {
-                block.body.push_str(line);
-                block.body.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    blocks
-}
 
 /// `curl …` commands quoted inline in the prose (set-up steps such as creating a task).
 fn inline_commands(doc: &str) -> Vec<String> {
@@ -271,37 +246,6 @@ fn elide(text: &str, max: usize) -> String {
     } else {
         text.to_string()
     }
-}
-
-/// Runs one shell snippet in `dir` after the `prelude`; returns its standard output.
-/// While it runs, `during` happens once after a moment (for streaming examples).
-async fn run_shell(
-    dir: &std::path::Path,
-    script: &str,
-    during: impl std::future::Future,
-) -> String {
-    let child = tokio::process::Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .env_remove("MCP_SERVER_SECRET")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("bash runs");
-    let output = child.wait_with_output();
-    tokio::pin!(output);
-    let trigger = async {
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        during.await;
-    };
-    let output = tokio::select! {
-        out = &mut output => out,
-        _ = trigger => output.await,
-    }
-    .expect("the example finishes");
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[tokio::test]
