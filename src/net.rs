@@ -24,13 +24,18 @@ pub fn host_without_port(authority: &str) -> &str {
     }
 }
 
-/// The request's one `Host` header. Two of them are an error: proxies and servers may
-/// each read a different one, which is how Host checks get bypassed.
-pub fn single_host(headers: &axum::http::HeaderMap) -> Result<Option<&str>, &'static str> {
-    let mut hosts = headers.get_all(axum::http::header::HOST).iter();
-    let first = hosts.next();
-    if hosts.next().is_some() {
-        return Err("send exactly one Host header");
+/// The request's one header `name` (`Host`, `Origin`, `Authorization`), as text; a
+/// value that is not text reads as empty, which no check accepts. Two of them are an
+/// error: proxies and servers may each read a different one, which is how Host, Origin
+/// and token checks get bypassed.
+pub fn single_header<'a>(
+    headers: &'a axum::http::HeaderMap,
+    name: &'static str,
+) -> Result<Option<&'a str>, String> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(format!("send exactly one {name} header"));
     }
     Ok(first.map(|h| h.to_str().unwrap_or_default()))
 }

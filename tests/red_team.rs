@@ -191,3 +191,34 @@ async fn a_session_answers_only_the_token_that_opened_it() {
     }
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_second_authorization_or_origin_header_is_refused_not_ignored() {
+    let app = start_bot(&[]).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": modern_meta()}})
+    .to_string();
+    let send = |path: &str, headers: &str| {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+             Mcp-Method: tools/list\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        async move { raw_http(app.addr, request.as_bytes()).await }
+    };
+    let bearer = format!("Authorization: Bearer {TOKEN}\r\n");
+    assert!(send("/mcp", &bearer).await.starts_with("HTTP/1.1 200"));
+    // The valid token first, then another: which one counts must not be a guess.
+    let two = format!("{bearer}Authorization: Bearer another-token-0123456789\r\n");
+    let answer = send("/mcp", &two).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.contains("exactly one Authorization"), "{answer}");
+    let origins = "Origin: http://localhost\r\nOrigin: http://evil.example\r\n";
+    let answer = send("/mcp", &format!("{bearer}{origins}")).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    // The web API refuses the same pair on a request that changes state.
+    let answer = send("/api/conversations", origins).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    app.shutdown().await;
+}

@@ -9,15 +9,6 @@ use common::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Sends raw bytes over TCP and returns the status line and the rest.
-async fn raw_http(addr: std::net::SocketAddr, request: &[u8]) -> String {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request).await.unwrap();
-    let mut buffer = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer)).await;
-    String::from_utf8_lossy(&buffer).into_owned()
-}
-
 fn post_raw(body: &[u8], extra_headers: &str) -> Vec<u8> {
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n\

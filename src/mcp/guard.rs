@@ -150,7 +150,7 @@ fn not_misconfigured(config: &GuardConfig, _: &Request) -> Option<Response> {
 }
 
 fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
-    let Some(host) = crate::net::single_host(headers)? else {
+    let Some(host) = crate::net::single_header(headers, "Host")? else {
         return Err("a Host header is required".into());
     };
     if crate::net::host_is_allowed(host, &config.allowed_hosts) {
@@ -163,10 +163,9 @@ fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String>
 }
 
 fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
-    let Some(origin) = headers.get(header::ORIGIN) else {
+    let Some(origin) = crate::net::single_header(headers, "Origin")? else {
         return Ok(());
     };
-    let origin = origin.to_str().unwrap_or_default();
     if crate::net::origin_is_allowed(origin, &config.allowed_origins) {
         Ok(())
     } else {
@@ -177,7 +176,7 @@ fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), Strin
 }
 
 fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Response> {
-    if let Err(reason) = crate::net::single_host(request.headers()) {
+    if let Err(reason) = crate::net::single_header(request.headers(), "Host") {
         return Some(refuse(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
@@ -202,14 +201,13 @@ fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, &'sta
     let Auth::Bearer(expected) = &config.auth else {
         return Ok(Access::Full);
     };
-    let provided = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        });
+    let Ok(header) = crate::net::single_header(request.headers(), "Authorization") else {
+        return Err("Unauthorized: send exactly one Authorization header");
+    };
+    let provided = header.filter(|v| !v.is_empty()).and_then(|v| {
+        let (scheme, token) = v.trim().split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    });
     if let Some(token) = provided {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         // Both compared every time, so the timing does not tell which token matched.

@@ -53,6 +53,18 @@ pub async fn start_bot_with(extra: &[(&str, &str)], logging: porthole::app::Logg
     start(config, logging).await.expect("bot starts")
 }
 
+/// Sends raw bytes over TCP and returns the status line and the rest: for requests an
+/// HTTP client would not send as written (repeated headers, broken framing).
+pub async fn raw_http(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut buffer = Vec::new();
+    let wait = std::time::Duration::from_secs(10);
+    let _ = tokio::time::timeout(wait, stream.read_to_end(&mut buffer)).await;
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().build().unwrap()
 }
