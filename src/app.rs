@@ -70,7 +70,10 @@ pub struct Logging {
 /// `/mcp` tasks kept in the bot's database (so results outlive a restart).
 fn task_config(bot: &Bot) -> TaskConfig {
     TaskConfig {
-        store: Arc::new(diagnostics::StoredTasks::new(bot.store.clone())),
+        store: Arc::new(diagnostics::StoredTasks::new(
+            bot.store.clone(),
+            bot.config.replica_id.clone(),
+        )),
         ttl: bot.config.mcp.task_ttl,
         ..TaskConfig::default()
     }
@@ -118,6 +121,7 @@ async fn build_mcp(
 ) -> anyhow::Result<McpServer> {
     let c = &bot.config.mcp;
     let auth = mcp_auth(c);
+    let replicas = diagnostics::link_replicas(bot).await;
     let ledger = diagnostics::StoredSessionLedger::load(bot.store.clone(), c.session_max_age)
         .await
         .map_err(|e| anyhow::anyhow!("cannot read the ended MCP sessions: {e}"))?;
@@ -135,7 +139,11 @@ async fn build_mcp(
             statement_timeout: std::time::Duration::from_secs(30),
         },
     );
-    let server = McpServer::builder("porthole", env!("CARGO_PKG_VERSION"))
+    let mut builder = McpServer::builder("porthole", env!("CARGO_PKG_VERSION"));
+    if let Some(link) = &replicas {
+        builder = builder.replicas(link.seam());
+    }
+    let server = builder
         .title("Porthole")
         .instructions(
             "Diagnostics for the running Porthole bot: read its logs (server_log, web_log, health), its database \
@@ -167,6 +175,9 @@ async fn build_mcp(
     recover_mcp_tasks(&server).await?;
 
     diagnostics::forward_tool_changes(bot, server.notifier());
+    if let Some(link) = replicas {
+        link.apply_to(server.clone());
+    }
     Ok(server)
 }
 

@@ -8,6 +8,8 @@
 //!   Knows nothing of the bot.
 //! - [`diagnostics`]: the MCP tools, thin adapters from `mcp` onto `bot` services.
 //! - [`app`]: wires them together and serves.
+//! - [`replica_changes`]: what replicas sharing a database announce to each other; `bot`
+//!   carries it, `mcp` and `diagnostics` say and apply it; it imports neither.
 //! - [`skills`]: the one reader of `SKILL.md` skills and their live view, which `bot`
 //!   and `mcp` both serve; it imports neither.
 
@@ -22,6 +24,7 @@ pub mod mcp;
 pub mod model;
 pub mod net;
 pub mod redact;
+pub mod replica_changes;
 pub mod serve;
 pub mod skills;
 pub mod sse_decoder;

@@ -201,24 +201,11 @@ async fn listeners_hear_about_their_tasks() {
     // Without the extension, asking for task notifications is refused.
     let refused = listen(&app, json!(1), json!({"taskIds": [task_id]})).await;
     assert_eq!(refused.status(), 400);
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
-        "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}},
-            "notifications": {"taskIds": [task_id, "not-a-task"]}}});
-    let response = listen_request(&app, &body).await;
-    let mut stream = response.bytes_stream();
     let mut seen = String::new();
-    let ack = read_sse_until(&mut stream, &mut seen, |messages| {
-        messages
-            .iter()
-            .find(|m| m["method"] == "notifications/subscriptions/acknowledged")
-            .cloned()
-    })
-    .await
-    .expect("an acknowledgment");
+    let (mut stream, agreed) =
+        listen_to_tasks(&app, json!([task_id, "not-a-task"]), &mut seen).await;
     assert_eq!(
-        ack["params"]["notifications"]["taskIds"],
+        agreed,
         json!([task_id]),
         "only the caller's own tasks are agreed to"
     );

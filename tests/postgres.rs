@@ -21,6 +21,19 @@ async fn replica(url: &str, replica: &str, extra: &[(&str, &str)]) -> RunningApp
     start_bot(&settings).await
 }
 
+/// A fresh schema of the test database for one test; `None` (the test skips) without one.
+fn fresh_database() -> Option<String> {
+    test_database_url().map(|base| porthole::bot::store::fresh_schema_url(&base))
+}
+
+/// Replicas `replica-a` and `replica-b` on a fresh database (whose URL comes first).
+async fn two_replicas() -> Option<(String, RunningApp, RunningApp)> {
+    let url = fresh_database()?;
+    let a = replica(&url, "replica-a", &[]).await;
+    let b = replica(&url, "replica-b", &[]).await;
+    Some((url, a, b))
+}
+
 fn structured(result: &Value) -> &Value {
     &result["structuredContent"]
 }
@@ -42,12 +55,9 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
-    let Some(base) = test_database_url() else {
+    let Some((_, a, b)) = two_replicas().await else {
         return;
     };
-    let url = porthole::bot::store::fresh_schema_url(&base);
-    let a = replica(&url, "replica-a", &[]).await;
-    let b = replica(&url, "replica-b", &[]).await;
 
     let sent = call_tool(&a, "send_message", json!({"content": "/help"})).await;
     assert!(!is_error(&sent), "{sent}");
@@ -115,12 +125,9 @@ async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_legacy_session_minted_by_one_replica_works_on_another() {
-    let Some(base) = test_database_url() else {
+    let Some((_, a, b)) = two_replicas().await else {
         return;
     };
-    let url = porthole::bot::store::fresh_schema_url(&base);
-    let a = replica(&url, "replica-a", &[]).await;
-    let b = replica(&url, "replica-b", &[]).await;
     let session = legacy_session(&a, "2025-11-25", json!({})).await;
     let listed = legacy(&b, &session, 2, "tools/list", json!({})).await;
     assert_eq!(listed.status, 200, "{}", listed.raw);
@@ -138,12 +145,9 @@ async fn a_legacy_session_minted_by_one_replica_works_on_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
-    let Some(base) = test_database_url() else {
+    let Some((_, a, b)) = two_replicas().await else {
         return;
     };
-    let url = porthole::bot::store::fresh_schema_url(&base);
-    let a = replica(&url, "replica-a", &[]).await;
-    let b = replica(&url, "replica-b", &[]).await;
     let stream = listen(&b, json!(7), json!({"toolsListChanged": true})).await;
     let mut stream = stream.bytes_stream();
     // Let the stream open, and the listener connect, before the change.
@@ -179,10 +183,9 @@ async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
-    let Some(base) = test_database_url() else {
+    let Some(url) = fresh_database() else {
         return;
     };
-    let url = porthole::bot::store::fresh_schema_url(&base);
     let scheduler = [("SCHEDULER_ENABLED", "true")];
     let replicas = [
         replica(&url, "replica-a", &scheduler).await,
@@ -226,10 +229,9 @@ async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
 /// behind. The SQLite counterpart is in `trust_boundary.rs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_only_db_query_on_postgres_refuses_every_attack() {
-    let Some(base) = test_database_url() else {
+    let Some(url) = fresh_database() else {
         return;
     };
-    let url = porthole::bot::store::fresh_schema_url(&base);
     let app = replica(&url, "replica-ro", &[("DB_QUERY_READONLY", "true")]).await;
     let sent = call_tool(&app, "send_message", json!({"content": "/help"})).await;
     assert!(!is_error(&sent), "{sent}");
@@ -345,4 +347,229 @@ async fn the_database_password_never_shows() {
         err.contains("DATABASE_URL") && err.contains("[REDACTED]"),
         "{err}"
     );
+}
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// A modern request declaring the Tasks extension (and elicitation, which db_query's
+/// confirmation asks for).
+async fn tasks_call(app: &RunningApp, method: &str, mut params: Value) -> Reply {
+    params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {TASKS: {}}}});
+    modern(app, 21, method, params).await
+}
+
+/// A `db_query` write started as a task on `app`: it parks in `input_required`,
+/// waiting for the client's confirmation. Its id.
+async fn start_parked_write(app: &RunningApp, key: &str) -> String {
+    let sql = format!("INSERT INTO memories (key, value, updated_at) VALUES ('{key}', 'v', 'now')");
+    let reply = tasks_call(
+        app,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": sql}}),
+    )
+    .await;
+    assert_eq!(reply.result()["resultType"], "task", "{}", reply.raw);
+    reply.result()["taskId"].as_str().unwrap().to_string()
+}
+
+/// Polls `tasks/get` on `app` until the task's status is `status` (10 s at most).
+async fn task_reaches(app: &RunningApp, id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = tasks_call(app, "tasks/get", json!({"taskId": id}))
+            .await
+            .result()
+            .clone();
+        if last["status"] == status {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {id} did not reach {status}: {last}");
+}
+
+/// The key of the first input a parked task asks for.
+fn request_key(task: &Value) -> String {
+    let requests = task["inputRequests"].as_object().expect("inputRequests");
+    requests.keys().next().expect("one request").clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_run_by_one_replica_is_polled_answered_and_cancelled_through_another() {
+    let Some((url, a, b)) = two_replicas().await else {
+        return;
+    };
+    let answered = start_parked_write(&a, "answered").await;
+    let parked = task_reaches(&b, &answered, "input_required").await;
+    let key = request_key(&parked);
+
+    // Replica b restarts (its start-up recovery runs) while a's task waits: it lives on.
+    b.shutdown().await;
+    let b = replica(&url, "replica-b", &[]).await;
+    task_reaches(&b, &answered, "input_required").await;
+
+    // b's listener hears the task a runs; b passes the answer to a.
+    let mut seen = String::new();
+    let (mut stream, agreed) = listen_to_tasks(&b, json!([answered]), &mut seen).await;
+    assert_eq!(agreed, json!([answered]), "b agrees to report on a's task");
+    let update = tasks_call(
+        &b,
+        "tasks/update",
+        json!({"taskId": answered, "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}}),
+    )
+    .await;
+    assert_eq!(update.status, 200, "{}", update.raw);
+    let heard = read_sse_until(&mut stream, &mut seen, |messages| {
+        messages
+            .iter()
+            .find(|m| m["method"] == "notifications/tasks" && m["params"]["status"] == "completed")
+            .cloned()
+    })
+    .await
+    .unwrap_or_else(|| panic!("b's stream heard no completion: {seen}"));
+    assert_eq!(
+        heard["params"]["result"]["structuredContent"]["rows_affected"],
+        1
+    );
+    let done = task_reaches(&b, &answered, "completed").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["rows_affected"], 1,
+        "{done}"
+    );
+
+    // A cancel through b stops a's work for good: the write never runs.
+    let cancelled = start_parked_write(&a, "cancelled").await;
+    let key = request_key(&task_reaches(&b, &cancelled, "input_required").await);
+    let cancel = tasks_call(&b, "tasks/cancel", json!({"taskId": cancelled})).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.raw);
+    task_reaches(&b, &cancelled, "cancelled").await;
+    let late = tasks_call(
+        &a,
+        "tasks/update",
+        json!({"taskId": cancelled, "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}}),
+    )
+    .await;
+    assert_eq!(late.status, 200, "{}", late.raw);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    task_reaches(&a, &cancelled, "cancelled").await;
+    let rows = call_tool(
+        &a,
+        "db_query",
+        json!({"query": "SELECT COUNT(*) AS writes FROM memories"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&rows)["rows"],
+        json!([[1]]),
+        "only the answered write ran: {rows}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_that_died_has_its_tasks_failed_once_its_lease_runs_out() {
+    let Some(url) = fresh_database() else {
+        return;
+    };
+    let a = replica(&url, "replica-a", &[]).await;
+    let task = start_parked_write(&a, "lost").await;
+    task_reaches(&a, &task, "input_required").await;
+    let live = start_parked_write(&a, "live").await;
+    task_reaches(&a, &live, "input_required").await;
+    // The first task now belongs to a replica that died (its lease ran out): the next
+    // start-up of any replica fails it, and leaves the live replica's task alone.
+    let store = porthole::bot::store::Store::open(&url).unwrap();
+    let record = store.mcp_task(&task).await.unwrap().unwrap();
+    let parsed: porthole::mcp::TaskRecord = serde_json::from_str(&record).unwrap();
+    let orphan = porthole::bot::store::StoredTaskRow {
+        id: task.clone(),
+        owner: parsed.owner.clone(),
+        session: None,
+        finished: false,
+        created_ms: parsed.created_ms,
+        expires_ms: parsed.expires_ms(),
+        record,
+        owner_replica: "replica-gone".into(),
+        lease_until_ms: 0,
+    };
+    assert!(store.put_mcp_task(orphan).await.unwrap());
+    let b = replica(&url, "replica-b", &[]).await;
+    let failed = task_reaches(&b, &task, "failed").await;
+    assert!(
+        failed["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("stopped"),
+        "{failed}"
+    );
+    task_reaches(&b, &live, "input_required").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_ended_on_one_replica_is_refused_on_another_within_a_second() {
+    let Some((_, a, b)) = two_replicas().await else {
+        return;
+    };
+    let session = legacy_session(&a, "2025-11-25", json!({})).await;
+    let listed = legacy(&b, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(listed.status, 200, "b restored it: {}", listed.raw);
+    let ended = client()
+        .delete(format!("{}/mcp", a.url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
+    let started = Instant::now();
+    let refused = eventually(Duration::from_secs(1), || {
+        let (b, session) = (&b, &session);
+        async move {
+            let reply = legacy(b, session, 3, "tools/list", json!({})).await;
+            (reply.status == 404).then_some(())
+        }
+    })
+    .await;
+    assert!(
+        refused.is_some(),
+        "b still answers the ended session after 1 s"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica() {
+    let Some(url) = fresh_database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mcp_json) = stdio_fixture_config(dir.path(), json!({})) else {
+        return;
+    };
+    let with_fixture = [("MCP_SERVERS_CONFIG", mcp_json.as_str())];
+    let a = replica(&url, "replica-a", &with_fixture).await;
+    let b = replica(&url, "replica-b", &with_fixture).await;
+    wait_for_tool(&b, "mcp.fixture__echo", true).await;
+    let off = call_tool(
+        &a,
+        "toggle_mcp_server",
+        json!({"name": "fixture", "enabled": false}),
+    )
+    .await;
+    assert!(!is_error(&off), "{off}");
+    wait_for_tool(&b, "mcp.fixture__echo", false).await;
+    let servers = call_tool(&b, "list_mcp_servers", json!({})).await;
+    assert_eq!(
+        structured(&servers)["servers"][0]["state"],
+        "disabled",
+        "{servers}"
+    );
+    let on = call_tool(
+        &a,
+        "toggle_mcp_server",
+        json!({"name": "fixture", "enabled": true}),
+    )
+    .await;
+    assert!(!is_error(&on), "{on}");
+    wait_for_tool(&b, "mcp.fixture__echo", true).await;
 }

@@ -1,11 +1,10 @@
 //! The bridges from the bot's events to `/mcp`: browser console lines into the MCP log
 //! buffer, the log journal into the store (what `server_log`'s database reader shows),
 //! and changes of the bot's tools into `list_changed` notifications, on this replica and,
-//! with replicas sharing PostgreSQL, on the others (`LISTEN/NOTIFY` through the store).
+//! with replicas sharing PostgreSQL, on the others (`replicas.rs`).
 
 use std::sync::Arc;
 
-use crate::bot::store::Change;
 use crate::bot::{Bot, TracingWebLogSink, WebLogLine, WebLogSink};
 use crate::logs::buffer::{LogBuffer, level_name};
 use crate::logs::journal::{JOURNAL_TARGET, LogJournal};
@@ -73,12 +72,10 @@ pub fn spawn_journal_writer(bot: &Arc<Bot>, journal: &LogJournal) {
 }
 
 /// A change to the bot's tools (an MCP server toggled, a tool disabled) is news to MCP
-/// clients: they may want to list again. With replicas sharing PostgreSQL it is news to
-/// the other replicas' clients too (see [`relay_changes_between_replicas`]).
+/// clients: they may want to list again. With replicas sharing PostgreSQL the notifier
+/// relays it to the other replicas too (see [`replicas`]).
 pub fn forward_tool_changes(bot: &Arc<Bot>, notifier: Notifier) {
     let mut changes = bot.tools.subscribe_changes();
-    let (store, replica) = (bot.store.clone(), bot.config.replica_id.clone());
-    relay_changes_between_replicas(bot, notifier.clone());
     tokio::spawn(async move {
         use tokio::sync::broadcast::error::{RecvError, TryRecvError};
         // Lagged means changes were missed: still a change worth announcing.
@@ -91,44 +88,6 @@ pub fn forward_tool_changes(bot: &Arc<Bot>, notifier: Notifier) {
                 Err(TryRecvError::Empty | TryRecvError::Closed)
             ) {}
             notifier.tools_changed();
-            let change = Change {
-                replica: replica.clone(),
-                kind: TOOLS_CHANGED.into(),
-            };
-            if let Err(e) = store.publish_change(change).await {
-                tracing::warn!(error = %e, "cannot tell the other replicas that the tools changed");
-            }
-        }
-    });
-}
-
-/// What a replica announces when its tools changed.
-const TOOLS_CHANGED: &str = "tools";
-
-/// With replicas sharing PostgreSQL: when another replica announces that its tools
-/// changed (a tool toggled, saved in the shared store; an MCP server toggled), this one
-/// applies the saved tool settings and tells its own MCP clients the list changed
-/// (PostgreSQL `LISTEN/NOTIFY`; nothing happens on SQLite). Applying a setting that is
-/// already in force announces nothing, so the echo stops after one round.
-fn relay_changes_between_replicas(bot: &Arc<Bot>, notifier: Notifier) {
-    let Some(mut changes) = bot.store.subscribe_changes() else {
-        return;
-    };
-    let bot = bot.clone();
-    tokio::spawn(async move {
-        use tokio::sync::broadcast::error::RecvError;
-        loop {
-            match changes.recv().await {
-                Ok(change) if change.replica == bot.config.replica_id => {}
-                Ok(change) if change.kind == TOOLS_CHANGED => {
-                    tracing::debug!(from = %change.replica, "another replica changed its tools");
-                    bot.restore_tool_settings().await;
-                    notifier.tools_changed();
-                }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => notifier.tools_changed(),
-                Err(RecvError::Closed) => break,
-            }
         }
     });
 }

@@ -70,7 +70,11 @@ impl DiagnosticTool for ToggleMcpServer {
 
     async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
         match d.bot.mcp_host.set_enabled(&args.name, args.enabled).await {
-            Ok(status) => Ok(done(json!({"server": status}))),
+            Ok(status) => {
+                super::replicas::announce_mcp_server_toggled(&d.bot, &args.name, args.enabled)
+                    .await;
+                Ok(done(json!({"server": status})))
+            }
             Err(e) => Ok(failed(e)),
         }
     }

@@ -1,19 +1,35 @@
 //! The `/mcp` endpoint's task store kept in the bot's database, so a task's result
-//! outlives the request that started it and a restart (see `crate::mcp::tasks`).
+//! outlives the request that started it and a restart (see `crate::mcp::tasks`). With
+//! replicas sharing PostgreSQL, each task is owned by the replica that runs it, under a
+//! lease of [`RUN_LEASE`] (the scheduled runs' lease) that this replica renews; on
+//! SQLite, one process, every unfinished task at start-up is this process's own.
 
 use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::{Map, Value};
 
+use crate::bot::schedule::RUN_LEASE;
 use crate::bot::store::{Store, StoredTaskRow};
 use crate::mcp::{TaskRecord, TaskStore};
 
 pub struct StoredTasks {
     store: Store,
+    /// The replica this process is (`PORTHOLE_REPLICA_ID`): the owner of what it runs.
+    replica: String,
 }
 
 impl StoredTasks {
-    pub fn new(store: Store) -> Self {
-        StoredTasks { store }
+    pub fn new(store: Store, replica: String) -> Self {
+        StoredTasks { store, replica }
     }
+}
+
+fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+fn lease_until_ms() -> i64 {
+    now_ms() + i64::try_from(RUN_LEASE.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn parse(records: Vec<String>) -> Vec<TaskRecord> {
@@ -31,7 +47,7 @@ fn parse(records: Vec<String>) -> Vec<TaskRecord> {
 
 #[async_trait]
 impl TaskStore for StoredTasks {
-    async fn put(&self, task: &TaskRecord) -> Result<(), String> {
+    async fn put(&self, task: &TaskRecord) -> Result<bool, String> {
         let record = serde_json::to_string(task).map_err(|e| e.to_string())?;
         let row = StoredTaskRow {
             id: task.id.clone(),
@@ -41,6 +57,8 @@ impl TaskStore for StoredTasks {
             created_ms: task.created_ms,
             expires_ms: task.expires_ms(),
             record,
+            owner_replica: self.replica.clone(),
+            lease_until_ms: lease_until_ms(),
         };
         self.store
             .put_mcp_task(row)
@@ -65,9 +83,38 @@ impl TaskStore for StoredTasks {
         Ok(parse(records.map_err(|e| e.to_string())?))
     }
 
-    async fn unfinished(&self) -> Result<Vec<TaskRecord>, String> {
-        let records = self.store.unfinished_mcp_tasks().await;
+    async fn orphaned(&self, starting: bool) -> Result<Vec<TaskRecord>, String> {
+        // SQLite's file has one process: at its start, nothing unfinished runs anywhere.
+        let before = if starting && !self.store.is_shared() {
+            i64::MAX
+        } else {
+            now_ms()
+        };
+        let replica = starting.then_some(self.replica.as_str());
+        let records = self.store.orphaned_mcp_tasks(before, replica).await;
         Ok(parse(records.map_err(|e| e.to_string())?))
+    }
+
+    async fn renew_leases(&self) -> Result<(), String> {
+        self.store
+            .renew_mcp_task_leases(&self.replica, lease_until_ms())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn forward_input(&self, id: &str, answers: &Map<String, Value>) -> Result<(), String> {
+        let text = Value::Object(answers.clone()).to_string();
+        self.store
+            .forward_mcp_task_input(id, &text)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn take_forwarded_input(&self, id: &str) -> Result<Option<Map<String, Value>>, String> {
+        let taken = self.store.take_mcp_task_input(id).await;
+        Ok(taken
+            .map_err(|e| e.to_string())?
+            .and_then(|text| serde_json::from_str(&text).ok()))
     }
 
     async fn purge_expired(&self, now_ms: i64) -> Result<usize, String> {

@@ -18,7 +18,8 @@
 //! - `resources` and `prompts` (with `trace_prompts`): the MCP resources and prompts;
 //! - `session_ledger` and `mcp_task_store`: the endpoint's sessions and tasks kept in
 //!   the bot's store; `bridges`: the bot's events carried to `/mcp` (browser console
-//!   lines, the log journal, tool-list changes).
+//!   lines, the log journal, tool-list changes); `replicas`: what crosses between
+//!   replicas sharing PostgreSQL, both ways.
 //!
 //! Every tool is a [`typed_tool::DiagnosticTool`]: its arguments struct, its spec and
 //! its work. It calls a bot service directly (never `/api`) and shapes a structured
@@ -37,6 +38,7 @@ mod mcp_servers;
 mod mcp_task_store;
 mod prompts;
 mod replay;
+mod replicas;
 mod resources;
 mod schedule;
 mod session_ledger;
@@ -49,6 +51,7 @@ mod typed_tool;
 
 pub use bridges::{BufferedWebLogSink, forward_tool_changes, spawn_journal_writer};
 pub use mcp_task_store::StoredTasks;
+pub use replicas::{ReplicaLink, link_replicas};
 pub use session_ledger::StoredSessionLedger;
 
 use std::sync::{Arc, OnceLock};

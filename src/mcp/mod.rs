@@ -17,7 +17,8 @@
 //! (the method table, one file per method family) → the [`Tool`], [`ResourceProvider`]
 //! and [`Prompt`] seams. `guard` holds the middleware, `session` the legacy sessions and
 //! resumable streams, `subscriptions` the change notifications, `seal` the server's
-//! keyed tags and sealed state, `params` the reading of request parameters, `tasks`
+//! keyed tags and sealed state, `params` the reading of request parameters, `replicas`
+//! what crosses to the other replicas sharing the server's state, `tasks`
 //! (with `task_record`) and `skills` the two extensions; the skills themselves are read
 //! by `crate::skills`, which this module shares with the bot. Redaction
 //! (`crate::redact`) and log capture (`crate::logs`) live outside: this module holds no
@@ -36,6 +37,7 @@ mod seal;
 mod task_record;
 
 mod prompt;
+mod replicas;
 mod resource;
 pub mod session;
 pub mod skills;
@@ -60,6 +62,7 @@ pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
 pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
+pub use replicas::{Changed, Replicas};
 pub use resource::ResourceProvider;
 pub use seal::SealingKey;
 pub use session::{SessionConfig, SessionLedger};
@@ -160,6 +163,7 @@ pub struct McpServerBuilder {
     keepalive: Duration,
     tasks: TaskConfig,
     skills: Option<Arc<SkillCatalog>>,
+    replicas: Option<Arc<dyn Replicas>>,
 }
 
 impl McpServerBuilder {
@@ -246,6 +250,13 @@ impl McpServerBuilder {
         self
     }
 
+    /// The other replicas sharing this server's state (the task store, the session
+    /// ledger): every change is announced to them (see [`Replicas`]).
+    pub fn replicas(mut self, replicas: Arc<dyn Replicas>) -> Self {
+        self.replicas = Some(replicas);
+        self
+    }
+
     /// Where tasks are kept and how they are paced (default: in memory, one hour).
     pub fn tasks(mut self, config: TaskConfig) -> Self {
         self.tasks = config;
@@ -277,6 +288,9 @@ impl McpServerBuilder {
         let secret = self.secret.as_deref();
         let tools = ToolSet::new(self.tools)?;
         let prompts = PromptSet::new(self.prompts)?;
+        if let Some(replicas) = self.replicas {
+            self.notifier.relay_to(replicas);
+        }
         let tasks = tasks::TaskEngine::new(self.tasks, self.notifier.clone(), secret);
         Ok(McpServer {
             inner: Arc::new_cyclic(|this| ServerInner {
@@ -341,6 +355,7 @@ impl McpServer {
             keepalive: Duration::from_secs(15),
             tasks: TaskConfig::default(),
             skills: None,
+            replicas: None,
         }
     }
 
@@ -382,10 +397,11 @@ impl McpServer {
         self.inner.tools.len()
     }
 
-    /// Start-up, before serving: tasks the store holds as unfinished were cut short by
-    /// the last shutdown; they become `failed` with the reason. Returns how many.
+    /// Start-up, before serving: unfinished tasks this server ran before it restarted,
+    /// and those of replicas whose lease ran out, were cut short; they become `failed`
+    /// with the reason. Returns how many.
     pub async fn recover_tasks(&self) -> Result<usize, String> {
-        self.inner.tasks.recover().await
+        self.inner.tasks.recover(true).await
     }
 
     /// Re-reads the skills folder every `period` when it changed, and tells clients the
@@ -405,17 +421,21 @@ impl McpServer {
         }))
     }
 
-    /// Evicts idle sessions (and forgets expired tasks) every `period` until the
-    /// runtime stops.
+    /// Evicts idle sessions (and forgets expired tasks) every `period`, and keeps the
+    /// leases of running tasks (see [`TaskConfig::lease_renewal`]), until the runtime
+    /// stops.
     pub fn spawn_housekeeping(&self, period: Duration) -> tokio::task::JoinHandle<()> {
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(period);
-            loop {
-                tick.tick().await;
-                inner.sessions.evict_idle();
-                inner.tasks.purge_expired().await;
-            }
+            let sweep = async {
+                let mut tick = tokio::time::interval(period);
+                loop {
+                    tick.tick().await;
+                    inner.sessions.evict_idle();
+                    inner.tasks.purge_expired().await;
+                }
+            };
+            tokio::join!(sweep, inner.tasks.keep_leases());
         })
     }
 }

@@ -1,8 +1,9 @@
 //! Change notifications: the server's owner reports changes through a [`Notifier`];
 //! every open notification stream receives them and forwards what its client asked for
-//! — legacy sessions on their GET stream, modern clients on `subscriptions/listen`.
+//! — legacy sessions on their GET stream, modern clients on `subscriptions/listen` —
+//! and, with replicas, the other replicas' streams too (see `replicas`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -10,6 +11,7 @@ use tokio::sync::broadcast;
 use super::jsonrpc;
 use super::protocol::META_SUBSCRIPTION_ID;
 use super::task_record::TaskRecord;
+use crate::replica_changes::Changed;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
@@ -39,26 +41,73 @@ impl Change {
         }
         jsonrpc::notification(method, params)
     }
+
+    /// What the other replicas are told: a task by id, status and owner key only.
+    fn announced(&self) -> Changed {
+        match self {
+            Change::ToolsListChanged => Changed::Tools,
+            Change::PromptsListChanged => Changed::Prompts,
+            Change::ResourcesListChanged => Changed::Resources,
+            Change::ResourceUpdated(uri) => Changed::ResourceUpdated {
+                uri: uri.to_string(),
+            },
+            Change::Task(task) => Changed::Task {
+                id: task.id.clone(),
+                status: task.status.as_str().into(),
+                owner: task.owner.clone(),
+            },
+        }
+    }
 }
 
-/// Reports changes to every connected client that wants them. Cheap to clone.
+/// Where a server's changes go to the other replicas (see `replicas`).
+pub trait Replicas: Send + Sync {
+    /// Called on request paths and under no lock: queue it, do not wait for it.
+    fn announce(&self, what: Changed);
+}
+
+/// Reports changes to every connected client that wants them, on this replica and,
+/// once [`Notifier::relay_to`] named them, on the others. Cheap to clone.
 #[derive(Clone)]
 pub struct Notifier {
     tx: broadcast::Sender<Change>,
+    replicas: Arc<OnceLock<Arc<dyn Replicas>>>,
 }
 
 impl Default for Notifier {
     fn default() -> Self {
         Notifier {
             tx: broadcast::channel(256).0,
+            replicas: Arc::default(),
         }
     }
 }
 
 impl Notifier {
+    /// A change made here: this replica's streams hear it, and so do the others'.
     pub fn send(&self, change: Change) {
+        if let Some(replicas) = self.replicas.get() {
+            replicas.announce(change.announced());
+        }
+        self.deliver(change);
+    }
+
+    /// A change to this replica's streams only (one another replica announced).
+    pub(crate) fn deliver(&self, change: Change) {
         // No open streams is normal.
         let _ = self.tx.send(change);
+    }
+
+    /// Something only the other replicas need to hear (not a client notification).
+    pub(crate) fn announce(&self, what: Changed) {
+        if let Some(replicas) = self.replicas.get() {
+            replicas.announce(what);
+        }
+    }
+
+    /// From now on, every change is also announced to the other replicas (set once).
+    pub(crate) fn relay_to(&self, replicas: Arc<dyn Replicas>) {
+        let _ = self.replicas.set(replicas);
     }
 
     pub fn tools_changed(&self) {
@@ -71,6 +120,11 @@ impl Notifier {
 
     pub fn resource_updated(&self, uri: &str) {
         self.send(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Whether any stream (or waiting `tasks/result`) listens at all.
+    pub(crate) fn has_listeners(&self) -> bool {
+        self.tx.receiver_count() > 0
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {

@@ -319,6 +319,32 @@ pub async fn listen_request(app: &RunningApp, body: &Value) -> reqwest::Response
         .unwrap()
 }
 
+/// Opens a `subscriptions/listen` stream for `task_ids` as a client that declared the
+/// Tasks extension, read (into `seen`) up to its acknowledgment: the stream, and the ids
+/// the server agreed to report on.
+pub async fn listen_to_tasks(
+    app: &RunningApp,
+    task_ids: Value,
+    seen: &mut String,
+) -> (impl SseStream + use<>, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
+            "notifications": {"taskIds": task_ids}}});
+    let mut stream = listen_request(app, &body).await.bytes_stream();
+    let ack = read_sse_until(&mut stream, seen, |messages| {
+        messages
+            .iter()
+            .find(|m| m["method"] == "notifications/subscriptions/acknowledged")
+            .cloned()
+    })
+    .await
+    .expect("an acknowledgment");
+    (stream, ack["params"]["notifications"]["taskIds"].clone())
+}
+
 /// Reads an SSE byte stream into `seen` until `done` finds what it waits for in the
 /// messages so far; `None` after 5 s or at the end of the stream.
 pub async fn read_sse_until<T>(

@@ -201,6 +201,12 @@ pub(super) trait Backend: Conversations + Console + Schema + Send + Sync {
     fn subscribe_changes(&self) -> Option<broadcast::Receiver<Change>> {
         None
     }
+
+    /// Waits (at most `limit`) until the changes of other replicas are heard; true at
+    /// once on SQLite, which has none.
+    async fn until_listening(&self, _limit: std::time::Duration) -> bool {
+        true
+    }
 }
 
 /// Pruning conversations, which each backend guards its own way.

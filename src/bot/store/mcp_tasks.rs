@@ -1,6 +1,11 @@
 //! `/mcp` tasks in the database: rows of opaque JSON records with the few columns the
 //! endpoint looks them up by (owner, session, finished, expiry). What a record holds is
 //! the endpoint's business; the store only keeps it until it expires.
+//!
+//! Shared by replicas, a task has the shape every shared thing has (scheduled runs too):
+//! an owner replica, a lease it renews while it runs the task, and a recovery that
+//! fails only tasks whose lease ran out. An ended task is final: no write replaces it,
+//! so a cancel stored by one replica survives the work's own finish on another.
 
 use super::backend::Sql;
 use super::{Store, StoreError};
@@ -17,17 +22,25 @@ pub struct StoredTaskRow {
     pub expires_ms: i64,
     /// The task as JSON text.
     pub record: String,
+    /// The replica running it, and until when (Unix ms) it holds it.
+    pub owner_replica: String,
+    pub lease_until_ms: i64,
 }
 
 impl Store {
-    /// Inserts or replaces a task; returns once it is committed.
-    pub async fn put_mcp_task(&self, row: StoredTaskRow) -> Result<(), StoreError> {
+    /// Inserts or replaces a task unless the stored one has ended (a conditional
+    /// update, so whatever ended it first stands); whether it was written. Returns once
+    /// it is committed.
+    pub async fn put_mcp_task(&self, row: StoredTaskRow) -> Result<bool, StoreError> {
         let sql = Sql::fixed(
-            "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record,
+               owner_replica, lease_until_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, session = excluded.session,
                finished = excluded.finished, created_ms = excluded.created_ms,
-               expires_ms = excluded.expires_ms, record = excluded.record",
+               expires_ms = excluded.expires_ms, record = excluded.record,
+               owner_replica = excluded.owner_replica, lease_until_ms = excluded.lease_until_ms
+             WHERE mcp_tasks.finished = 0",
         );
         let values = vec![
             row.id.into(),
@@ -37,9 +50,10 @@ impl Store {
             row.created_ms.into(),
             row.expires_ms.into(),
             row.record.into(),
+            row.owner_replica.into(),
+            row.lease_until_ms.into(),
         ];
-        self.db.execute(sql, values).await?;
-        Ok(())
+        Ok(self.db.execute(sql, values).await? == 1)
     }
 
     /// The record (JSON text) of task `id`.
@@ -63,10 +77,61 @@ impl Store {
         self.db.query(sql, vec![session.into()]).await
     }
 
-    /// Records of every unfinished task.
-    pub async fn unfinished_mcp_tasks(&self) -> Result<Vec<String>, StoreError> {
-        let sql = Sql::fixed("SELECT record FROM mcp_tasks WHERE finished = 0");
-        self.db.query(sql, Vec::new()).await
+    /// Records of the unfinished tasks whose lease ended before `now_ms`, or that
+    /// `replica` owns (at its start-up: what it ran before it restarted).
+    pub async fn orphaned_mcp_tasks(
+        &self,
+        now_ms: i64,
+        replica: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = Sql::fixed(
+            "SELECT record FROM mcp_tasks
+             WHERE finished = 0 AND (lease_until_ms < ?1 OR owner_replica = ?2)",
+        );
+        self.db
+            .query(sql, vec![now_ms.into(), replica.into()])
+            .await
+    }
+
+    /// Extends to `lease_until_ms` the lease of every unfinished task `replica` owns.
+    pub async fn renew_mcp_task_leases(
+        &self,
+        replica: &str,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let sql = Sql::fixed(
+            "UPDATE mcp_tasks SET lease_until_ms = ?2 WHERE owner_replica = ?1 AND finished = 0",
+        );
+        self.db
+            .execute(sql, vec![replica.into(), lease_until_ms.into()])
+            .await?;
+        Ok(())
+    }
+
+    /// Leaves `input` (JSON text) for the owner of unfinished task `id` to take.
+    pub async fn forward_mcp_task_input(&self, id: &str, input: &str) -> Result<(), StoreError> {
+        let sql =
+            Sql::fixed("UPDATE mcp_tasks SET forwarded_input = ?2 WHERE id = ?1 AND finished = 0");
+        self.db.execute(sql, vec![id.into(), input.into()]).await?;
+        Ok(())
+    }
+
+    /// Takes the input left for task `id`: read, then cleared only if unchanged, so each
+    /// input is taken once even by two takers at once.
+    pub async fn take_mcp_task_input(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let read = Sql::fixed("SELECT COALESCE(forwarded_input, '') FROM mcp_tasks WHERE id = ?1");
+        let left: Option<String> = self.db.query_one(read, vec![id.into()]).await?;
+        let Some(input) = left.filter(|input| !input.is_empty()) else {
+            return Ok(None);
+        };
+        let clear = Sql::fixed(
+            "UPDATE mcp_tasks SET forwarded_input = NULL WHERE id = ?1 AND forwarded_input = ?2",
+        );
+        let cleared = self
+            .db
+            .execute(clear, vec![id.into(), input.as_str().into()])
+            .await?;
+        Ok((cleared == 1).then_some(input))
     }
 
     /// Deletes tasks that expired before `now_ms`; returns how many.
@@ -87,8 +152,8 @@ mod tests {
         }
     }
 
-    async fn kept_counted_and_purged(store: Store) {
-        let row = |id: &str, finished: bool, expires_ms: i64| StoredTaskRow {
+    fn row(id: &str, finished: bool, expires_ms: i64) -> StoredTaskRow {
+        StoredTaskRow {
             id: id.into(),
             owner: "o".into(),
             session: Some("s".into()),
@@ -96,11 +161,17 @@ mod tests {
             created_ms: 1,
             expires_ms,
             record: format!("{{\"id\":\"{id}\"}}"),
-        };
-        store.put_mcp_task(row("a", false, 100)).await.unwrap();
-        store.put_mcp_task(row("b", true, 200)).await.unwrap();
+            owner_replica: "r1".into(),
+            lease_until_ms: 50,
+        }
+    }
+
+    async fn kept_counted_and_purged(store: Store) {
+        assert!(store.put_mcp_task(row("a", false, 100)).await.unwrap());
+        assert!(store.put_mcp_task(row("b", true, 200)).await.unwrap());
         assert_eq!(store.count_unfinished_mcp_tasks("o").await.unwrap(), 1);
-        assert_eq!(store.unfinished_mcp_tasks().await.unwrap().len(), 1);
+        assert_eq!(store.orphaned_mcp_tasks(10, None).await.unwrap().len(), 0);
+        assert_eq!(store.orphaned_mcp_tasks(60, None).await.unwrap().len(), 1);
         assert_eq!(store.mcp_tasks_of_session("s").await.unwrap().len(), 2);
         assert_eq!(
             store.mcp_task("b").await.unwrap().unwrap(),
@@ -108,5 +179,61 @@ mod tests {
         );
         assert_eq!(store.purge_mcp_tasks(150).await.unwrap(), 1);
         assert!(store.mcp_task("a").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_ended_task_is_final_and_leases_and_inputs_belong_to_the_owner() {
+        for store in crate::bot::store::test_stores() {
+            final_ends_leases_and_inputs(store).await;
+        }
+    }
+
+    async fn final_ends_leases_and_inputs(store: Store) {
+        store.put_mcp_task(row("t", false, 1000)).await.unwrap();
+        // Another replica's restart leaves it alone; its owner's restart fails it.
+        assert!(
+            store
+                .orphaned_mcp_tasks(10, Some("r2"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .orphaned_mcp_tasks(10, Some("r1"))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        store.renew_mcp_task_leases("r2", 500).await.unwrap();
+        assert_eq!(
+            store.orphaned_mcp_tasks(60, None).await.unwrap().len(),
+            1,
+            "not r2's"
+        );
+        store.renew_mcp_task_leases("r1", 500).await.unwrap();
+        assert!(store.orphaned_mcp_tasks(60, None).await.unwrap().is_empty());
+
+        store
+            .forward_mcp_task_input("t", "{\"k\":1}")
+            .await
+            .unwrap();
+        let taken = store.take_mcp_task_input("t").await.unwrap();
+        assert_eq!(taken.as_deref(), Some("{\"k\":1}"));
+        assert_eq!(store.take_mcp_task_input("t").await.unwrap(), None, "once");
+
+        let mut cancelled = row("t", true, 1000);
+        cancelled.record = "cancelled".into();
+        assert!(store.put_mcp_task(cancelled).await.unwrap());
+        let mut finish = row("t", true, 1000);
+        finish.record = "completed".into();
+        assert!(
+            !store.put_mcp_task(finish).await.unwrap(),
+            "the cancel stands"
+        );
+        assert_eq!(store.mcp_task("t").await.unwrap().unwrap(), "cancelled");
+        store.forward_mcp_task_input("t", "{}").await.unwrap();
+        assert_eq!(store.take_mcp_task_input("t").await.unwrap(), None, "ended");
     }
 }

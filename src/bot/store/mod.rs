@@ -211,6 +211,12 @@ impl Store {
         sqlite.call(f).await
     }
 
+    /// Whether other replicas may share this database (PostgreSQL); SQLite's file has
+    /// one process.
+    pub fn is_shared(&self) -> bool {
+        self.backend_name() == "postgres"
+    }
+
     /// Announces a change to every replica sharing the database (PostgreSQL
     /// `NOTIFY`); nothing to do on SQLite, whose file has one process.
     pub async fn publish_change(&self, change: Change) -> Result<(), StoreError> {
@@ -221,6 +227,13 @@ impl Store {
     /// SQLite. The first call starts a listener that reconnects by itself.
     pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
         self.db.subscribe_changes()
+    }
+
+    /// After [`Store::subscribe_changes`]: waits (at most `limit`) until the listener
+    /// hears what other replicas announce; false if it could not connect in time (it
+    /// keeps trying).
+    pub async fn until_listening(&self, limit: std::time::Duration) -> bool {
+        self.db.until_listening(limit).await
     }
 }
 

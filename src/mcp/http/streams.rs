@@ -101,6 +101,9 @@ pub(crate) async fn handle_delete(
         && inner.sessions.end(session_id)
     {
         tracing::info!(target: "porthole::mcp::session", session = %crate::mcp::session::short(session_id), "MCP session ended by the client");
+        inner.notifier.announce(crate::mcp::Changed::SessionEnded {
+            id: session_id.to_string(),
+        });
         StatusCode::NO_CONTENT.into_response()
     } else {
         session_not_found()

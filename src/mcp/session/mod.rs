@@ -430,6 +430,19 @@ impl Sessions {
         existed
     }
 
+    /// Another replica ended this session (DELETE): its id answers 404 here too, from
+    /// now on. The ledger is the ending replica's to write.
+    pub fn ended_elsewhere(&self, id: &str) {
+        if let Some(session) = remove_live(&mut lock(&self.live), id) {
+            session.close_streams();
+        }
+        if let Some(minted) = self.verify(id)
+            && minted.instance != self.instance
+        {
+            self.remember_ended(id.to_string());
+        }
+    }
+
     /// Ends sessions idle longer than the idle timeout; returns how many.
     pub fn evict_idle(&self) -> usize {
         let cutoff = self

@@ -2,8 +2,8 @@
 //! Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28) and the experimental
 //! tasks of 2025-11-25 — on one engine.
 //!
-//! Layout: `store` (the [`TaskStore`] seam and an in-memory store) and `ops` (what the
-//! `tasks/*` methods do to a task). The task itself and its wire shapes are
+//! Layout: `store` (the [`TaskStore`] seam and an in-memory store), `ops` (what the
+//! `tasks/*` methods do to a task) and `forward` (what crosses between replicas). The task itself and its wire shapes are
 //! `mcp::task_record`; the `tasks/*` methods and a tool call running as a task are in
 //! the method layer (`methods/tasks.rs`, `methods/tool_task.rs`). The [`TaskEngine`] here
 //! owns what only this process knows: which tasks run, how to stop them, where their
@@ -11,7 +11,13 @@
 //!
 //! Every change to a task is written to the store under the task's own lock before it
 //! is announced or acknowledged, so a `tasks/get` always sees what was promised.
+//!
+//! Replicas sharing the store: the replica that runs a task owns it and renews its lease
+//! ([`TaskConfig::lease_renewal`]); `tasks/get` is answered from the store anywhere,
+//! while `tasks/update` answers and `tasks/cancel` reaching another replica are passed
+//! to the owner (`ops`). A task whose owner died is failed once its lease runs out.
 
+mod forward;
 mod ops;
 mod store;
 
@@ -42,6 +48,9 @@ pub struct TaskConfig {
     pub poll_interval: Duration,
     /// Most unfinished tasks one caller may have at once.
     pub max_unfinished_per_caller: usize,
+    /// How often the leases of running tasks are renewed (and tasks whose owner's lease
+    /// ran out are failed): well within the store's lease.
+    pub lease_renewal: Duration,
 }
 
 impl Default for TaskConfig {
@@ -51,6 +60,7 @@ impl Default for TaskConfig {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
             max_unfinished_per_caller: 16,
+            lease_renewal: Duration::from_secs(10),
         }
     }
 }
@@ -61,6 +71,7 @@ impl std::fmt::Debug for TaskConfig {
             .field("ttl", &self.ttl)
             .field("poll_interval", &self.poll_interval)
             .field("max_unfinished_per_caller", &self.max_unfinished_per_caller)
+            .field("lease_renewal", &self.lease_renewal)
             .finish_non_exhaustive()
     }
 }
@@ -175,23 +186,28 @@ impl TaskEngine {
             ));
         }
         let ttl = ttl.unwrap_or(self.config.ttl);
-        let record = TaskRecord::new(
+        let mut record = TaskRecord::new(
             owner,
             session,
             u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             u64::try_from(self.config.poll_interval.as_millis()).unwrap_or(1000),
         );
-        self.save(&record).await?;
+        self.save(&mut record).await?;
         Ok(record)
     }
 
-    /// Writes a task and tells listeners about it.
-    async fn save(&self, record: &TaskRecord) -> Result<(), RpcError> {
-        self.config
-            .store
-            .put(record)
-            .await
-            .map_err(|e| RpcError::internal(format!("the task could not be stored: {e}")))?;
+    /// Writes a task and tells listeners about it. When the stored task had already
+    /// ended (cancelled on another replica), that end stands: `record` becomes it, and
+    /// whoever ended it has told the listeners.
+    async fn save(&self, record: &mut TaskRecord) -> Result<(), RpcError> {
+        let store = &self.config.store;
+        let failed = |e| RpcError::internal(format!("the task could not be stored: {e}"));
+        if !store.put(record).await.map_err(failed)? {
+            if let Some(kept) = store.get(&record.id).await.map_err(failed)? {
+                *record = kept;
+            }
+            return Ok(());
+        }
         self.notifier.send(Change::Task(Arc::new(record.clone())));
         Ok(())
     }
@@ -206,7 +222,7 @@ impl TaskEngine {
         let record = self.running().get(id).map(|r| r.record.clone())?;
         let mut record = record.lock().await;
         let outcome = change(&mut record);
-        Some(self.save(&record).await.map(|()| outcome))
+        Some(self.save(&mut record).await.map(|()| outcome))
     }
 
     /// Marks `record` as running here: returns what stops its work and where
@@ -264,18 +280,42 @@ impl TaskEngine {
         self.running().remove(id);
     }
 
-    /// Start-up: tasks that were unfinished when the process stopped can never finish;
-    /// they read `failed` with the reason until their TTL ends.
-    pub(crate) async fn recover(&self) -> Result<usize, StoreFailure> {
-        let unfinished = self.config.store.unfinished().await?;
+    /// Tasks whose server stopped (this one before a restart, when `starting`; another
+    /// replica whose lease ran out) can never finish: they read `failed` with the reason
+    /// until their TTL ends. Returns how many.
+    pub(crate) async fn recover(&self, starting: bool) -> Result<usize, StoreFailure> {
+        let orphaned = self.config.store.orphaned(starting).await?;
         let reason = RpcError::internal(
-            "the server restarted while this task was running, so its work was lost; run the request again",
+            "the server running this task restarted or stopped while it ran, so its work was lost; run the request again",
         );
-        for mut task in unfinished.iter().cloned() {
+        let mut failed = 0;
+        for mut task in orphaned {
             task.fail(&reason);
-            self.config.store.put(&task).await?;
+            self.save(&mut task).await.map_err(|e| e.message)?;
+            failed += usize::from(task.status == TaskStatus::Failed);
         }
-        Ok(unfinished.len())
+        Ok(failed)
+    }
+
+    /// Renews the leases of the tasks running here, then fails those whose owner's lease
+    /// ran out (its replica died); every `lease_renewal`, for as long as the server runs.
+    pub(crate) async fn keep_leases(&self) {
+        let mut tick = tokio::time::interval(self.config.lease_renewal);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.config.store.renew_leases().await {
+                tracing::warn!(target: "porthole::mcp::tasks", error = %e, "could not renew the leases of the running tasks");
+            }
+            match self.recover(false).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::warn!(target: "porthole::mcp::tasks", "{n} MCP task(s) of a replica that stopped now read `failed` with the reason")
+                }
+                Err(e) => {
+                    tracing::warn!(target: "porthole::mcp::tasks", error = %e, "could not fail the tasks of a replica that stopped")
+                }
+            }
+        }
     }
 
     /// Forgets tasks past their TTL.
@@ -337,7 +377,8 @@ mod tests {
         let engine = engine(4);
         let owner = owner_of(&engine, None);
         let task = engine.create(&owner, None, None).await.unwrap();
-        assert_eq!(engine.recover().await.unwrap(), 1);
+        assert_eq!(engine.recover(false).await.unwrap(), 0, "it runs");
+        assert_eq!(engine.recover(true).await.unwrap(), 1);
         let failed = engine.find(&task.id, &owner).await.unwrap();
         assert_eq!(failed.status, TaskStatus::Failed);
         assert!(

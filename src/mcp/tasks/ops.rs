@@ -1,7 +1,7 @@
 //! What the `tasks/*` methods do to the tasks (the methods themselves, which era gets
 //! which, are `methods/tasks.rs`): agree to the ids of a `subscriptions/listen`, take
 //! the answers of `tasks/update`, cancel, list a session's tasks, and wait for a legacy
-//! `tasks/result`.
+//! `tasks/result`. What reaches a task from other replicas is `forward.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use super::TaskEngine;
 use crate::mcp::jsonrpc::RpcError;
 use crate::mcp::subscriptions::Change;
 use crate::mcp::task_record::{self as record, TaskRecord, TaskStatus};
+use crate::replica_changes::Changed;
 
 /// The `_meta` key that ties a legacy `tasks/result` to its task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -43,7 +44,8 @@ impl TaskEngine {
     }
 
     /// `tasks/update`: keeps the answers to keys the task is waiting on, drops the rest,
-    /// and passes them to the running work.
+    /// and passes them to the running work, here or (through the store) on the replica
+    /// that runs it.
     pub(crate) async fn update(
         &self,
         id: &str,
@@ -59,6 +61,21 @@ impl TaskEngine {
             }
         };
         self.find(id, owner).await?;
+        if self.running().contains_key(id) {
+            self.accept_input(id, responses).await?;
+        } else {
+            self.forward_input(id, &responses).await?;
+        }
+        Ok(json!({}))
+    }
+
+    /// Hands the answers to keys the task `id` running here waits on to its work; the
+    /// task is working again once nothing is left to answer.
+    pub(super) async fn accept_input(
+        &self,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<(), RpcError> {
         let accepted = self.change_running(id, move |task| {
             let mut accepted = Map::new();
             if task.status != TaskStatus::InputRequired {
@@ -83,11 +100,12 @@ impl TaskEngine {
         {
             let _ = running.inputs.send(accepted);
         }
-        Ok(json!({}))
+        Ok(())
     }
 
-    /// `tasks/cancel`: records the cancellation, then stops the work. A task that has
-    /// already ended is left as it is.
+    /// `tasks/cancel`: records the cancellation, then stops the work (here, or on the
+    /// replica that runs it). A task that has already ended is left as it is, and a
+    /// cancel, once stored, is final: the work's own finish does not overwrite it.
     pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<TaskRecord, RpcError> {
         let mut task = self.find(id, owner).await?;
         if task.status.is_terminal() {
@@ -102,7 +120,9 @@ impl TaskEngine {
             Some(recorded) => task = recorded?,
             None => {
                 task.set_status(TaskStatus::Cancelled, message);
-                self.save(&task).await?;
+                self.save(&mut task).await?;
+                self.notifier
+                    .announce(Changed::TaskCancel { id: id.into() });
             }
         }
         if let Some(running) = self.running().get(id) {

@@ -11,8 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -25,14 +24,7 @@ const CHANNEL: &str = "porthole_changes";
 /// How long the listener waits before reconnecting after its connection dropped.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
-/// A change one replica announced to all (itself included).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Change {
-    /// The replica that made the change.
-    pub replica: String,
-    /// What changed, e.g. `tools`.
-    pub kind: String,
-}
+pub use crate::replica_changes::Change;
 
 #[derive(Clone)]
 pub(super) struct Changes {
@@ -40,6 +32,8 @@ pub(super) struct Changes {
     tls: MakeRustlsConnect,
     sender: broadcast::Sender<Change>,
     listening: Arc<OnceLock<()>>,
+    /// True while the listener's `LISTEN` is in force.
+    heard: Arc<watch::Sender<bool>>,
 }
 
 impl Changes {
@@ -49,6 +43,7 @@ impl Changes {
             tls,
             sender: broadcast::channel(256).0,
             listening: Arc::new(OnceLock::new()),
+            heard: Arc::new(watch::channel(false).0),
         }
     }
 }
@@ -56,7 +51,7 @@ impl Changes {
 impl Postgres {
     /// Announces a change to every replica.
     pub(super) async fn publish(&self, change: &Change) -> Result<(), StoreError> {
-        let payload = serde_json::to_string(change).unwrap_or_default();
+        let payload = change.to_payload().map_err(StoreError::Postgres)?;
         let client = self.client().await?;
         client
             .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
@@ -68,25 +63,35 @@ impl Postgres {
     pub(super) fn subscribe(&self) -> broadcast::Receiver<Change> {
         let receiver = self.changes.sender.subscribe();
         self.changes.listening.get_or_init(|| {
-            tokio::spawn(listen(
-                self.changes.config.clone(),
-                self.changes.tls.clone(),
-                self.changes.sender.clone(),
-            ));
+            tokio::spawn(listen(self.changes.clone()));
         });
         receiver
+    }
+
+    /// Waits (at most `limit`) until the listener listens, so that what is announced
+    /// from then on is heard; false when it did not within `limit`.
+    pub(super) async fn until_listening(&self, limit: Duration) -> bool {
+        let mut heard = self.changes.heard.subscribe();
+        tokio::time::timeout(limit, heard.wait_for(|listening| *listening))
+            .await
+            .is_ok_and(|waited| waited.is_ok())
     }
 }
 
 /// Listens on [`CHANNEL`] for as long as the process runs, reconnecting as needed.
-async fn listen(
-    config: tokio_postgres::Config,
-    tls: MakeRustlsConnect,
-    sender: broadcast::Sender<Change>,
-) {
+async fn listen(changes: Changes) {
+    let Changes {
+        config,
+        tls,
+        sender,
+        heard,
+        ..
+    } = changes;
     let mut failures: u32 = 0;
     loop {
-        match listen_once(&config, &tls, &sender).await {
+        let outcome = listen_once(&config, &tls, &sender, &heard).await;
+        heard.send_replace(false);
+        match outcome {
             Ok(()) => failures = 0,
             Err(e) => {
                 failures += 1;
@@ -104,6 +109,7 @@ async fn listen_once(
     config: &tokio_postgres::Config,
     tls: &MakeRustlsConnect,
     sender: &broadcast::Sender<Change>,
+    heard: &watch::Sender<bool>,
 ) -> Result<(), StoreError> {
     let (client, mut connection) = config.connect(tls.clone()).await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
@@ -121,6 +127,7 @@ async fn listen_once(
         }
     });
     client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    heard.send_replace(true);
     tracing::debug!("listening for changes made by other replicas");
     while let Some(message) = messages.recv().await {
         if let AsyncMessage::Notification(notification) = message

@@ -251,6 +251,10 @@ impl Backend for Postgres {
     fn subscribe_changes(&self) -> Option<broadcast::Receiver<Change>> {
         Some(self.subscribe())
     }
+
+    async fn until_listening(&self, limit: std::time::Duration) -> bool {
+        Postgres::until_listening(self, limit).await
+    }
 }
 
 /// What a request that lost its connection is told.

@@ -232,6 +232,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
         definitions TEXT NOT NULL,
         created_us BIGINT NOT NULL
     );",
+    // 15: /mcp tasks shared by replicas: owner, lease, answers waiting for the owner.
+    "ALTER TABLE mcp_tasks ADD COLUMN owner_replica TEXT;
+    ALTER TABLE mcp_tasks ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE mcp_tasks ADD COLUMN forwarded_input TEXT;",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

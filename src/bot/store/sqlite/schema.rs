@@ -266,6 +266,11 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
     // 14: the tool definitions LLM calls offered, each distinct set once: on SQLite in the
     // traces file (its migration 2), so nothing here; PostgreSQL makes the table.
     "",
+    // 15: /mcp tasks shared by replicas: the replica that runs a task (its owner), the
+    // lease it renews while it runs it, and answers another replica received for it.
+    "ALTER TABLE mcp_tasks ADD COLUMN owner_replica TEXT;
+    ALTER TABLE mcp_tasks ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE mcp_tasks ADD COLUMN forwarded_input TEXT;",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
