@@ -21,6 +21,12 @@
 #      4 s and then appends its PORTHOLE_TASK_* to a file; the replica running it (found
 #      in task_runs) is killed with SIGKILL mid-run; that due time is rerun once, as
 #      attempt 2, elsewhere, and the file holds exactly one effect per completed run
+#   8. state that crosses replicas (scripts/replicas/shared.py): an MCP task through nginx
+#      (a db_query write waiting for confirmation) polled while a replica other than its
+#      owner restarts, answered (input_required), its completion heard on a
+#      subscriptions/listen stream held on a third replica; a second one cancelled through
+#      nginx and read back, its write never run; a legacy session ended on one replica
+#      refused on the two others within a second
 #
 # Environment:
 #   REPLICAS_OUT        output folder (default target/replicas): logs, nginx.conf, results
@@ -273,5 +279,36 @@ ok = (len(runs) >= 2 and completed == done and all(n == 1 for n in done.values()
 sys.exit(0 if ok else 1)
 PY
 pass "side effects: a due time whose replica was killed mid-run was rerun once as attempt 2, and finished effects = completed runs"
+
+# --- 8. state that crosses replicas: an MCP task and an ended session ------------------------------
+SHARED=(python3 scripts/replicas/shared.py)
+replica_url() { printf 'http://127.0.0.1:%s/mcp' "${REPLICA_PORTS[$1]}"; }
+STARTED="$("${SHARED[@]}" start "$URL")" || fail "starting an MCP task through nginx: $STARTED"
+read -r TASK_ID TASK_OWNER < <(python3 -c 'import json, sys; t = json.loads(sys.argv[1]); print(t["taskId"], t["owner"])' "$STARTED")
+OTHERS=()
+for n in 1 2 3; do [ "replica-$n" = "$TASK_OWNER" ] || OTHERS+=("$n"); done
+LISTENER="${OTHERS[0]}" RESTARTED="${OTHERS[1]}"
+log "MCP task $TASK_ID runs on $TASK_OWNER (waiting for confirmation); listening on replica-$LISTENER"
+"${SHARED[@]}" listen "$(replica_url "$LISTENER")" "$TASK_ID" completed >"$OUT/task-listen.json" 2>&1 &
+LISTEN_PID=$!
+"${SHARED[@]}" poll "$URL" "$TASK_ID" 8 >"$OUT/task-poll.txt" 2>&1 &
+POLL_PID=$!
+sleep 1
+log "restarting replica-$RESTARTED (SIGKILL, then started again) while the task is polled through nginx"
+kill_replica "$RESTARTED"
+start_replica "$RESTARTED" "${REPLICA_PORTS[$RESTARTED]}"
+wait "$POLL_PID" || fail "the task did not stay input_required across the restart: $(cat "$OUT/task-poll.txt")"
+ANSWERED="$("${SHARED[@]}" answer "$URL" "$TASK_ID")" || fail "answering the task through nginx: $ANSWERED"
+wait "$LISTEN_PID" || fail "replica-$LISTENER's listen stream did not hear the completion: $(cat "$OUT/task-listen.json")"
+echo "  polled: $(cat "$OUT/task-poll.txt"); answered: $ANSWERED"
+pass "MCP task run by $TASK_OWNER: polled through nginx across replica-$RESTARTED's restart, answered, its completion heard on replica-$LISTENER"
+CANCELLED="$("${SHARED[@]}" start "$URL" | python3 -c 'import json, sys; print(json.load(sys.stdin)["taskId"])')" \
+  || fail "starting a second MCP task"
+"${SHARED[@]}" cancel "$URL" "$CANCELLED" >"$OUT/task-cancel.json" 2>&1 \
+  || fail "the cancel did not hold, or its write ran: $(cat "$OUT/task-cancel.json")"
+pass "MCP task cancelled through nginx: $(cat "$OUT/task-cancel.json"), its write never ran"
+"${SHARED[@]}" session "$(replica_url 1)" "$(replica_url 2)" "$(replica_url 3)" | tee "$OUT/session-ended.txt" | sed 's/^/  /' \
+  || fail "an ended session was still answered after a second (see $OUT/session-ended.txt)"
+pass "a legacy session ended on replica-1 was refused on replica-2 and replica-3 within a second"
 
 log "done in $((SECONDS - T_START)) s (logs and results in $OUT)"
