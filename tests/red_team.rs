@@ -2,7 +2,8 @@
 //! worked before it was closed: a secret given only to a user tool, read back through
 //! the tool's own output; a secret cut in two by a conversation title; a skill file
 //! swapped for a link to a file outside the skills folder; the read-only token ending,
-//! or listening to, a session the full token opened.
+//! or listening to, a session the full token opened; a second Authorization or Origin
+//! header; and an error that blamed a mode the bot was not in.
 
 mod common;
 
@@ -220,5 +221,20 @@ async fn a_second_authorization_or_origin_header_is_refused_not_ignored() {
     // The web API refuses the same pair on a request that changes state.
     let answer = send("/api/conversations", origins).await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_function_in_full_mode_does_not_blame_read_only_mode() {
+    let app = start_bot(&[]).await;
+    let query = json!({"query": "SELECT load_extension('/tmp/nothing')"});
+    let result = call_tool(&app, "db_query", query).await;
+    let text = error_text(&result);
+    assert!(is_error(&result), "{result}");
+    assert!(!text.contains("DB_QUERY_READONLY=true"), "{text}");
+    assert!(
+        text.contains("never runs functions that reach outside"),
+        "{text}"
+    );
     app.shutdown().await;
 }

@@ -192,6 +192,11 @@ fn sql_error_text(error: &StoreError, settings: &super::Settings) -> String {
             " (the statement ran longer than {} s and was stopped)",
             settings.statement_timeout.as_secs()
         )
+    } else if !settings.db_query_readonly && text.contains("not authorized") {
+        // Refused in every mode: the functions that reach outside the database.
+        " (db_query never runs functions that reach outside the database, such as \
+         load_extension, readfile or writefile)"
+            .to_string()
     } else if text.contains("not authorized")
         || text.contains("readonly")
         || text.contains("read-only")
