@@ -94,12 +94,25 @@ fn tail(secret: &str) -> &str {
     &secret[start..]
 }
 
-/// `text` with every piece of `secret` replaced that a cut could have left: a run of
-/// at least [`MIN_SECRET_LEN`] bytes that begins like the secret (as far as it agrees
-/// with it) or ends like it. Texts are cut before they are redacted (a title is a
+/// Where a cut leaves its mark: the end (or start) of a string, a quote that closes it
+/// inside JSON text, or an ellipsis.
+const CUT_MARKS: [&str; 4] = ["\"", "\\", "…", "..."];
+
+fn cut_after(rest: &str) -> bool {
+    rest.is_empty() || CUT_MARKS.iter().any(|mark| rest.starts_with(mark))
+}
+
+fn cut_before(before: &str) -> bool {
+    before.is_empty() || CUT_MARKS.iter().any(|mark| before.ends_with(mark))
+}
+
+/// `text` with the pieces of `secret` replaced that a cut could have left: a run of at
+/// least [`MIN_SECRET_LEN`] bytes that begins like the secret (as far as it agrees
+/// with it) and stops where a cut would ([`cut_after`]), or that ends like it and
+/// starts where a cut would. Texts are cut before they are redacted (a title is a
 /// message's first 60 characters, an error keeps the end of stderr, a long value loses
-/// its middle), so a secret cut in two must not come back out in halves. A whole
-/// occurrence is the longest such run.
+/// its middle), so a secret cut in two must not come back out in halves. Whole
+/// occurrences are replaced before this runs.
 fn without_pieces<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
     let (head, tail) = (head(secret), tail(secret));
     if !text.contains(head) && !text.contains(tail) {
@@ -112,8 +125,9 @@ fn without_pieces<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
         let agree = agreeing(rest[at..].bytes(), secret.bytes(), |end| {
             rest.is_char_boundary(at + end)
         });
+        let cut = cut_after(&rest[at + agree..]);
         out.push_str(&rest[..at]);
-        out.push_str(REDACTED);
+        out.push_str(if cut { REDACTED } else { &rest[at..at + agree] });
         rest = &rest[at + agree..];
     }
     out.push_str(rest);
@@ -125,13 +139,21 @@ fn without_pieces<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
         let agree = agreeing(rest[..end].bytes().rev(), secret.bytes().rev(), |len| {
             rest.is_char_boundary(end - len)
         });
-        after.push(&rest[end..]);
+        let cut = cut_before(&rest[..end - agree]);
+        after.push((
+            if cut {
+                REDACTED
+            } else {
+                &rest[end - agree..end]
+            },
+            &rest[end..],
+        ));
         rest = &rest[..end - agree];
     }
     let mut clean = rest.to_string();
-    for piece in after.iter().rev() {
-        clean.push_str(REDACTED);
+    for (piece, following) in after.iter().rev() {
         clean.push_str(piece);
+        clean.push_str(following);
     }
     Cow::Owned(clean)
 }
@@ -324,6 +346,11 @@ impl Redactor {
         }
         let mut out = Cow::Borrowed(text);
         for secret in &self.secret_values {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+            }
+        }
+        for secret in &self.secret_values {
             out = without_pieces(out, secret);
         }
         for (pattern, replacement) in SHAPES.iter() {
@@ -477,6 +504,14 @@ mod tests {
             redactor.redact_text(&format!("…{tail} was refused")),
             "…[REDACTED] was refused"
         );
+        // Inside JSON text, a cut string ends at its closing quote.
+        assert_eq!(
+            redactor.redact_text(&format!("{{\"title\":\"{title}\"}}")),
+            "{\"title\":\"my key is [REDACTED]\"}"
+        );
+        // The same bytes that no cut left (an id that happens to share them) stay.
+        let id = format!("call `{}` failed", &secret[..12]);
+        assert_eq!(redactor.redact_text(&id), id);
         let halves = format!("{}…[9 characters]…{}", &secret[..9], &secret[15..]);
         assert_eq!(
             redactor.redact_text(&halves),
