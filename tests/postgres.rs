@@ -538,7 +538,7 @@ async fn a_session_ended_on_one_replica_is_refused_on_another_within_a_second() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica() {
+async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica_and_stays_so() {
     let Some(url) = fresh_database() else {
         return;
     };
@@ -564,6 +564,16 @@ async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica() {
         "disabled",
         "{servers}"
     );
+    // The setting is saved in the shared store: a replica that starts now (or one that
+    // restarts) starts with the server off, whatever mcp.json says.
+    let c = replica(&url, "replica-c", &with_fixture).await;
+    let servers = call_tool(&c, "list_mcp_servers", json!({})).await;
+    assert_eq!(
+        structured(&servers)["servers"][0]["state"],
+        "disabled",
+        "{servers}"
+    );
+    wait_for_tool(&c, "mcp.fixture__echo", false).await;
     let on = call_tool(
         &a,
         "toggle_mcp_server",

@@ -128,6 +128,50 @@ impl Bot {
         }
     }
 
+    /// Applies the enabled states `toggle_mcp_server` saved in earlier runs (or on
+    /// another replica) over what `mcp.json` says. A saved name the file no longer
+    /// lists is left alone.
+    pub async fn restore_mcp_server_settings(&self) {
+        let saved = match self.store.mcp_server_settings().await {
+            Ok(saved) => saved,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the saved MCP server settings; mcp.json decides which servers run");
+                return;
+            }
+        };
+        let current: std::collections::HashMap<String, bool> = self
+            .mcp_host
+            .servers()
+            .into_iter()
+            .map(|s| (s.name, s.enabled))
+            .collect();
+        for (name, enabled) in saved {
+            if current.get(&name).is_some_and(|now| *now != enabled) {
+                tracing::info!(server = %name, enabled, "restored an MCP server toggled at runtime earlier");
+                if let Err(e) = self.mcp_host.set_enabled(&name, enabled).await {
+                    tracing::warn!(server = %name, error = %e, "cannot apply a saved MCP server setting");
+                }
+            }
+        }
+    }
+
+    /// Enables (connects) or disables an MCP server at runtime and saves the choice, so
+    /// it survives a restart and every replica sharing the database starts with it.
+    pub async fn set_mcp_server_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<mcp_client::McpServerStatus, String> {
+        let status = self.mcp_host.set_enabled(name, enabled).await?;
+        if let Err(e) = self.store.save_mcp_server_enabled(name, enabled).await {
+            return Err(format!(
+                "MCP server `{name}` is now {} but the choice could not be saved, so a restart will undo it: {e}",
+                if enabled { "enabled" } else { "disabled" }
+            ));
+        }
+        Ok(status)
+    }
+
     /// Enables or disables one tool at runtime and saves the choice, so it survives a
     /// restart. The error says what to fix (an unknown name, with close matches).
     pub async fn set_tool_enabled(

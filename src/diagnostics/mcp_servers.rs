@@ -69,7 +69,7 @@ impl DiagnosticTool for ToggleMcpServer {
     }
 
     async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
-        match d.bot.mcp_host.set_enabled(&args.name, args.enabled).await {
+        match d.bot.set_mcp_server_enabled(&args.name, args.enabled).await {
             Ok(status) => {
                 super::replicas::announce_mcp_server_toggled(&d.bot, &args.name, args.enabled)
                     .await;

@@ -271,6 +271,22 @@ async fn memories_settings_and_sessions_on(store: Store) {
         ]
     );
 
+    store
+        .save_mcp_server_enabled("github", false)
+        .await
+        .unwrap();
+    store.save_mcp_server_enabled("github", true).await.unwrap();
+    store.save_mcp_server_enabled("files", false).await.unwrap();
+    assert_eq!(
+        store.mcp_server_settings().await.unwrap(),
+        vec![("files".to_string(), false), ("github".to_string(), true)]
+    );
+    assert_eq!(
+        store.tool_settings().await.unwrap().len(),
+        2,
+        "apart from the tools"
+    );
+
     store.record_ended_session("old", 10).await.unwrap();
     store.record_ended_session("new", 1000).await.unwrap();
     store.record_ended_session("new", 1000).await.unwrap();
@@ -647,6 +663,7 @@ async fn schema_on(store: Store) {
         "embeddings",
         "memories",
         "tool_settings",
+        "mcp_server_settings",
         "log_events",
         "mcp_ended_sessions",
         "mcp_tasks",

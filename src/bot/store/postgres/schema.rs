@@ -236,6 +236,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE mcp_tasks ADD COLUMN owner_replica TEXT;
     ALTER TABLE mcp_tasks ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE mcp_tasks ADD COLUMN forwarded_input TEXT;",
+    // 16: MCP servers enabled or disabled at runtime.
+    "CREATE TABLE mcp_server_settings (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

@@ -271,6 +271,13 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE mcp_tasks ADD COLUMN owner_replica TEXT;
     ALTER TABLE mcp_tasks ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE mcp_tasks ADD COLUMN forwarded_input TEXT;",
+    // 16: MCP servers enabled or disabled at runtime (toggle_mcp_server), kept across
+    // restarts and shared by replicas.
+    "CREATE TABLE mcp_server_settings (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
