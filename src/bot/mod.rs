@@ -164,10 +164,7 @@ impl Bot {
     ) -> Result<mcp_client::McpServerStatus, String> {
         let status = self.mcp_host.set_enabled(name, enabled).await?;
         if let Err(e) = self.store.save_mcp_server_enabled(name, enabled).await {
-            return Err(format!(
-                "MCP server `{name}` is now {} but the choice could not be saved, so a restart will undo it: {e}",
-                if enabled { "enabled" } else { "disabled" }
-            ));
+            return Err(not_saved(&format!("MCP server `{name}`"), enabled, &e));
         }
         Ok(status)
     }
@@ -194,15 +191,20 @@ impl Bot {
             "tool enabled state changed at runtime"
         );
         if let Err(e) = self.store.save_tool_enabled(name, enabled).await {
-            return Err(format!(
-                "`{name}` is now {} but the choice could not be saved, so a restart will undo it: {e}",
-                if enabled { "enabled" } else { "disabled" }
-            ));
+            return Err(not_saved(&format!("`{name}`"), enabled, &e));
         }
         self.tools
             .get(name)
             .ok_or_else(|| format!("`{name}` went away while it was being changed"))
     }
+}
+
+/// The error of a runtime switch that took effect but could not be saved.
+fn not_saved(what: &str, enabled: bool, error: &store::StoreError) -> String {
+    let state = if enabled { "enabled" } else { "disabled" };
+    format!(
+        "{what} is now {state} but the choice could not be saved, so a restart will undo it: {error}"
+    )
 }
 
 #[derive(Debug, thiserror::Error)]
