@@ -218,6 +218,58 @@ async fn runs_make_that_many_calls_and_show_each_answer() {
     app.shutdown().await;
 }
 
+/// A 1 MiB answer budget, as `tools/list` declares it.
+const ANSWER_BUDGET: usize = 1024 * 1024;
+
+#[tokio::test]
+async fn a_replay_of_long_answers_keeps_to_the_size_it_declares() {
+    // Five runs of 300 KB each, half of it quotes that JSON writes as two bytes.
+    let long: &'static str = Box::leak("ab\"".repeat(100_000).into_boxed_str());
+    let mut script = vec![Turn::Text(vec!["short"])];
+    script.extend((0..5).map(|_| Turn::Text(vec![long])));
+    let (app, llm) = bot_on("openai", script, &[]).await;
+    let listed = common::modern(&app, 1, "tools/list", json!({})).await;
+    let tool = listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "replay_llm_call")
+        .unwrap()
+        .clone();
+    assert_eq!(tool["_meta"]["anthropic/maxResultSizeChars"], ANSWER_BUDGET);
+
+    call_tool(&app, "send_message", json!({"content": "say something"})).await;
+    let calls = llm_calls(&app).await;
+    let system = "be brief ".repeat(20_000);
+    let replay = call_tool(
+        &app,
+        "replay_llm_call",
+        json!({"span_id": calls[0], "runs": 5, "system": system}),
+    )
+    .await;
+    let replay = structured(&replay);
+    assert_eq!(llm.requests().len(), 6, "all five runs were sent");
+    assert_eq!(llm.requests()[5]["messages"][0]["content"], system.as_str());
+    let size = serde_json::to_vec(&replay).unwrap().len();
+    assert!(size <= ANSWER_BUDGET, "the answer is {size} bytes");
+    assert!(replay["changes"]["system"].as_str().unwrap().len() < 1000);
+    assert_eq!(replay["original"]["text"], "short");
+    assert!(replay["original"].get("text_truncated").is_none());
+    for run in replay["replays"].as_array().unwrap() {
+        let text = run["text"].as_str().unwrap();
+        assert_eq!(run["text_truncated"], true);
+        assert!(
+            text.len() > 50_000 && long.starts_with(text),
+            "{}",
+            text.len()
+        );
+    }
+    for compared in replay["comparison"].as_array().unwrap() {
+        assert_eq!(compared["text_changed"], true);
+    }
+    app.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_batch_replays_what_the_filter_selects() {
     let script = vec![

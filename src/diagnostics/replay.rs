@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::trace_view::{parse_since, since_property};
+use super::trace_view::{MAX_MAX_BYTES, parse_since, since_property};
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::replay::{
@@ -74,7 +74,8 @@ impl DiagnosticTool for ReplayLlmCall {
              the tools offered, the text of messages. One LLM call per run: the tools the model asks for are shown, \
              never run. Answers the original response and each replay's (text, tool calls with arguments, finish \
              reason, tokens, latency) with a comparison. Refuses a request whose redacted parts the model would see \
-             unless allow_redacted. Spends tokens; at most REPLAY_MAX_PER_MINUTE calls a minute.",
+             unless allow_redacted. Spends tokens; at most REPLAY_MAX_PER_MINUTE calls a minute. An answer over 1 MiB \
+             has its texts cut (text_truncated).",
         )
         .input(properties, &["span_id"])
         .output(
@@ -88,6 +89,7 @@ impl DiagnosticTool for ReplayLlmCall {
             &["span_id", "changes", "redacted", "original", "replays", "comparison"],
         )
         .annotations(SPENDS_TOKENS)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     async fn run(&self, d: &Diagnostics, args: ReplayLlmCallArgs, _: &RequestContext) -> Answer {
@@ -102,7 +104,10 @@ impl DiagnosticTool for ReplayLlmCall {
             allow_redacted: args.allow_redacted,
         };
         match replay::replay_call(&d.bot, &args.span_id, &args.changes, options).await {
-            Ok(replay) => Ok(done(json!(replay))),
+            Ok(mut replay) => {
+                replay.fit(MAX_MAX_BYTES);
+                Ok(done(json!(replay)))
+            }
             Err(e) => Ok(failed(e.to_string())),
         }
     }
@@ -155,6 +160,7 @@ impl DiagnosticTool for ReplayLlmCalls {
             &["changes", "rows", "summary"],
         )
         .annotations(SPENDS_TOKENS)
+        .max_result_size(MAX_MAX_BYTES)
     }
 
     async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, _: &RequestContext) -> Answer {
@@ -171,7 +177,10 @@ impl DiagnosticTool for ReplayLlmCalls {
             ..SpanQuery::default()
         };
         match replay::replay_calls(&d.bot, query, &args.changes, args.allow_redacted).await {
-            Ok(batch) => Ok(done(json!(batch))),
+            Ok(mut batch) => {
+                batch.fit(MAX_MAX_BYTES);
+                Ok(done(json!(batch)))
+            }
             Err(e) => Ok(failed(e.to_string())),
         }
     }

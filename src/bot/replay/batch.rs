@@ -30,6 +30,8 @@ pub struct Brief {
 }
 
 const PREVIEW_CHARS: usize = 160;
+/// The characters a row's error keeps (its middle goes), so 20 rows stay short.
+const ERROR_CHARS: usize = 600;
 
 impl Brief {
     fn of(answer: &Answer) -> Brief {
@@ -111,7 +113,7 @@ pub async fn replay_calls(
             Err(error) => {
                 summary.errors += 1;
                 BatchRow {
-                    error: Some(error.to_string()),
+                    error: Some(crate::text::elide_middle(&error.to_string(), ERROR_CHARS)),
                     ..row_of(&call, before)
                 }
             }

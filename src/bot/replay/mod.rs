@@ -10,6 +10,7 @@
 //! `recorded` reads a call back as a request; `limit` keeps the budget.
 
 mod batch;
+mod fit;
 mod limit;
 mod recorded;
 
@@ -138,7 +139,7 @@ pub struct Options {
 }
 
 /// One answer of the model: the recorded one, or a replay's.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Answer {
     pub text: String,
     /// What the model asked to call (never run by a replay).
@@ -148,6 +149,16 @@ pub struct Answer {
     pub output_tokens: Option<i64>,
     pub latency_ms: f64,
     pub error: Option<String>,
+    /// The text was cut to keep the answer within its size ([`Replay::fit`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub text_truncated: bool,
+    /// The tool calls' arguments were left out for the same reason.
+    #[serde(skip_serializing_if = "is_false")]
+    pub tool_calls_truncated: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !flag
 }
 
 impl Answer {
@@ -166,6 +177,7 @@ impl Answer {
             output_tokens: span.output_tokens,
             latency_ms: span.duration_us as f64 / 1000.0,
             error: span.error.clone(),
+            ..Answer::default()
         }
     }
 
@@ -185,16 +197,12 @@ impl Answer {
                 input_tokens: r.usage.and_then(|u| u.input_tokens).map(|n| n as i64),
                 output_tokens: r.usage.and_then(|u| u.output_tokens).map(|n| n as i64),
                 latency_ms,
-                error: None,
+                ..Answer::default()
             },
             Err(e) => Answer {
-                text: String::new(),
-                tool_calls: Vec::new(),
-                finish_reason: None,
-                input_tokens: None,
-                output_tokens: None,
                 latency_ms,
                 error: Some(crate::text::with_causes(e)),
+                ..Answer::default()
             },
         }
     }
