@@ -23,12 +23,11 @@ pub struct Refused {
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.retry_after {
+        match self.retry_after_secs() {
             Some(wait) => write!(
                 f,
-                "replays may make at most {} provider calls a minute (REPLAY_MAX_PER_MINUTE); retry in {} s",
+                "replays may make at most {} provider calls a minute (REPLAY_MAX_PER_MINUTE); retry in {wait} s",
                 self.per_minute,
-                wait.as_secs() + 1
             ),
             None => write!(
                 f,
@@ -36,6 +35,13 @@ impl std::fmt::Display for Refused {
                 self.per_minute
             ),
         }
+    }
+}
+
+impl Refused {
+    /// Whole seconds to wait (rounded up, so a retry then fits), as the message says.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after.map(|wait| wait.as_secs() + 1)
     }
 }
 

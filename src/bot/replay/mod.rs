@@ -328,6 +328,18 @@ pub async fn replay_call(
     })
 }
 
+/// The conversation a span belongs to: its turn's (only a turn's root names it).
+pub async fn conversation_of(bot: &Bot, span: &SpanRecord) -> Result<Option<String>, StoreError> {
+    if span.conversation_id.is_some() {
+        return Ok(span.conversation_id.clone());
+    }
+    let trace = bot.store.trace_spans(&span.trace_id).await?;
+    Ok(trace
+        .into_iter()
+        .filter(|s| s.root_span_id == span.root_span_id)
+        .find_map(|s| s.conversation_id))
+}
+
 /// Sends `request` `runs` times under a trace of its own; returns its id and the answers.
 async fn send(
     bot: &Bot,

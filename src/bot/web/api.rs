@@ -33,7 +33,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             message: message.into(),
@@ -120,7 +120,7 @@ impl From<ScheduleError> for ApiError {
 /// `Json<T>` whose rejections use our error shape.
 #[derive(FromRequest)]
 #[from_request(via(axum::Json), rejection(ApiError))]
-struct ApiJson<T>(T);
+pub(super) struct ApiJson<T>(pub(super) T);
 
 type ApiResult = Result<Json<Value>, ApiError>;
 
@@ -133,6 +133,10 @@ pub fn router(bot: Arc<Bot>) -> Router {
         )
         .route("/conversations/{id}/messages", get(list_messages))
         .route("/conversations/{id}/traces", get(conversation_traces))
+        .route(
+            "/conversations/{id}/replay",
+            post(super::replay::replay_in_conversation),
+        )
         .route("/traces/{trace_id}", get(get_trace))
         .route("/messages", post(send_message))
         .route("/tools", get(list_tools))

@@ -7,6 +7,7 @@
 
 mod api;
 mod assets;
+mod replay;
 mod ws;
 
 use std::sync::Arc;
