@@ -18,6 +18,10 @@ pub fn host_without_port(authority: &str) -> &str {
             None => authority,
         };
     }
+    // Two colons or more without brackets: a bare IPv6 address (`::1`), which has no port.
+    if authority.matches(':').nth(1).is_some() {
+        return authority;
+    }
     match authority.rsplit_once(':') {
         Some((host, port)) if numeric(port) => host,
         _ => authority,
@@ -79,6 +83,7 @@ mod tests {
             "127.0.0.1:3000",
             "localhost",
             "[::1]:8080",
+            "::1",
             "LOCALHOST:1",
             "devbox:3000",
         ] {
@@ -94,6 +99,8 @@ mod tests {
             "[::1]:",
             "localhost:",
             "localhost:80:80",
+            "::1:3000",
+            "::2",
         ] {
             assert!(!host_is_allowed(bad, &hosts), "{bad}");
         }

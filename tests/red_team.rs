@@ -238,3 +238,35 @@ async fn a_refused_function_in_full_mode_does_not_blame_read_only_mode() {
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn read_only_mode_answers_reporting_pragmas_and_refuses_their_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bot.db");
+    let app = start_bot(&[
+        ("DB_QUERY_READONLY", "true"),
+        ("DATABASE_PATH", path.to_str().unwrap()),
+    ])
+    .await;
+    for query in ["PRAGMA journal_mode", "PRAGMA main.journal_mode"] {
+        let result = call_tool(&app, "db_query", json!({"query": query})).await;
+        assert!(!is_error(&result), "{query}: {}", error_text(&result));
+        assert_eq!(
+            result["structuredContent"]["rows"],
+            json!([["wal"]]),
+            "{query}"
+        );
+    }
+    for query in [
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA main.journal_mode = DELETE",
+        "PRAGMA user_version = 7",
+    ] {
+        let result = call_tool(&app, "db_query", json!({"query": query})).await;
+        assert!(is_error(&result), "{query}: {result}");
+        assert!(error_text(&result).contains("DB_QUERY_READONLY"), "{query}");
+    }
+    let version = call_tool(&app, "db_query", json!({"query": "PRAGMA user_version"})).await;
+    assert_ne!(version["structuredContent"]["rows"], json!([[7]]));
+    app.shutdown().await;
+}

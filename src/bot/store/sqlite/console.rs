@@ -290,13 +290,13 @@ fn run_read_only(
     )?;
     c.authorizer(Some(read_only_rule));
     let read_only = c.prepare(sql)?.readonly();
-    if !read_only
-        || matches!(
-            statement_kind(sql).as_str(),
-            "VACUUM" | "BEGIN" | "SAVEPOINT"
-        )
+    let kind = statement_kind(sql);
+    // SQLite calls some reporting PRAGMAs (`journal_mode`) not read-only because the
+    // same PRAGMA with a value would write; the authorizer has already let through only
+    // those that report, or describe a table, so a compiled PRAGMA is a read.
+    if (!read_only && kind != "PRAGMA") || matches!(kind.as_str(), "VACUUM" | "BEGIN" | "SAVEPOINT")
     {
-        return Err(StoreError::ReadOnly(statement_kind(sql)));
+        return Err(StoreError::ReadOnly(kind));
     }
     execute_one(c, sql, params, limit)
 }
