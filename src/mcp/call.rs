@@ -65,7 +65,8 @@ type Handler = Pin<Box<dyn Future<Output = Finished> + Send>>;
 /// A started request: run it with [`Call::run`].
 pub(crate) struct Call {
     handler: InlineHandler,
-    events: mpsc::UnboundedReceiver<StreamEvent>,
+    /// What the handler sends before its result; `None` when it can send nothing.
+    events: Option<mpsc::UnboundedReceiver<StreamEvent>>,
 }
 
 /// How far a call got without a task of its own.
@@ -117,10 +118,12 @@ impl Call {
         streams: bool,
         lifetime: Lifetime,
     ) -> Call {
-        let (outbound, events) = mpsc::unbounded_channel();
-        if streams {
+        // The channel (two allocations) only for a handler that could use it.
+        let events = (streams && ctx.may_send()).then(|| {
+            let (outbound, events) = mpsc::unbounded_channel();
             ctx.outbound = Some(outbound);
-        }
+            events
+        });
         let dispatch =
             AssertUnwindSafe(async move { methods::dispatch(&inner, method, &params, &ctx).await })
                 .catch_unwind()
@@ -155,32 +158,40 @@ impl Call {
             tokio::select! {
                 biased;
                 result = handler => Next::Returned(result),
-                Some(event) = self.events.recv() => Next::Sent(event),
+                Some(event) = next_event(&mut self.events) => Next::Sent(event),
             }
         };
         match next {
             Next::Returned(result) => {
                 self.handler.handler = None;
-                match self.events.try_recv() {
+                let first = self.events.as_mut().map(|events| events.try_recv());
+                match (first, self.events) {
                     // Messages sent in the very poll that returned still go first.
-                    Ok(first) => Progress::Streaming(Streaming {
+                    (Some(Ok(first)), Some(events)) => Progress::Streaming(Streaming {
                         first,
-                        events: self.events,
+                        events,
                         rest: tokio::spawn(std::future::ready(result)),
                     }),
-                    Err(_) => Progress::Done(result),
+                    _ => Progress::Done(result),
                 }
             }
             Next::Sent(first) => {
                 let handler = self.handler.handler.take().expect("not yet taken");
                 Progress::Streaming(Streaming {
                     first,
-                    events: self.events,
+                    events: self.events.expect("an event came through it"),
                     rest: tokio::spawn(handler),
                 })
             }
         }
     }
+}
+
+/// The next message on `events`; `None` at once when there is no channel.
+async fn next_event(
+    events: &mut Option<mpsc::UnboundedReceiver<StreamEvent>>,
+) -> Option<StreamEvent> {
+    events.as_mut()?.recv().await
 }
 
 /// The handler while it runs inline; on drop, it finishes in a task if its lifetime

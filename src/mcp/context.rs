@@ -123,6 +123,13 @@ impl RequestContext {
         }
     }
 
+    /// Whether this request could send anything before its result: progress needs the
+    /// client's token, log lines its threshold, and the legacy era may also send
+    /// server→client requests or a disconnect. Keep in step with the senders here.
+    pub(crate) fn may_send(&self) -> bool {
+        self.progress_token.is_some() || self.log_threshold.is_some() || !self.era.is_modern()
+    }
+
     fn send(&self, mut message: Value) {
         self.redactor.redact(&mut message);
         if let Some(out) = &self.outbound {

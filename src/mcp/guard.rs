@@ -1,5 +1,7 @@
-//! The `/mcp` guards: small checks that one middleware layer runs in this order (one
-//! layer, not four: each layer costs a boxed future and a move of the request):
+//! The `/mcp` guards: small checks that one layer runs in this order (one layer, not
+//! four, and a hand-written one: the checks never wait, so a request that passes goes
+//! straight on to the route, without the boxed future and the copy of the route per
+//! request that `axum::middleware::from_fn` makes):
 //!
 //! 1. **localhost** — the peer address must be loopback, even when the bot binds wider;
 //! 2. **misconfiguration** — enabled without a secret (and auth not disabled) answers
@@ -14,13 +16,15 @@
 //!
 //! Every refusal is a JSON-RPC error body (no `id`) with a message that says what to fix.
 
+use std::future::Ready;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::Either;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -95,25 +99,61 @@ type Check = fn(&GuardConfig, &Request) -> Option<Response>;
 /// The checks, in the order they run; the token comes last ([`authenticate`]).
 const CHECKS: [Check; 3] = [localhost_only, not_misconfigured, same_machine_origin];
 
-/// The middleware: every check in order; the first refusal answers. A request that
-/// passes carries its [`Access`].
-pub async fn guard(
-    State(config): State<Arc<GuardConfig>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// The guard around a route: every check in order; the first refusal answers. A
+/// request that passes carries its [`Access`].
+#[derive(Clone)]
+pub(crate) struct GuardLayer(pub(crate) Arc<GuardConfig>);
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            config: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// A route behind the guard (see [`GuardLayer`]).
+#[derive(Clone)]
+pub(crate) struct Guarded<S> {
+    config: Arc<GuardConfig>,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Guarded<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        match admit(&self.config, &request) {
+            Ok(access) => {
+                request.extensions_mut().insert(access);
+                Either::Right(self.inner.call(request))
+            }
+            Err(refusal) => Either::Left(std::future::ready(Ok(refusal))),
+        }
+    }
+}
+
+/// The request's access, or the refusal of the first check it fails.
+#[allow(clippy::result_large_err)]
+fn admit(config: &GuardConfig, request: &Request) -> Result<Access, Response> {
     for check in CHECKS {
-        if let Some(refusal) = check(&config, &request) {
-            return refusal;
+        if let Some(refusal) = check(config, request) {
+            return Err(refusal);
         }
     }
-    match authenticate(&config, &request) {
-        Ok(access) => {
-            request.extensions_mut().insert(access);
-            next.run(request).await
-        }
-        Err(reason) => unauthorized(reason),
-    }
+    authenticate(config, request).map_err(unauthorized)
 }
 
 fn localhost_only(_: &GuardConfig, request: &Request) -> Option<Response> {

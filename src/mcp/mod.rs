@@ -51,7 +51,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::middleware::from_fn_with_state;
 use axum::routing::{any, post};
 use sha2::Digest;
 
@@ -371,7 +370,7 @@ impl McpServer {
                 post(http::handle_post)
                     .get(http::handle_get)
                     .delete(http::handle_delete)
-                    .layer(from_fn_with_state(guard, guard::guard)),
+                    .layer(guard::GuardLayer(guard)),
             )
             .with_state(self.inner.clone());
         Router::new()

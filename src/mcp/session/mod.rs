@@ -111,7 +111,7 @@ pub struct Session {
     log_threshold: AtomicU8,
     next_client_request: AtomicU64,
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
-    in_flight: Mutex<HashMap<String, AbortHandle>>,
+    in_flight: Mutex<HashMap<InFlightKey, AbortHandle>>,
     subscriptions: Mutex<HashSet<String>>,
     streams: Mutex<Streams>,
 }
@@ -186,7 +186,7 @@ impl Session {
     /// guard is dropped; the registration goes to the request's handler.
     pub fn track(self: &Arc<Self>, request_id: &Value) -> (Tracked, AbortRegistration) {
         let (handle, registration) = AbortHandle::new_pair();
-        let key = request_id.to_string();
+        let key = InFlightKey::of(request_id);
         lock(&self.in_flight).insert(key.clone(), handle);
         let tracked = Tracked {
             session: self.clone(),
@@ -197,7 +197,7 @@ impl Session {
 
     /// `notifications/cancelled`: stops the request's work if it is still running.
     pub fn cancel(&self, request_id: &Value) -> bool {
-        match lock(&self.in_flight).remove(&request_id.to_string()) {
+        match lock(&self.in_flight).remove(&InFlightKey::of(request_id)) {
             Some(handle) => {
                 handle.abort();
                 true
@@ -403,9 +403,15 @@ impl Sessions {
     /// What a genuine id says; `None` for a forged, altered or malformed one.
     fn verify(&self, id: &str) -> Option<Minted> {
         let (payload, tag) = id.split_once('.')?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        if payload.len() != 22 || !self.sealer.verify(&payload, &tag) {
+        // Decoded on the stack (this runs on every legacy request); anything longer than
+        // the buffers is no id of ours.
+        let (mut payload_buffer, mut tag_buffer) = ([0u8; 32], [0u8; 32]);
+        let payload_len = URL_SAFE_NO_PAD
+            .decode_slice(payload, &mut payload_buffer)
+            .ok()?;
+        let tag_len = URL_SAFE_NO_PAD.decode_slice(tag, &mut tag_buffer).ok()?;
+        let (payload, tag) = (&payload_buffer[..payload_len], &tag_buffer[..tag_len]);
+        if payload.len() != 22 || !self.sealer.verify(payload, tag) {
             return None;
         }
         Some(Minted {
@@ -487,7 +493,27 @@ fn remove_live(live: &mut HashMap<String, Arc<Session>>, id: &str) -> Option<Arc
 /// A request of a session that can still be cancelled; dropping it forgets the request.
 pub struct Tracked {
     session: Arc<Session>,
-    key: String,
+    key: InFlightKey,
+}
+
+/// A request id as the key of the requests in flight: the id's JSON text, so `7` and
+/// `"7"` stay apart, except that an integer id (most are) is kept as its number, not
+/// written out into a string on every request.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum InFlightKey {
+    Integer(i128),
+    Text(String),
+}
+
+impl InFlightKey {
+    fn of(id: &Value) -> InFlightKey {
+        match id.as_i64().map(i128::from).or(id.as_u64().map(i128::from)) {
+            Some(n) => InFlightKey::Integer(n),
+            // Other numbers never print as bare digits (`7.0`, `1e300`), so no text
+            // key equals an integer's.
+            None => InFlightKey::Text(id.to_string()),
+        }
+    }
 }
 
 impl Drop for Tracked {
