@@ -9,6 +9,8 @@
 //   E2E_MCP_SECRET    bearer token of the bot's /mcp (the bot runs with
 //                     MCP_SERVER_ENABLED=true); without it the MCP check fails
 //   E2E_TIMEOUT_SECS  the whole run is failed after this long (default 300)
+//   E2E_REPLAY_URL    a second bot, on a fake provider, for the Replay button
+//                     (the offline provider has nothing to replay)
 //   E2E_PAGE_FROM_SRC=1  serve /, /app.js and /style.css from
 //                     src/bot/web/static instead of the copies embedded in the
 //                     binary (to try page edits without a rebuild; /api and /ws
@@ -33,8 +35,22 @@ const CHROMIUM = '/usr/bin/chromium';
 const MCP_SECRET = process.env.E2E_MCP_SECRET || '';
 const MCP_PROTOCOL_VERSION = '2026-07-28';
 const STATIC_DIR = resolve(here, '..', 'src', 'bot', 'web', 'static');
-const PAGE_ASSETS = { '/': 'index.html', '/app.js': 'app.js', '/trace-panel.js': 'trace-panel.js', '/style.css': 'style.css' };
-const PAGE_TYPES = { '/': 'text/html; charset=utf-8', '/app.js': 'text/javascript; charset=utf-8', '/trace-panel.js': 'text/javascript; charset=utf-8', '/style.css': 'text/css; charset=utf-8' };
+const REPLAY_URL = (process.env.E2E_REPLAY_URL || '').replace(/\/+$/, '');
+const PAGE_ASSETS = {
+  '/': 'index.html',
+  '/app.js': 'app.js',
+  '/trace-panel.js': 'trace-panel.js',
+  '/replay-form.js': 'replay-form.js',
+  '/style.css': 'style.css',
+};
+const JS_TYPE = 'text/javascript; charset=utf-8';
+const PAGE_TYPES = {
+  '/': 'text/html; charset=utf-8',
+  '/app.js': JS_TYPE,
+  '/trace-panel.js': JS_TYPE,
+  '/replay-form.js': JS_TYPE,
+  '/style.css': 'text/css; charset=utf-8',
+};
 const PAGE_FROM_SRC = /^(1|true|yes)$/i.test(process.env.E2E_PAGE_FROM_SRC || '');
 const TIMEOUT_SECS = Number(process.env.E2E_TIMEOUT_SECS) > 0 ? Number(process.env.E2E_TIMEOUT_SECS) : 300;
 const e2eRequire = createRequire(join(here, '.e2e', 'package.json'));
@@ -126,6 +142,57 @@ async function mcpToolCall(name, args) {
   return message.result;
 }
 
+/** On the bot with a fake provider: chat once, open the turn's LLM call, replay it with
+ * another system prompt, and find the new answer beside the original. */
+async function replayAnLlmCall(replayPage) {
+  await replayPage.goto(`${REPLAY_URL}/`, { waitUntil: 'load', timeout: 15000 });
+  await replayPage.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+  await replayPage.click('#message-input');
+  await replayPage.keyboard.type('Say hello.');
+  await replayPage.keyboard.press('Enter');
+  const panel = replayPage.locator('.message.assistant[data-state="done"] .trace-panel').first();
+  await panel.waitFor({ timeout: 30000 });
+  await panel.locator('summary').first().click();
+  const llmRow = panel.locator('.trace-span[data-kind="llm"]').first();
+  await llmRow.waitFor({ timeout: 10000 });
+  await llmRow.locator('> summary').click();
+  await llmRow.locator('.replay-open').click();
+  const form = llmRow.locator('.replay-form');
+  const system = form.locator('textarea');
+  const recorded = await system.inputValue();
+  if (!recorded.trim()) throw new Error('the form is not prefilled with the recorded system prompt');
+  const model = await form.locator('input[type="text"]').inputValue();
+  if (model !== 'e2e-fake-model') throw new Error(`the form shows model ${JSON.stringify(model)}`);
+  await system.fill('You are a pirate. Answer in one line.');
+  await form.locator('.replay-submit').click();
+  const columns = form.locator('.replay-columns');
+  try {
+    await columns.waitFor({ timeout: 15000 });
+  } catch (err) {
+    const refusal = await form.locator('.replay-error').innerText().catch(() => '');
+    throw new Error(`no result beside the original${refusal ? `: ${refusal}` : ''} (${err.message.split('\n')[0]})`);
+  }
+  const texts = await columns.locator('.replay-text').allInnerTexts();
+  if (texts.length !== 2) throw new Error(`${texts.length} answers shown, expected the original and the replay`);
+  if (!texts[0].includes(recorded.split('\n')[0].slice(0, 30))) {
+    throw new Error(`the original answer is ${JSON.stringify(texts[0])}`);
+  }
+  if (!texts[1].includes('You are a pirate')) throw new Error(`the replay answered ${JSON.stringify(texts[1])}`);
+  const changed = (await form.locator('.replay-changed').innerText()).trim();
+  if (!/system prompt/.test(changed)) throw new Error(`the change is shown as ${JSON.stringify(changed)}`);
+  await form.scrollIntoViewIfNeeded();
+  const file = join(outDir, 'trace-replay.png');
+  await replayPage.screenshot({ path: file });
+  // A refusal is shown in the form, never swallowed.
+  await form.locator('input[type="number"]').first().fill('5');
+  await form.locator('.replay-submit').click();
+  const error = form.locator('.replay-error');
+  await error.waitFor({ state: 'visible', timeout: 10000 });
+  const refusal = await error.innerText();
+  if (!refusal.includes('temperature 5 is out of range')) throw new Error(`the refusal shows ${JSON.stringify(refusal)}`);
+  return `${changed}; replay: ${texts[1].slice(0, 80)}; refusal: ${refusal.slice(0, 80)}; screenshot ${file}`;
+}
+
 function readLog() {
   try {
     return stripAnsi(readFileSync(logFile, 'utf8'));
@@ -176,9 +243,9 @@ try {
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   if (PAGE_FROM_SRC) {
-    const origin = new URL(baseUrl).origin;
+    const origins = [baseUrl, REPLAY_URL].filter(Boolean).map((u) => new URL(u).origin);
     await context.route(
-      (url) => url.origin === origin && Object.hasOwn(PAGE_ASSETS, url.pathname),
+      (url) => origins.includes(url.origin) && Object.hasOwn(PAGE_ASSETS, url.pathname),
       (route) =>
         route.fulfill({
           status: 200,
@@ -370,6 +437,17 @@ try {
     throw new Error(
       `web_log found no line containing "${probe}" within 10 s; last result: ${JSON.stringify(last && last.structuredContent).slice(0, 300)}`
     );
+  });
+
+  await step('the Replay button replays an LLM call with another system prompt', async () => {
+    if (!REPLAY_URL) throw new Error('E2E_REPLAY_URL is not set (run scripts/browser-e2e.sh)');
+    const replayPage = await context.newPage();
+    replayPage.on('pageerror', (err) => pageErrors.push(err.stack || err.message || String(err)));
+    try {
+      return await replayAnLlmCall(replayPage);
+    } finally {
+      await replayPage.close();
+    }
   });
 
   await step('screenshot 1280x800', async () => {

@@ -10,7 +10,8 @@
 # Installs Debian's chromium (if /usr/bin/chromium is missing) and a pinned
 # playwright-core into scripts/.e2e/, starts the bot on a free port with a
 # throwaway database, a clean environment and its MCP server enabled (random
-# secret), then runs scripts/browser-e2e.mjs against it.
+# secret), and a second one on a fake provider (scripts/browser-e2e-fake-llm.mjs)
+# for the Replay button, then runs scripts/browser-e2e.mjs against them.
 set -euo pipefail
 
 PLAYWRIGHT_CORE_VERSION="1.65.1"
@@ -109,23 +110,29 @@ fi
 mkdir -p "$OUT_DIR"
 OUT_DIR_ABS="$(cd "$OUT_DIR" && pwd)"
 # Leftovers of an earlier run would pass for this run's output.
-rm -f "$OUT_DIR_ABS"/chat-*.png "$OUT_DIR_ABS"/failure.png
+rm -f "$OUT_DIR_ABS"/chat-*.png "$OUT_DIR_ABS"/trace-*.png "$OUT_DIR_ABS"/failure.png
 TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/porthole-e2e.XXXXXX")"
 BOT_LOG="$OUT_DIR_ABS/bot.log"
-: >"$BOT_LOG"
-BOT_PID=""
+REPLAY_BOT_LOG="$OUT_DIR_ABS/replay-bot.log"
+# Every process this script starts (bots, the fake provider), stopped on exit.
+PIDS=()
+
+stop_pid() {
+  local pid="$1"
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
 
 cleanup() {
   local status=$?
-  if [ -n "$BOT_PID" ] && kill -0 "$BOT_PID" 2>/dev/null; then
-    kill "$BOT_PID" 2>/dev/null || true
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-      kill -0 "$BOT_PID" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -9 "$BOT_PID" 2>/dev/null || true
-    wait "$BOT_PID" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
   rm -rf "$TMP_DIR"
   exit "$status"
 }
@@ -138,57 +145,87 @@ trap 'exit 143' TERM
 MCP_SECRET="$(node -e 'process.stdout.write(require("crypto").randomBytes(32).toString("hex"))')"
 [ "${#MCP_SECRET}" -eq 64 ] || die "could not generate an MCP secret"
 
-log "starting $BIN (log: $BOT_LOG)"
-# A clean environment (no LLM_*, MCP_*, LOG_FILE, … from the caller or CI), run
-# from the temp dir so no project .env or mcp.json is picked up: the bot uses
-# its offline provider and a throwaway database.
-(
-  cd "$TMP_DIR"
-  exec env -i \
-    PATH="$PATH" \
-    HOME="$TMP_DIR" \
-    LANG=C.UTF-8 \
-    PORT=0 \
-    HOST=127.0.0.1 \
-    DATABASE_PATH="$TMP_DIR/e2e.db" \
-    WEB_CONSOLE_FORWARDING=false \
-    MCP_SERVER_ENABLED=true \
-    MCP_SERVER_SECRET="$MCP_SECRET" \
-    RUST_LOG=info \
-    NO_COLOR=1 \
-    "$BIN_ABS"
-) >"$BOT_LOG" 2>&1 </dev/null &
-BOT_PID=$!
-
 strip_ansi() { sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
 
-URL=""
-deadline=$((SECONDS + 30))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  line="$(strip_ansi <"$BOT_LOG" | grep -m1 'listening on http://' || true)"
-  if [ -n "$line" ]; then
-    URL="$(printf '%s\n' "$line" | grep -oE 'http://[^[:space:]"'"'"',;)]+' | head -n1)"
-    URL="${URL%/}"
-    break
-  fi
-  if ! kill -0 "$BOT_PID" 2>/dev/null; then
-    log "bot exited early; last log lines:"
-    tail -n 40 "$BOT_LOG" >&2 || true
-    die "bot exited before it was listening"
-  fi
-  sleep 0.2
-done
-if [ -z "$URL" ]; then
+# start_porthole LOG_FILE DATABASE [NAME=VALUE ...]
+# Starts the bot in a clean environment (no LLM_*, MCP_*, LOG_FILE, … from the caller
+# or CI), run from the temp dir so no project .env or mcp.json is picked up, with the
+# database DATABASE in the temp dir, its MCP server enabled and the NAME=VALUE pairs
+# given; without LLM_* pairs it uses its offline provider. Waits up to 30 s for it to
+# listen. Sets STARTED_URL.
+start_porthole() {
+  local log_file="$1" database="$2" pid line deadline
+  shift 2
+  : >"$log_file"
+  log "starting $BIN (log: $log_file)"
+  (
+    cd "$TMP_DIR"
+    exec env -i \
+      PATH="$PATH" \
+      HOME="$TMP_DIR" \
+      LANG=C.UTF-8 \
+      PORT=0 \
+      HOST=127.0.0.1 \
+      DATABASE_PATH="$TMP_DIR/$database" \
+      WEB_CONSOLE_FORWARDING=false \
+      MCP_SERVER_ENABLED=true \
+      MCP_SERVER_SECRET="$MCP_SECRET" \
+      RUST_LOG=info \
+      NO_COLOR=1 \
+      "$@" \
+      "$BIN_ABS"
+  ) >"$log_file" 2>&1 </dev/null &
+  pid=$!
+  PIDS+=("$pid")
+  STARTED_URL=""
+  deadline=$((SECONDS + 30))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    line="$(strip_ansi <"$log_file" | grep -m1 'listening on http://' || true)"
+    if [ -n "$line" ]; then
+      STARTED_URL="$(printf '%s\n' "$line" | grep -oE 'http://[^[:space:]"'"'"',;)]+' | head -n1)"
+      STARTED_URL="${STARTED_URL%/}"
+      log "bot is listening on $STARTED_URL"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "bot exited early; last log lines:"
+      tail -n 40 "$log_file" >&2 || true
+      die "bot exited before it was listening"
+    fi
+    sleep 0.2
+  done
   log "last log lines:"
-  tail -n 40 "$BOT_LOG" >&2 || true
+  tail -n 40 "$log_file" >&2 || true
   die "no 'listening on http://' line within 30 s"
-fi
-log "bot is listening on $URL"
+}
+
+# The chat steps run against a bot on its offline provider.
+start_porthole "$BOT_LOG" e2e.db
+URL="$STARTED_URL"
+
+# The Replay step needs a real provider (the offline one has nothing to replay): a
+# second bot on a fake OpenAI-compatible server.
+FAKE_LLM_OUT="$TMP_DIR/fake-llm.out"
+node scripts/browser-e2e-fake-llm.mjs >"$FAKE_LLM_OUT" 2>&1 </dev/null &
+PIDS+=("$!")
+FAKE_LLM_PORT=""
+deadline=$((SECONDS + 10))
+while [ -z "$FAKE_LLM_PORT" ] && [ "$SECONDS" -lt "$deadline" ]; do
+  FAKE_LLM_PORT="$(sed -nE 's/^PORT ([0-9]+)$/\1/p' "$FAKE_LLM_OUT" | head -n1)"
+  [ -n "$FAKE_LLM_PORT" ] || sleep 0.1
+done
+[ -n "$FAKE_LLM_PORT" ] || die "the fake provider did not start: $(cat "$FAKE_LLM_OUT")"
+start_porthole "$REPLAY_BOT_LOG" e2e-replay.db \
+  LLM_PROVIDER=openai \
+  LLM_BASE_URL="http://127.0.0.1:$FAKE_LLM_PORT/v1" \
+  LLM_API_KEY=sk-e2e-fake-provider-key \
+  LLM_MODEL=e2e-fake-model
+REPLAY_URL="$STARTED_URL"
 
 status=0
-E2E_MCP_SECRET="$MCP_SECRET" E2E_TIMEOUT_SECS="$E2E_TIMEOUT_SECS" \
+E2E_MCP_SECRET="$MCP_SECRET" E2E_TIMEOUT_SECS="$E2E_TIMEOUT_SECS" E2E_REPLAY_URL="$REPLAY_URL" \
   node scripts/browser-e2e.mjs "$URL" "$BOT_LOG" "$OUT_DIR_ABS" || status=$?
 if [ "$status" -ne 0 ]; then
-  log "FAILED (exit $status); screenshots and bot.log in $OUT_DIR_ABS"
+  log "FAILED (exit $status); screenshots, bot.log and replay-bot.log in $OUT_DIR_ABS"
 fi
 exit "$status"

@@ -40,7 +40,12 @@ async fn page_and_every_api_route() {
             .starts_with("text/html")
     );
     assert!(page.text().await.unwrap().contains("app.js"));
-    for asset in ["/app.js", "/style.css"] {
+    for asset in [
+        "/app.js",
+        "/trace-panel.js",
+        "/replay-form.js",
+        "/style.css",
+    ] {
         assert_eq!(
             client()
                 .get(format!("{base}{asset}"))

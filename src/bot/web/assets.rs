@@ -8,6 +8,7 @@ use axum::routing::get;
 const INDEX_HTML: &str = include_str!("static/index.html");
 const APP_JS: &str = include_str!("static/app.js");
 const TRACE_PANEL_JS: &str = include_str!("static/trace-panel.js");
+const REPLAY_FORM_JS: &str = include_str!("static/replay-form.js");
 const STYLE_CSS: &str = include_str!("static/style.css");
 
 fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
@@ -33,6 +34,10 @@ pub fn router() -> Router {
         .route(
             "/trace-panel.js",
             get(|| async { asset("text/javascript; charset=utf-8", TRACE_PANEL_JS) }),
+        )
+        .route(
+            "/replay-form.js",
+            get(|| async { asset("text/javascript; charset=utf-8", REPLAY_FORM_JS) }),
         )
         .route(
             "/style.css",

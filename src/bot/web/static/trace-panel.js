@@ -4,8 +4,9 @@
  * Opening it reads GET /api/traces/{trace_id} (read-only; the server redacts every
  * answer) and shows the turn's LLM calls, tool calls and worker agents as a timeline:
  * a bar for when each ran within the turn, its duration, tokens and error. Each row
- * opens to the full request and response it recorded. Plain JavaScript, no build step;
- * app.js calls window.PortholeTrace.attach / attachHistory.
+ * opens to the full request and response it recorded; an LLM row also to its Replay
+ * button (replay-form.js). Plain JavaScript, no build step; app.js calls
+ * window.PortholeTrace.attach / attachHistory.
  */
 (function tracePanel() {
   'use strict';
@@ -52,7 +53,7 @@
     return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
   }
 
-  function details(span) {
+  function details(span, conversationId) {
     var box = el('div', 'trace-details');
     var attrs = span.attributes || {};
     if (span.error) box.appendChild(el('div', 'trace-error', span.error));
@@ -69,10 +70,13 @@
       box.appendChild(el('div', 'trace-key', key));
       box.appendChild(el('pre', 'trace-payload', payloadText(attrs[key])));
     });
+    if (span.kind === 'llm' && conversationId && window.PortholeReplay) {
+      window.PortholeReplay.attach(box, span, conversationId);
+    }
     return box;
   }
 
-  function row(span, depth, turnStart, turnLength) {
+  function row(span, depth, turnStart, turnLength, conversationId) {
     var item = el('details', 'trace-span');
     item.dataset.kind = span.kind;
     item.dataset.status = span.error ? 'error' : 'ok';
@@ -92,7 +96,7 @@
     head.appendChild(el('span', 'trace-tokens', tokensText(span)));
     if (span.error) head.appendChild(el('span', 'trace-failed', 'failed'));
     item.appendChild(head);
-    item.appendChild(details(span));
+    item.appendChild(details(span, conversationId));
     return item;
   }
 
@@ -112,8 +116,12 @@
       ' \u00b7 ' + tools.length + ' tool call' + (tools.length === 1 ? '' : 's') + ' \u00b7 ' + ms(end - start) +
       (tokensIn || tokensOut ? ' \u00b7 ' + tokensIn + '\u2192' + tokensOut + ' tokens' : '') +
       (failed ? ' \u00b7 ' + failed + ' failed' : '');
+    /* The turn's root names the conversation: the only one whose calls the page may replay. */
+    var conversationId = (spans.filter(function (s) { return s.conversation_id; })[0] || {}).conversation_id;
     var list = el('div', 'trace-timeline');
-    spans.forEach(function (s) { list.appendChild(row(s, depthOf(s, byId), start, end - start)); });
+    spans.forEach(function (s) {
+      list.appendChild(row(s, depthOf(s, byId), start, end - start, conversationId));
+    });
     panel.replaceChild(list, panel.querySelector('.trace-body'));
   }
 
@@ -173,5 +181,5 @@
     }
   }
 
-  window.PortholeTrace = { attach: attach, attachHistory: attachHistory };
+  window.PortholeTrace = { attach: attach, attachHistory: attachHistory, el: el };
 })();
