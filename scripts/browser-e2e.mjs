@@ -36,6 +36,8 @@ const MCP_SECRET = process.env.E2E_MCP_SECRET || '';
 const MCP_PROTOCOL_VERSION = '2026-07-28';
 const STATIC_DIR = resolve(here, '..', 'src', 'bot', 'web', 'static');
 const REPLAY_URL = (process.env.E2E_REPLAY_URL || '').replace(/\/+$/, '');
+// The replay bot's provider key (a fake one): in a message, the stored request redacts it.
+const E2E_FAKE_LLM_KEY = process.env.E2E_FAKE_LLM_KEY || '';
 const PAGE_ASSETS = {
   '/': 'index.html',
   '/app.js': 'app.js',
@@ -147,17 +149,7 @@ async function mcpToolCall(name, args) {
 async function replayAnLlmCall(replayPage) {
   await replayPage.goto(`${REPLAY_URL}/`, { waitUntil: 'load', timeout: 15000 });
   await replayPage.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
-  await replayPage.click('#message-input');
-  await replayPage.keyboard.type('Say hello.');
-  await replayPage.keyboard.press('Enter');
-  const panel = replayPage.locator('.message.assistant[data-state="done"] .trace-panel').first();
-  await panel.waitFor({ timeout: 30000 });
-  await panel.locator('summary').first().click();
-  const llmRow = panel.locator('.trace-span[data-kind="llm"]').first();
-  await llmRow.waitFor({ timeout: 10000 });
-  await llmRow.locator('> summary').click();
-  await llmRow.locator('.replay-open').click();
-  const form = llmRow.locator('.replay-form');
+  const form = await openReplayForm(replayPage, 'Say hello.', 0);
   const system = form.locator('textarea');
   const recorded = await system.inputValue();
   if (!recorded.trim()) throw new Error('the form is not prefilled with the recorded system prompt');
@@ -190,7 +182,41 @@ async function replayAnLlmCall(replayPage) {
   await error.waitFor({ state: 'visible', timeout: 10000 });
   const refusal = await error.innerText();
   if (!refusal.includes('temperature 5 is out of range')) throw new Error(`the refusal shows ${JSON.stringify(refusal)}`);
-  return `${changed}; replay: ${texts[1].slice(0, 80)}; refusal: ${refusal.slice(0, 80)}; screenshot ${file}`;
+  const redacted = await replayRedacted(replayPage);
+  return `${changed}; replay: ${texts[1].slice(0, 80)}; refusals: ${refusal.slice(0, 60)}, ${redacted}; screenshot ${file}`;
+}
+
+/** Sends `message`, opens the panel of answer number `answer` and its LLM row's Replay form. */
+async function openReplayForm(replayPage, message, answer) {
+  await replayPage.click('#message-input');
+  await replayPage.keyboard.type(message);
+  await replayPage.keyboard.press('Enter');
+  const panel = replayPage.locator('.message.assistant[data-state="done"] .trace-panel').nth(answer);
+  await panel.waitFor({ timeout: 30000 });
+  await panel.locator('summary').first().click();
+  const llmRow = panel.locator('.trace-span[data-kind="llm"]').first();
+  await llmRow.waitFor({ timeout: 10000 });
+  await llmRow.locator('> summary').click();
+  await llmRow.locator('.replay-open').click();
+  return llmRow.locator('.replay-form');
+}
+
+/** A call whose stored request holds [REDACTED] (the provider's key was in the message) is
+ * refused until the allow_redacted box is ticked. */
+async function replayRedacted(replayPage) {
+  const form = await openReplayForm(replayPage, `my key is ${E2E_FAKE_LLM_KEY}`, 1);
+  const allow = form.locator('.replay-allow');
+  if (!(await allow.isVisible())) throw new Error('no allow_redacted box for a request with [REDACTED]');
+  await form.locator('.replay-submit').click();
+  const error = form.locator('.replay-error');
+  await error.waitFor({ state: 'visible', timeout: 10000 });
+  const refusal = await error.innerText();
+  if (!refusal.includes('allow_redacted')) throw new Error(`the redaction refusal shows ${JSON.stringify(refusal)}`);
+  await allow.locator('input').check();
+  await form.locator('.replay-submit').click();
+  await form.locator('.replay-columns').waitFor({ timeout: 15000 });
+  if (await error.isVisible()) throw new Error(`still refused: ${await error.innerText()}`);
+  return 'redacted parts sent once the box was ticked';
 }
 
 function readLog() {

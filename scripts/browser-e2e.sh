@@ -215,15 +215,18 @@ while [ -z "$FAKE_LLM_PORT" ] && [ "$SECONDS" -lt "$deadline" ]; do
   [ -n "$FAKE_LLM_PORT" ] || sleep 0.1
 done
 [ -n "$FAKE_LLM_PORT" ] || die "the fake provider did not start: $(cat "$FAKE_LLM_OUT")"
+# A key of the fake provider only; the replay step types it to see it redacted.
+FAKE_LLM_KEY="sk-e2e-fake-provider-key-0123456789"
 start_porthole "$REPLAY_BOT_LOG" e2e-replay.db \
   LLM_PROVIDER=openai \
   LLM_BASE_URL="http://127.0.0.1:$FAKE_LLM_PORT/v1" \
-  LLM_API_KEY=sk-e2e-fake-provider-key \
+  LLM_API_KEY="$FAKE_LLM_KEY" \
   LLM_MODEL=e2e-fake-model
 REPLAY_URL="$STARTED_URL"
 
 status=0
 E2E_MCP_SECRET="$MCP_SECRET" E2E_TIMEOUT_SECS="$E2E_TIMEOUT_SECS" E2E_REPLAY_URL="$REPLAY_URL" \
+  E2E_FAKE_LLM_KEY="$FAKE_LLM_KEY" \
   node scripts/browser-e2e.mjs "$URL" "$BOT_LOG" "$OUT_DIR_ABS" || status=$?
 if [ "$status" -ne 0 ]; then
   log "FAILED (exit $status); screenshots, bot.log and replay-bot.log in $OUT_DIR_ABS"
