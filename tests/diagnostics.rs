@@ -83,7 +83,13 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
         let declared = &tool["_meta"]["anthropic/maxResultSizeChars"];
         if matches!(
             name,
-            "get_trace" | "get_llm_call" | "db_query" | "server_log" | "web_log"
+            "get_trace"
+                | "get_llm_call"
+                | "db_query"
+                | "server_log"
+                | "web_log"
+                | "replay_llm_call"
+                | "replay_llm_calls"
         ) {
             assert_eq!(declared, 1024 * 1024, "{name}");
         } else {
