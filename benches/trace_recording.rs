@@ -77,6 +77,7 @@ fn runtime() -> Runtime {
 fn settings() -> TraceSettings {
     TraceSettings {
         max_turns: 1_000,
+        max_mcp_calls: 1_000,
         max_age: Duration::from_secs(3600),
         max_payload_bytes: 32 * 1024,
     }
@@ -224,7 +225,7 @@ fn llm_spans_of(count: usize, messages: usize) -> Vec<SpanRecord> {
                 is_root: false,
                 root_span_id: String::new(),
                 kind: SpanKind::Llm,
-                name: format!("chat fake-model {n}"),
+                name: format!("chat fake-model {n}").into(),
                 source: None,
                 conversation_id: None,
                 start_us: 1_763_900_000_000_000 + n as i64,
@@ -235,6 +236,7 @@ fn llm_spans_of(count: usize, messages: usize) -> Vec<SpanRecord> {
                 input_tokens: Some(12),
                 output_tokens: Some(5),
                 attributes,
+                mcp_request: None,
             }
         })
         .collect()
@@ -278,6 +280,7 @@ fn store_batch(c: &mut Criterion) {
     let store = Store::open(&dir.path().join("batch.db").display().to_string()).expect("store");
     let prune = porthole::bot::store::Prune {
         keep_turns: Some(settings().max_turns),
+        keep_mcp_calls: None,
         before_us: Some(0),
     };
     let mut next_us = 1_763_900_000_000_000;

@@ -65,7 +65,7 @@ fn span(i: usize, j: usize) -> SpanRecord {
             SpanKind::Llm
         },
         name: "bench".into(),
-        source: (j == 0).then(|| "bench".to_string()),
+        source: (j == 0).then_some("bench".into()),
         conversation_id: None,
         start_us: (i * 10 + j) as i64,
         duration_us: 10,
@@ -75,6 +75,7 @@ fn span(i: usize, j: usize) -> SpanRecord {
         input_tokens: Some(10),
         output_tokens: Some(5),
         attributes: Map::from_iter([("request".to_string(), json!({"messages": ["hi"]}))]),
+        mcp_request: None,
     }
 }
 

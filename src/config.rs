@@ -129,6 +129,9 @@ pub struct TraceConfig {
     pub enabled: bool,
     /// `TRACE_MAX_TURNS`: traces kept in the store; the oldest go first.
     pub max_turns: usize,
+    /// `TRACE_MAX_MCP_CALLS`: traces of `/mcp` tool calls (source `mcp`) kept, apart
+    /// from the turns, so a busy MCP client never pushes the bot's turns out.
+    pub max_mcp_calls: usize,
     /// `TRACE_MAX_AGE_SECS`: traces older than this are deleted.
     pub max_age: Duration,
     /// `TRACE_MAX_PAYLOAD_BYTES`: each request, response, argument or result kept up to
@@ -524,6 +527,7 @@ fn trace_config(vars: &Vars) -> Result<TraceConfig, ConfigError> {
     Ok(TraceConfig {
         enabled: vars.bool("TRACE_ENABLED", true)?,
         max_turns: vars.number("TRACE_MAX_TURNS", 1000usize, 1, 1_000_000)?,
+        max_mcp_calls: vars.number("TRACE_MAX_MCP_CALLS", 1000usize, 1, 1_000_000)?,
         max_age: vars.seconds("TRACE_MAX_AGE_SECS", 7 * 24 * 3600, 60, 365 * 24 * 3600)?,
         max_payload_bytes: vars.number(
             "TRACE_MAX_PAYLOAD_BYTES",
@@ -635,6 +639,9 @@ mod tests {
     fn trace_settings_are_checked() {
         let c = config(&[]).unwrap();
         assert_eq!(c.trace.max_turns, 1000);
+        assert_eq!(c.trace.max_mcp_calls, 1000);
+        let e = config(&[("TRACE_MAX_MCP_CALLS", "0")]).unwrap_err();
+        assert_eq!(e.variable, "TRACE_MAX_MCP_CALLS");
         assert!(c.trace.otlp_endpoint.is_none());
         let e = config(&[("TRACE_MAX_PAYLOAD_BYTES", "10")]).unwrap_err();
         assert_eq!(e.variable, "TRACE_MAX_PAYLOAD_BYTES");

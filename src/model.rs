@@ -8,6 +8,8 @@
 //! `diagnostics`, so the store, the LLM providers, the tool runner, the tracer and the
 //! configuration can all use them without pointing at each other.
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -177,9 +179,11 @@ pub struct SpanRecord {
     #[serde(default)]
     pub root_span_id: String,
     pub kind: SpanKind,
-    pub name: String,
-    /// Roots only: what started the trace (`web`, `send_message`, `task`, `run_tool`…).
-    pub source: Option<String>,
+    /// Most spans are named by a constant (`tools/call`, `turn`): no copy per span.
+    pub name: Cow<'static, str>,
+    /// Roots only: what started the trace (`web`, `send_message`, `task`, `run_tool`,
+    /// `mcp`…), a constant.
+    pub source: Option<Cow<'static, str>>,
     pub conversation_id: Option<String>,
     /// Start, in microseconds since the Unix epoch.
     pub start_us: i64,
@@ -187,12 +191,51 @@ pub struct SpanRecord {
     pub error: Option<String>,
     /// LLM spans: the model; tool spans: the tool's name.
     pub model: Option<String>,
-    pub tool: Option<String>,
+    /// Shared with the tool's own record of its name (an `/mcp` tool), not copied per call.
+    pub tool: Option<Arc<str>>,
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     /// Everything else: request, response, arguments, result, provider, timings.
     #[serde(default)]
     pub attributes: Map<String, Value>,
+    /// Roots of work an `/mcp` request started: the request, kept as it is while the span
+    /// runs; the trace writer makes it the span's `mcp.*` and `jsonrpc.*` attributes
+    /// ([`McpRequest::attributes`]), off the request's path.
+    #[serde(skip)]
+    pub mcp_request: Option<McpRequest>,
+}
+
+/// The source of the trace every `/mcp` `tools/call` makes (the tools that start a turn
+/// aside): kept under a cap of its own (`TRACE_MAX_MCP_CALLS`), listed only when asked
+/// for, and never `last_error`'s answer.
+pub const MCP_CALL_SOURCE: &str = "mcp";
+
+/// The `/mcp` request a root span answers, as the OpenTelemetry MCP semantic conventions
+/// name it. The session id is not part of it: it is a credential.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpRequest {
+    /// `mcp.method.name` (`tools/call`).
+    pub method: &'static str,
+    /// `mcp.protocol.version`.
+    pub protocol_version: &'static str,
+    /// `jsonrpc.request.id`, as the client sent it (a number or a string).
+    pub request_id: Value,
+}
+
+impl McpRequest {
+    /// The span attributes it stands for: the request id as text (a string id as it
+    /// is, without JSON quotes).
+    pub fn attributes(&self) -> [(&'static str, Value); 3] {
+        let id = match &self.request_id {
+            Value::String(id) => id.clone(),
+            other => other.to_string(),
+        };
+        [
+            ("mcp.method.name", self.method.into()),
+            ("mcp.protocol.version", self.protocol_version.into()),
+            ("jsonrpc.request.id", id.into()),
+        ]
+    }
 }
 
 impl SpanRecord {
@@ -214,5 +257,24 @@ impl ConversationLimits {
     /// Whether any limit is set (otherwise nothing is ever pruned).
     pub fn is_set(&self) -> bool {
         self.max_count.is_some() || self.max_age.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_id_is_text_as_the_client_sent_it() {
+        let id_of = |request_id: Value| {
+            let request = McpRequest {
+                method: "tools/call",
+                protocol_version: "2025-11-25",
+                request_id,
+            };
+            request.attributes()[2].1.clone()
+        };
+        assert_eq!(id_of(Value::from(7)), "7");
+        assert_eq!(id_of(Value::from("call-7")), "call-7", "no JSON quotes");
     }
 }

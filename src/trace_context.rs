@@ -59,14 +59,20 @@ fn is_id(text: &str, len: usize) -> bool {
 /// id). Stored traces are indexed by their id, so ids that grow with time add to the end
 /// of that index instead of writing all over it (docs/performance.md §6).
 pub fn new_trace_id() -> String {
-    uuid::Uuid::now_v7().simple().to_string()
+    let mut text = [0; uuid::fmt::Simple::LENGTH];
+    uuid::Uuid::now_v7()
+        .simple()
+        .encode_lower(&mut text)
+        .to_owned()
 }
 
 /// A new random span id (16 hex digits, never all zeros: a v4 uuid's first half holds
 /// 62 random bits, and we retry on the impossible zero).
 pub fn new_span_id() -> String {
     loop {
-        let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        // Written on the stack, so the id is the only allocation.
+        let mut text = [0; uuid::fmt::Simple::LENGTH];
+        let id = uuid::Uuid::new_v4().simple().encode_lower(&mut text)[..16].to_owned();
         if is_id(&id, 16) {
             return id;
         }

@@ -31,8 +31,12 @@ use common::{MODERN, TOKEN, start_bot};
 /// (modern 34 allocations and 9,196 bytes, legacy 32 and 10,012: down from 40 and 40
 /// once the guard became a plain layer, legacy sessions stopped writing ids and keys
 /// into strings, and a call that can send nothing before its result got no channel),
-/// with about 10 % room.
-const CEILINGS: [(&str, u64, u64); 2] = [("modern", 37, 10_100), ("legacy", 35, 11_000)];
+/// then raised for the trace span every `/mcp` tool call records: 4 allocations on the
+/// request's path (its trace and span ids, its turn's id, the box that carries it to the
+/// writer; its source, name and tool name are shared, not copied, and its MCP
+/// attributes are made by the trace writer, off the request's path) and about 900
+/// bytes, so modern 38 and 10,108, legacy 36 and 10,924; with about 10 % room.
+const CEILINGS: [(&str, u64, u64); 2] = [("modern", 42, 11_200), ("legacy", 40, 12_100)];
 
 struct Counting;
 

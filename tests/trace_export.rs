@@ -149,6 +149,33 @@ async fn spans_reach_the_collector_with_gen_ai_attributes_and_without_secrets() 
     );
     assert_eq!(tool.trace_id, root.trace_id);
 
+    // Every other /mcp tool call is a trace of its own, exported with the MCP
+    // conventions; a failed one names its error type. Its arguments stay home.
+    let bad = call_tool(
+        &app,
+        "db_query",
+        json!({"query": format!("SELECT '{CANARY}' FROM no_such_table")}),
+    )
+    .await;
+    assert_eq!(bad["isError"], true, "{bad}");
+    app.bot.tracer.flush_export().await;
+    let spans = decode_without_secrets(&received.lock().unwrap());
+    let call = spans
+        .iter()
+        .find(|s| string_attribute(s, "porthole.source").as_deref() == Some("mcp"))
+        .expect("the db_query call's span");
+    for (key, value) in [
+        ("mcp.method.name", "tools/call"),
+        ("mcp.protocol.version", common::MODERN),
+        ("jsonrpc.request.id", "7"),
+        ("gen_ai.tool.name", "db_query"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("error.type", "tool_error"),
+    ] {
+        assert_eq!(string_attribute(call, key).as_deref(), Some(value), "{key}");
+    }
+    assert!(call.parent_span_id.is_empty(), "a root of its own");
+
     let health = call_tool(&app, "health", json!({})).await;
     let traces = &health["structuredContent"]["traces"];
     assert_eq!(traces["exporting"], true);

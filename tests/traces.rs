@@ -1,5 +1,8 @@
 //! Turn traces end to end: a real bot on 127.0.0.1:0 talking to a fake OpenAI-compatible
-//! server, read back through the MCP trace tools, resource and prompt, in both eras.
+//! server, read back through the MCP trace tools, resource and prompt, in both eras; and
+//! the trace every other `/mcp` `tools/call` leaves (source `mcp`): one tool span with
+//! the MCP semantic conventions, listed only when asked for, never `last_error`'s
+//! answer, kept under `TRACE_MAX_MCP_CALLS` apart from the turns.
 
 mod common;
 mod fake_llm;
@@ -410,13 +413,13 @@ async fn run_tool_in_a_legacy_session_joins_the_callers_trace_and_old_traces_are
         // Each batch prunes; let the writer see them one by one.
         app.bot.tracer.flush().await;
     }
-    let listed = call_tool(
+    let first = call_tool(
         &app,
         "list_traces",
         json!({"source": "run_tool", "limit": 1}),
     )
     .await;
-    let page = structured(&listed);
+    let page = structured(&first);
     assert_eq!(page["traces"][0]["trace_id"], CALLER_TRACE);
     assert_eq!(page["traces"][0]["kind"], "tool");
     let cursor = page["next_cursor"]
@@ -436,6 +439,10 @@ async fn run_tool_in_a_legacy_session_joins_the_callers_trace_and_old_traces_are
         "TRACE_MAX_TURNS=2 keeps two"
     );
     assert!(next["next_cursor"].is_null());
+    // A run_tool call is its own trace's root: no second, `mcp` trace for it.
+    let calls = listed(&app, json!({"source": "mcp"})).await;
+    assert!(!calls.is_empty());
+    assert!(calls.iter().all(|t| t["tool"] != "run_tool"), "{calls:?}");
     app.shutdown().await;
 }
 
@@ -465,7 +472,14 @@ async fn bad_arguments_say_what_to_fix() {
         );
     }
     let last = call_tool(&app, "last_error", json!({})).await;
-    assert_eq!(structured(&last)["found"], false);
+    assert_eq!(
+        structured(&last)["found"],
+        false,
+        "a caller's bad arguments are not the bot's failure"
+    );
+    // Yet each bad call is traced (source mcp), failed.
+    let failed = listed(&app, json!({"source": "mcp", "status": "error"})).await;
+    assert_eq!(failed.len(), 4, "{failed:?}");
     app.shutdown().await;
 }
 
@@ -527,5 +541,122 @@ async fn anthropic_calls_report_their_tokens_and_stop_reason() {
     assert_eq!(call["input_tokens"], PROMPT_TOKENS);
     assert_eq!(call["output_tokens"], COMPLETION_TOKENS);
     assert_eq!(call["finish_reason"], "end_turn");
+    app.shutdown().await;
+}
+
+/// The traces `list_traces` lists with `arguments`.
+async fn listed(app: &RunningApp, arguments: Value) -> Vec<Value> {
+    let listed = call_tool(app, "list_traces", arguments).await;
+    structured(&listed)["traces"].as_array().unwrap().clone()
+}
+
+/// The one span of an `mcp` trace, in full.
+async fn call_span(app: &RunningApp, trace: &Value) -> Value {
+    let got = call_tool(
+        app,
+        "get_trace",
+        json!({"trace_id": trace["trace_id"], "span_id": trace["span_id"]}),
+    )
+    .await;
+    structured(&got)["span"].clone()
+}
+
+#[tokio::test]
+async fn an_mcp_tool_call_is_a_trace_of_its_own_with_the_mcp_conventions() {
+    let (app, _llm) = bot_with(vec![], &[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let reply = legacy(
+        &app,
+        &session,
+        41,
+        "tools/call",
+        json!({"name": "list_agents", "arguments": {},
+               "_meta": {"traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")}}),
+    )
+    .await;
+    assert!(!is_error(reply.result()), "{}", reply.raw);
+
+    assert_eq!(
+        listed(&app, json!({})).await,
+        Vec::<Value>::new(),
+        "no turn ran: the default listing holds turns (and replays) only"
+    );
+    // This call's own span is stored after it answers: the list_agents call and the
+    // default listing above.
+    let calls = listed(&app, json!({"source": "mcp"})).await;
+    let tools: Vec<&Value> = calls.iter().map(|t| &t["tool"]).collect();
+    assert_eq!(tools, [&json!("list_traces"), &json!("list_agents")]);
+    let call = &calls[1];
+    assert_eq!(call["source"], "mcp");
+    assert_eq!(call["kind"], "tool");
+    assert_eq!(call["name"], "tools/call");
+    assert_eq!(call["status"], "ok");
+    assert_eq!(call["spans"], 1);
+    assert_eq!(call["trace_id"], CALLER_TRACE, "the caller's trace is kept");
+    assert_eq!(call["remote_parent_span_id"], CALLER_SPAN);
+
+    let span = call_span(&app, call).await;
+    let attributes = &span["attributes"];
+    assert_eq!(attributes["mcp.method.name"], "tools/call");
+    assert_eq!(attributes["mcp.protocol.version"], "2025-11-25");
+    assert_eq!(attributes["jsonrpc.request.id"], "41");
+    assert!(
+        attributes.get("arguments").is_none(),
+        "arguments are not recorded: {span}"
+    );
+    assert!(
+        !span.to_string().contains(&session),
+        "the session id is a credential: {span}"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_tool_call_is_the_callers_mistake_not_the_bots_last_error() {
+    let (app, _llm) = bot_with(vec![], &[]).await;
+    let bad = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT * FROM no_such_table"}),
+    )
+    .await;
+    assert!(is_error(&bad), "{bad}");
+
+    let failed = listed(&app, json!({"source": "mcp", "status": "error"})).await;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["tool"], "db_query");
+    assert_eq!(failed[0]["status"], "error");
+    let span = call_span(&app, &failed[0]).await;
+    assert_eq!(span["attributes"]["error.type"], "tool_error");
+    assert!(
+        span["error"].as_str().unwrap().contains("no_such_table"),
+        "{span}"
+    );
+
+    let last = call_tool(&app, "last_error", json!({})).await;
+    assert_eq!(structured(&last)["found"], false, "{last}");
+    assert_eq!(listed(&app, json!({"status": "error"})).await.len(), 0);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn mcp_calls_are_kept_under_their_own_cap_and_never_evict_turns() {
+    let (app, _llm) = bot_with(
+        vec![Turn::Text(vec!["hello back"])],
+        &[("TRACE_MAX_TURNS", "1"), ("TRACE_MAX_MCP_CALLS", "3")],
+    )
+    .await;
+    let sent = call_tool(&app, "send_message", json!({"content": "hello"})).await;
+    assert_eq!(structured(&sent)["response"], "hello back");
+    // A client calling tools flat out, many more calls than either cap.
+    for _ in 0..40 {
+        let health = call_tool(&app, "health", json!({})).await;
+        assert!(!is_error(&health), "{health}");
+    }
+    let turns = listed(&app, json!({})).await;
+    assert_eq!(turns.len(), 1, "the turn is kept: {turns:?}");
+    assert_eq!(turns[0]["source"], "send_message");
+    let calls = listed(&app, json!({"source": "mcp", "limit": 100})).await;
+    assert_eq!(calls.len(), 3, "TRACE_MAX_MCP_CALLS=3: {calls:?}");
     app.shutdown().await;
 }

@@ -246,6 +246,7 @@ fn start_tracer(config: &Config, store: &Store, redactor: &Arc<Redactor>) -> Arc
     }
     let settings = trace::TraceSettings {
         max_turns: config.trace.max_turns,
+        max_mcp_calls: config.trace.max_mcp_calls,
         max_age: config.trace.max_age,
         max_payload_bytes: config.trace.max_payload_bytes,
     };

@@ -66,6 +66,11 @@ impl DiagnosticTool for SendMessage {
         TaskSupport::Optional
     }
 
+    /// The turn is the trace (`mcp_exec`).
+    fn starts_a_trace(&self) -> bool {
+        true
+    }
+
     async fn run(&self, d: &Diagnostics, args: SendArgs, ctx: &RequestContext) -> Answer {
         if args.content.trim().is_empty() {
             return Ok(failed("`content` must contain some text"));

@@ -196,15 +196,13 @@ fn conversation_id_property(description: &str) -> Value {
 /// marked `mcp-`, in a new trace (the child of the caller's, when it sent a
 /// `traceparent`) whose root carries the MCP semantic conventions of the request. The
 /// session id is left out of the trace: it is a credential.
-fn mcp_exec(d: &Diagnostics, tool: &str, ctx: &RequestContext) -> ExecContext {
+fn mcp_exec(d: &Diagnostics, tool: &'static str, ctx: &RequestContext) -> ExecContext {
     let mut exec = ExecContext::new(&[ADMIN_ROLE]);
     exec.correlation_id = format!("mcp-{}", exec.correlation_id);
     exec.trace = d
         .bot
         .tracer
         .root(tool, ctx.trace_parent())
-        .with_root_attribute("mcp.method.name", "tools/call")
-        .with_root_attribute("mcp.protocol.version", ctx.era.version())
-        .with_root_attribute("jsonrpc.request.id", ctx.request_id.to_string());
+        .with_mcp_request(typed_tool::mcp_request(ctx));
     exec
 }

@@ -144,6 +144,11 @@ pub(super) struct RunToolArgs {
 impl DiagnosticTool for RunTool {
     type Args = RunToolArgs;
 
+    /// The run of the bot tool is the trace (`mcp_exec`).
+    fn starts_a_trace(&self) -> bool {
+        true
+    }
+
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
         ToolSpec::new(
             "run_tool",

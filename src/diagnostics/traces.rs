@@ -44,8 +44,9 @@ impl DiagnosticTool for ListTraces {
         ToolSpec::new(
             "list_traces",
             "List turn traces",
-            "Lists the bot's turn traces (one per web message, send_message, scheduled task or run_tool), newest first: \
+            "Lists the bot's turn traces (one per web message, send_message, scheduled task, run_tool or replay), newest first: \
              trace_id, source, conversation, status (error when any step failed), duration, LLM and tool call counts, tokens. \
+             Every other /mcp tools/call leaves a one-span trace of source `mcp`, listed only with source=\"mcp\". \
              Filter by conversation, status, since, min_duration_ms or source; page with `cursor` = the previous `next_cursor`. \
              Open one with get_trace.",
         )
@@ -54,7 +55,8 @@ impl DiagnosticTool for ListTraces {
                 "conversation_id": conversation_id_property("Only this conversation's traces"),
                 "status": {"type": "string", "enum": ["ok", "error"]},
                 "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
-                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool", "replay"]}
+                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool", "replay", "mcp"],
+                           "description": "Only traces started this way; without it, every source but mcp (the /mcp tool calls)"}
             })),
             &[],
         )
@@ -150,7 +152,7 @@ pub(super) async fn trace_answer(
     };
     if spans.is_empty() {
         return failed(format!(
-            "no trace `{trace_id}`: it never existed or was pruned (TRACE_MAX_TURNS, TRACE_MAX_AGE_SECS); call list_traces"
+            "no trace `{trace_id}`: it never existed or was pruned (TRACE_MAX_TURNS, TRACE_MAX_MCP_CALLS, TRACE_MAX_AGE_SECS); call list_traces"
         ));
     }
     let mut answer = json!({"trace_id": trace_id});
@@ -189,7 +191,8 @@ impl DiagnosticTool for LastError {
             "What just broke?",
             "The most recent failure anywhere in the bot, by time: a failed step of a turn (LLM call, tool call, worker agent), \
              a scheduled task, or an MCP server the bot uses (timed from when its outage began), with the failed span \
-             and its trace's span tree. \
+             and its trace's span tree. A failed /mcp tool call (a caller's bad db_query, say; list_traces source=mcp) \
+             is the caller's mistake, not the bot's failure, and is not counted. \
              Returns found=false when nothing has failed.",
         )
         .input(json!({"max_bytes": max_bytes_property()}), &[])

@@ -6,6 +6,13 @@
 //! schema before any of this runs, so parsing fails only when the struct and the schema
 //! disagree (a bug); it is then a tool error naming the tool, worded as the tool set
 //! words its own argument errors.
+//!
+//! Every call is a span of its own (a trace with source `mcp`, the child of the caller's
+//! `traceparent`) carrying the MCP semantic conventions, unless the tool starts a trace
+//! itself ([`DiagnosticTool::starts_a_trace`]). The span is handed to the trace writer
+//! when the call ends, like every span: nothing is stored on the request's path, and the
+//! span's constant parts (source, name, the tool's name, the request's attributes) are
+//! not copied per call (see `tests/allocations.rs`).
 
 use std::sync::Arc;
 
@@ -15,7 +22,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Diagnostics, failed};
+use crate::bot::trace::{ERROR_TYPE, Span};
 use crate::mcp::{CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec};
+use crate::model::{MCP_CALL_SOURCE, McpRequest, SpanKind};
 
 /// What a tool's work comes to: a finished result (a tool error included), a request for
 /// more input, or a protocol error.
@@ -34,6 +43,12 @@ pub(super) trait DiagnosticTool: Send + Sync + 'static {
         TaskSupport::Forbidden
     }
 
+    /// Whether the tool records its call as the root of a trace it starts itself (a
+    /// turn, a run of a bot tool), so the call needs no span of its own.
+    fn starts_a_trace(&self) -> bool {
+        false
+    }
+
     /// The work, written `async fn run(…) -> Answer` (the future must be `Send`, as
     /// every tool call may run on another thread).
     fn run(
@@ -50,12 +65,74 @@ pub(super) struct NoArgs {}
 
 /// `tool` as an `mcp::Tool` over `d`.
 pub(super) fn adapt(d: &Arc<Diagnostics>, tool: impl DiagnosticTool) -> Arc<dyn Tool> {
-    Arc::new(Adapted { d: d.clone(), tool })
+    let name = tool.spec(d).name.into();
+    Arc::new(Adapted {
+        d: d.clone(),
+        tool,
+        name,
+    })
 }
 
 struct Adapted<T> {
     d: Arc<Diagnostics>,
     tool: T,
+    /// The tool's name, for its argument errors and shared by its spans (the spec is
+    /// built only when listed).
+    name: Arc<str>,
+}
+
+impl<T: DiagnosticTool> Adapted<T> {
+    async fn run(&self, args: Value, ctx: &RequestContext) -> Answer {
+        match serde_json::from_value(args) {
+            Ok(args) => self.tool.run(&self.d, args, ctx).await,
+            Err(e) => Ok(failed(format!("Invalid arguments for {}: {e}", self.name))),
+        }
+    }
+
+    /// The span of one `tools/call`: the root of a trace of source `mcp` (the child of
+    /// the caller's `traceparent`), with the MCP semantic conventions of the request.
+    /// Its arguments are not recorded (they are the caller's, and may hold anything).
+    fn call_span(&self, ctx: &RequestContext) -> Span {
+        if self.tool.starts_a_trace() {
+            return Span::noop();
+        }
+        let mut span = self
+            .d
+            .bot
+            .tracer
+            .root(MCP_CALL_SOURCE, ctx.trace_parent())
+            .with_mcp_request(mcp_request(ctx))
+            .start(SpanKind::Tool, "tools/call");
+        span.set_tool(self.name.clone());
+        span
+    }
+}
+
+/// The request `ctx` answers, for the span of the work it starts. The session id is
+/// left out: it is a credential.
+pub(super) fn mcp_request(ctx: &RequestContext) -> McpRequest {
+    McpRequest {
+        method: "tools/call",
+        protocol_version: ctx.era.version(),
+        request_id: ctx.request_id.clone(),
+    }
+}
+
+/// Ends a `tools/call` span as its answer went: a tool error or a protocol error
+/// fails it, with `error.type` saying which (`tool_error`, or the JSON-RPC error code).
+fn end_call_span(mut span: Span, answer: &Answer) {
+    match answer {
+        Ok(Outcome::Complete(result)) if result.is_error => {
+            span.set_attribute(ERROR_TYPE, "tool_error");
+            let text = result.content.first().and_then(|c| c["text"].as_str());
+            span.fail(text.unwrap_or("tool error"));
+        }
+        Err(e) => {
+            span.set_attribute(ERROR_TYPE, e.code.to_string());
+            span.fail(e.message.as_str());
+        }
+        Ok(_) => span.end(),
+    }
 }
 
 #[async_trait]
@@ -69,12 +146,9 @@ impl<T: DiagnosticTool> Tool for Adapted<T> {
     }
 
     async fn call(&self, args: Value, ctx: &RequestContext) -> Answer {
-        match serde_json::from_value(args) {
-            Ok(args) => self.tool.run(&self.d, args, ctx).await,
-            Err(e) => {
-                let name = self.tool.spec(&self.d).name;
-                Ok(failed(format!("Invalid arguments for {name}: {e}")))
-            }
-        }
+        let span = self.call_span(ctx);
+        let answer = self.run(args, ctx).await;
+        end_call_span(span, &answer);
+        answer
     }
 }

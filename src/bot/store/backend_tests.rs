@@ -347,8 +347,8 @@ pub(super) fn span(trace: &str, id: &str, root: &str, kind: SpanKind, start_us: 
         is_root: id == root,
         root_span_id: root.into(),
         kind,
-        name: id.into(),
-        source: (id == root).then(|| "web".to_string()),
+        name: id.to_string().into(),
+        source: (id == root).then_some("web".into()),
         conversation_id: Some("c1".into()),
         start_us,
         duration_us: 100,
@@ -358,7 +358,14 @@ pub(super) fn span(trace: &str, id: &str, root: &str, kind: SpanKind, start_us: 
         input_tokens: (kind == SpanKind::Llm).then_some(7),
         output_tokens: (kind == SpanKind::Llm).then_some(3),
         attributes: Map::from_iter([("request".to_string(), json!({"n": 1}))]),
+        mcp_request: None,
     }
+}
+
+/// `span` failed.
+fn failed(mut span: SpanRecord) -> SpanRecord {
+    span.error = Some("boom".into());
+    span
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,8 +374,7 @@ async fn traces_are_stored_listed_and_pruned() {
 }
 
 async fn traces_on(store: Store) {
-    let mut failing_tool = span("t1", "s-tool", "r1", SpanKind::Tool, 1_300);
-    failing_tool.error = Some("boom".into());
+    let failing_tool = failed(span("t1", "s-tool", "r1", SpanKind::Tool, 1_300));
     store
         .append_spans(
             vec![
@@ -445,6 +451,7 @@ async fn traces_on(store: Store) {
             vec![],
             Prune {
                 keep_turns: Some(1),
+                keep_mcp_calls: None,
                 before_us: Some(0),
             },
         )
@@ -452,6 +459,78 @@ async fn traces_on(store: Store) {
         .unwrap();
     assert!(store.trace_spans("t1").await.unwrap().is_empty());
     assert_eq!(store.trace_spans("t2").await.unwrap().len(), 2);
+}
+
+/// The trace of one `/mcp` tool call: a root tool span of source `mcp`.
+fn mcp_call(trace: &str, start_us: i64, error: Option<&str>) -> SpanRecord {
+    let mut call = span(trace, trace, trace, SpanKind::Tool, start_us);
+    call.source = Some(crate::model::MCP_CALL_SOURCE.into());
+    call.tool = Some("db_query".into());
+    call.conversation_id = None;
+    call.error = error.map(String::from);
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_calls_are_kept_listed_and_pruned_apart_from_turns() {
+    on_every_backend!(mcp_calls_on);
+}
+
+async fn mcp_calls_on(store: Store) {
+    let turns = vec![
+        span("t1", "r1", "r1", SpanKind::Turn, 1_000),
+        failed(span("t1", "s-tool", "r1", SpanKind::Tool, 1_300)),
+        span("t2", "r2", "r2", SpanKind::Turn, 2_000),
+    ];
+    store.append_spans(turns, Prune::default()).await.unwrap();
+    let calls = vec![
+        mcp_call("m1", 1_500, None),
+        mcp_call("m2", 2_500, None),
+        mcp_call("m3", 3_000, Some("no such table: nope")),
+    ];
+    store.append_spans(calls, Prune::default()).await.unwrap();
+    let listed = |source: Option<&str>| {
+        let query = SpanQuery {
+            source: source.map(String::from),
+            limit: 10,
+            ..Default::default()
+        };
+        let store = store.clone();
+        async move {
+            let page = store.list_traces(query).await.unwrap();
+            let roots = page.items.iter().map(|t| t.root.span_id.clone());
+            roots.collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(None).await, ["r2", "r1"], "turns by default");
+    assert_eq!(listed(Some("mcp")).await, ["m3", "m2", "m1"]);
+    assert_eq!(
+        store.last_failed_span().await.unwrap().unwrap().span_id,
+        "s-tool",
+        "a failed MCP call is its caller's mistake, not the bot's failure"
+    );
+    assert_eq!(
+        store.step_spans_since(0).await.unwrap().len(),
+        1,
+        "the statistics count the bot's own tool calls"
+    );
+    let prune = |keep_turns, keep_mcp_calls| Prune {
+        keep_turns,
+        keep_mcp_calls,
+        before_us: None,
+    };
+    store
+        .append_spans(vec![], prune(None, Some(1)))
+        .await
+        .unwrap();
+    assert_eq!(listed(Some("mcp")).await, ["m3"]);
+    assert_eq!(listed(None).await, ["r2", "r1"], "no turn went");
+    store
+        .append_spans(vec![], prune(Some(1), None))
+        .await
+        .unwrap();
+    assert_eq!(listed(None).await, ["r2"]);
+    assert_eq!(listed(Some("mcp")).await, ["m3"], "no MCP call went");
 }
 
 /// A turn's spans may reach the store in several batches: children before their root
@@ -523,7 +602,7 @@ async fn turn_in_parts_on(store: Store) {
             vec![span("t2", "r2", "r2", SpanKind::Turn, 5_000)],
             Prune {
                 keep_turns: Some(1),
-                before_us: None,
+                ..Prune::default()
             },
         )
         .await

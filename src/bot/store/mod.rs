@@ -38,6 +38,7 @@ mod schema;
 mod sqlite;
 mod tool_sets;
 mod tool_settings;
+mod trace_retention;
 mod traces;
 
 use backend::Database;
@@ -47,7 +48,8 @@ pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;
 pub use schema::schema_version;
 pub use sqlite::{TracesFile, WriterWaits};
-pub use traces::{Page, Prune, SpanQuery, TraceSummary, TurnRows};
+pub use trace_retention::Prune;
+pub use traces::{Page, SpanQuery, TraceSummary, TurnRows};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -399,7 +401,7 @@ mod tests {
                 Vec::new(),
                 Prune {
                     keep_turns: Some(1),
-                    before_us: None,
+                    ..Prune::default()
                 },
             )
             .await
@@ -452,7 +454,8 @@ mod tests {
                 "trace_turns_by_end",
                 "trace_turns_by_start",
                 "trace_turns_by_turn",
-                "trace_turns_failed"
+                "trace_turns_failed",
+                "trace_turns_mcp_calls"
             ]
         );
         check_spans_moved_into_turn_rows(store).await;

@@ -4,7 +4,8 @@
 //! written through its connection (see `sqlite/files.rs`). A turn is the
 //! spans that share a `root_span_id` (its root has `is_root`); a trace id may hold
 //! several turns when a caller reuses its trace for many requests. Written in batches by
-//! the trace writer, one statement per turn, kept within a count (of turns) and an age.
+//! the trace writer, one statement per turn, kept within their counts and an age
+//! (`trace_retention`: the turns and the `/mcp` tool calls' traces each by their own).
 //!
 //! A batch may hold part of a turn: spans that end after their turn's root has been
 //! stored (a cancelled child) or before it (the batch closed while the turn went on).
@@ -14,7 +15,9 @@
 //! reads them. Pages run newest first and continue from an opaque `start_us:span_id`
 //! cursor, so rows written meanwhile neither repeat nor vanish.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -22,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::backend::Sql;
 use super::rows::{Bound, FromRow, RowRead};
+use super::trace_retention::{NOT_AN_MCP_CALL, Prune};
 use super::{Store, StoreError};
 use crate::model::{SpanKind, SpanRecord};
 
@@ -33,7 +37,8 @@ pub struct SpanQuery {
     pub status: Option<String>,
     pub since_us: Option<i64>,
     pub min_duration_us: Option<i64>,
-    /// Roots: what started the trace.
+    /// Roots: what started the trace; `None` lists every source but the `/mcp` tool
+    /// calls' (`mcp`), which are listed only when asked for by name.
     pub source: Option<String>,
     /// LLM spans: the model.
     pub model: Option<String>,
@@ -63,15 +68,6 @@ impl SpanQuery {
                 .as_ref()
                 .is_none_or(|(start, id)| (s.start_us, s.span_id.as_str()) < (*start, id.as_str()))
     }
-}
-
-/// What [`Store::append_turns`] deletes in the transaction that stores the turns.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Prune {
-    /// Keep this many turns, the newest stored; the others go, spans and all.
-    pub keep_turns: Option<usize>,
-    /// Delete every turn that started before this (µs since the epoch).
-    pub before_us: Option<i64>,
 }
 
 /// A trace as listed: its root span and what happened under it.
@@ -145,15 +141,7 @@ impl Store {
             .into_iter()
             .map(|values| (Sql::fixed(upsert).on_traces(), values))
             .collect();
-        if let Some(keep) = prune.keep_turns {
-            statements.push((
-                Sql::fixed(PRUNE_TURNS).on_traces(),
-                vec![(keep as i64).into()],
-            ));
-        }
-        if let Some(before_us) = prune.before_us {
-            statements.push((Sql::fixed(PRUNE_OLD).on_traces(), vec![before_us.into()]));
-        }
+        statements.extend(prune.statements());
         self.db.execute_all(statements).await
     }
 
@@ -215,21 +203,24 @@ impl Store {
             .find(|s| s.span_id == span_id))
     }
 
-    /// The LLM and tool spans since `since_us`, oldest first, without their payloads
-    /// (for the per-model and per-tool statistics).
+    /// The LLM and tool spans of turns since `since_us`, oldest first, without their
+    /// payloads (for the per-model and per-tool statistics of the bot's own work: an
+    /// `/mcp` tool call's trace is one span, its root, left out by its source).
     pub async fn step_spans_since(&self, since_us: i64) -> Result<Vec<SpanRecord>, StoreError> {
         let sql = "SELECT trace_id, span_id, parent_span_id, is_root, kind, name, source, conversation_id, \
                    start_us, duration_us, error, model, tool, input_tokens, output_tokens, '{}', root_span_id \
-                   FROM trace_spans WHERE kind IN ('llm', 'tool') AND start_us >= ? ORDER BY start_us";
+                   FROM trace_spans WHERE kind IN ('llm', 'tool') AND coalesce(source, '') <> 'mcp' \
+                   AND start_us >= ? ORDER BY start_us";
         self.read_spans(sql.to_string(), vec![since_us.into()])
             .await
     }
 
-    /// The most recent failed span (by its end), if any.
+    /// The most recent failed span (by its end), if any, of a turn: a failed `/mcp`
+    /// tool call is its caller's mistake, not the bot's failure.
     pub async fn last_failed_span(&self) -> Result<Option<SpanRecord>, StoreError> {
         let newest = self
             .newest_spans(
-                "r.failed > 0",
+                &format!("r.failed > 0 AND {NOT_AN_MCP_CALL}"),
                 None,
                 1,
                 |s| s.error.is_some(),
@@ -447,13 +438,6 @@ pub(super) const UPSERT_TURN_SQLITE: &str = upsert_turn!(
 pub(super) const UPSERT_TURN_POSTGRES: &str =
     upsert_turn!("?11::text::jsonb", "trace_turns.spans || excluded.spans");
 
-/// Keeps the newest `?1` turns stored (by row id: the order they were first stored in).
-const PRUNE_TURNS: &str = "DELETE FROM trace_turns WHERE id <= \
-    (SELECT id FROM trace_turns ORDER BY id DESC LIMIT 1 OFFSET ?1)";
-
-/// Deletes every turn that started before the cutoff.
-const PRUNE_OLD: &str = "DELETE FROM trace_turns WHERE start_us < ?1";
-
 /// The rows a batch of spans makes, one per turn, ready to store: each holds the values
 /// of [`UPSERT_TURN_SQLITE`] in order (the turn's fields, its span ids, then its spans as
 /// a JSON array).
@@ -529,8 +513,9 @@ fn trace_filter(query: &SpanQuery) -> Filter {
     if let Some(id) = &query.conversation_id {
         filter.push("r.conversation_id = ?", Some(id.as_str().into()));
     }
-    if let Some(source) = &query.source {
-        filter.push("r.source = ?", Some(source.as_str().into()));
+    match &query.source {
+        Some(source) => filter.push("r.source = ?", Some(source.as_str().into())),
+        None => filter.push(NOT_AN_MCP_CALL, None),
     }
     match query.status.as_deref() {
         Some("error") => filter.push("r.failed > 0", None),
@@ -582,18 +567,19 @@ impl FromRow for SpanRecord {
             parent_span_id: r.optional_text(2)?,
             is_root: r.flag(3)?,
             kind: SpanKind::parse(&r.text(4)?),
-            name: r.text(5)?,
-            source: r.optional_text(6)?,
+            name: r.text(5)?.into(),
+            source: r.optional_text(6)?.map(Cow::Owned),
             conversation_id: r.optional_text(7)?,
             start_us: r.int(8)?,
             duration_us: r.int(9)?,
             error: r.optional_text(10)?,
             model: r.optional_text(11)?,
-            tool: r.optional_text(12)?,
+            tool: r.optional_text(12)?.map(Arc::from),
             input_tokens: r.optional_int(13)?,
             output_tokens: r.optional_int(14)?,
             attributes,
             root_span_id: r.text(16)?,
+            mcp_request: None,
         })
     }
 }

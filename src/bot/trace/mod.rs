@@ -15,6 +15,7 @@ mod llm_call;
 mod otel;
 mod writer;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::bot::store::Store;
-use crate::model::{SpanKind, SpanRecord};
+use crate::model::{McpRequest, SpanKind, SpanRecord};
 use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
 
@@ -39,11 +40,18 @@ pub const TOOL_DEFINITIONS: &str = "tool_definitions";
 /// The attribute that names an LLM span's stored tool definitions ([`Store::tool_set`]).
 pub const TOOLS_HASH: &str = "tools_hash";
 
+/// The attribute a failed span names what failed in (OpenTelemetry's `error.type`: for
+/// an `/mcp` tool call, `tool_error` or the JSON-RPC error code).
+pub const ERROR_TYPE: &str = "error.type";
+
 /// Limits of what is kept, from the configuration.
 #[derive(Debug, Clone)]
 pub struct TraceSettings {
     /// `TRACE_MAX_TURNS`: traces kept; the oldest go first.
     pub max_turns: usize,
+    /// `TRACE_MAX_MCP_CALLS`: traces of `/mcp` tool calls ([`MCP_CALL_SOURCE`](crate::model::MCP_CALL_SOURCE)) kept,
+    /// counted apart from `max_turns`.
+    pub max_mcp_calls: usize,
     /// `TRACE_MAX_AGE_SECS`: traces older than this are deleted.
     pub max_age: Duration,
     /// `TRACE_MAX_PAYLOAD_BYTES`: each payload attribute is cut to this size.
@@ -179,13 +187,18 @@ impl Tracer {
 
     /// A scope that starts a new trace from `source`, as the child of `remote` when a
     /// caller sent its `traceparent`.
-    pub fn root(self: &Arc<Self>, source: &str, remote: Option<TraceParent>) -> TraceScope {
+    pub fn root(
+        self: &Arc<Self>,
+        source: impl Into<Cow<'static, str>>,
+        remote: Option<TraceParent>,
+    ) -> TraceScope {
         TraceScope {
             tracer: self.sender.is_some().then(|| self.clone()),
             parent: Parent::Root {
-                source: source.to_string(),
+                source: source.into(),
                 remote,
                 attributes: Vec::new(),
+                mcp_request: None,
             },
         }
     }
@@ -206,10 +219,12 @@ impl Tracer {
 #[derive(Debug, Clone)]
 enum Parent {
     Root {
-        source: String,
+        source: Cow<'static, str>,
         remote: Option<TraceParent>,
         /// Set on the root span (what the request that started the trace was).
         attributes: Vec<(String, Value)>,
+        /// The `/mcp` request that started the trace, if one did.
+        mcp_request: Option<McpRequest>,
     },
     Span {
         trace_id: String,
@@ -242,9 +257,10 @@ impl TraceScope {
         TraceScope {
             tracer: None,
             parent: Parent::Root {
-                source: String::new(),
+                source: Cow::Borrowed(""),
                 remote: None,
                 attributes: Vec::new(),
+                mcp_request: None,
             },
         }
     }
@@ -258,8 +274,17 @@ impl TraceScope {
         self
     }
 
+    /// Names the `/mcp` request that starts this scope's trace, for its root span (for
+    /// a scope that starts a trace; ignored under a running span).
+    pub fn with_mcp_request(mut self, request: McpRequest) -> TraceScope {
+        if let Parent::Root { mcp_request, .. } = &mut self.parent {
+            *mcp_request = Some(request);
+        }
+        self
+    }
+
     /// Starts a span here.
-    pub fn start(&self, kind: SpanKind, name: impl Into<String>) -> Span {
+    pub fn start(&self, kind: SpanKind, name: impl Into<Cow<'static, str>>) -> Span {
         let Some(tracer) = &self.tracer else {
             return Span::noop();
         };
@@ -300,12 +325,19 @@ impl TraceScope {
             input_tokens: None,
             output_tokens: None,
             attributes: Map::new(),
+            mcp_request: None,
         };
         let mut record = record;
-        if let Parent::Root { attributes, .. } = &self.parent {
+        if let Parent::Root {
+            attributes,
+            mcp_request,
+            ..
+        } = &self.parent
+        {
             for (key, value) in attributes {
                 record.attributes.insert(key.clone(), value.clone());
             }
+            record.mcp_request.clone_from(mcp_request);
         }
         Span {
             live: Some(LiveSpan {
@@ -385,8 +417,9 @@ impl Span {
         self.with(|r| r.model = Some(model.to_string()));
     }
 
-    pub fn set_tool(&mut self, tool: &str) {
-        self.with(|r| r.tool = Some(tool.to_string()));
+    pub fn set_tool(&mut self, tool: impl Into<Arc<str>>) {
+        let tool = tool.into();
+        self.with(|r| r.tool = Some(tool));
     }
 
     pub fn set_tokens(&mut self, input: Option<u64>, output: Option<u64>) {

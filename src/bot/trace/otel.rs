@@ -9,7 +9,6 @@
 //! that is down, slow or refusing only costs the batches it drops, which are counted
 //! (`health` → `traces.counters.spans_export_dropped`); a turn never waits for it.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -163,7 +162,7 @@ fn span_data(span: &SpanRecord, scope: &InstrumentationScope) -> Option<SpanData
         } else {
             OtelKind::Internal
         },
-        name: Cow::Owned(span.name.clone()),
+        name: span.name.clone(),
         start_time,
         end_time: start_time + Duration::from_micros(span.duration_us.max(0) as u64),
         attributes: attributes(span),
@@ -186,7 +185,11 @@ fn text(value: &Value) -> String {
     }
 }
 
-/// Adds `key = value` when there is a value.
+/// A text field of a span as the exporter's own `String`.
+fn owned(text: &Option<impl AsRef<str>>) -> Option<String> {
+    text.as_ref().map(|t| t.as_ref().to_string())
+}
+
 /// Puts `value`, when there is one, under each of `keys`: the GenAI and the
 /// OpenInference conventions often name the same thing twice.
 fn put(out: &mut Vec<KeyValue>, keys: &[&'static str], value: Option<String>) {
@@ -218,11 +221,11 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
         &["gen_ai.conversation.id", "session.id"],
         conversation,
     );
-    put(&mut out, &["porthole.source"], span.source.clone());
-    let error_type = span
-        .error
-        .as_ref()
-        .map(|_| attr("error_kind").map_or_else(|| "error".to_string(), text));
+    put(&mut out, &["porthole.source"], owned(&span.source));
+    let error_type = span.error.as_ref().map(|_| {
+        let kind = attr(super::ERROR_TYPE).or_else(|| attr("error_kind"));
+        kind.map_or_else(|| "error".to_string(), text)
+    });
     put(&mut out, &["error.type"], error_type);
     kind_attributes(span, &mut out);
     // Turns started over /mcp: the MCP semantic conventions of the request.
@@ -235,7 +238,7 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
         // The MCP tool that started a turn (`send_message`); a `run_tool` root is the
         // tool call itself and names its own tool.
         if span.kind == SpanKind::Turn && attr("mcp.method.name").is_some() {
-            put(&mut out, &["gen_ai.tool.name"], span.source.clone());
+            put(&mut out, &["gen_ai.tool.name"], owned(&span.source));
         }
     }
     usage_attributes(span, &mut out);
@@ -270,7 +273,7 @@ fn kind_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
             );
         }
         SpanKind::Tool => {
-            put(out, &["gen_ai.tool.name", "tool.name"], span.tool.clone());
+            put(out, &["gen_ai.tool.name", "tool.name"], owned(&span.tool));
             put(
                 out,
                 &["gen_ai.tool.call.arguments", "input.value"],
@@ -286,7 +289,7 @@ fn kind_attributes(span: &SpanRecord, out: &mut Vec<KeyValue>) {
             let agent = if span.kind == SpanKind::Turn {
                 "Porthole".to_string()
             } else {
-                span.name.clone()
+                span.name.to_string()
             };
             put(out, &["gen_ai.agent.name"], Some(agent));
             put(out, &["gen_ai.agent.id"], attr("agent_id"));

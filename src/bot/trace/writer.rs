@@ -18,7 +18,7 @@ use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store, TurnRows};
 use crate::cpu_time::thread_cpu_time;
-use crate::model::SpanRecord;
+use crate::model::{MCP_CALL_SOURCE, SpanRecord};
 use crate::redact::Redactor;
 
 /// At most this many spans go into one store transaction.
@@ -60,7 +60,7 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
-        let mut pruning = Pruning::new(count_slack(self.settings.max_turns), Duration::MAX);
+        let mut pruning = CountPruning::new(&self.settings);
         loop {
             let first = match receiver.try_recv() {
                 Ok(message) => message,
@@ -90,10 +90,9 @@ impl Writer {
                     None
                 };
             }
-            let roots = batch.iter().filter(|s| s.is_root).count();
-            let prune_turns = pruning.due(roots, !flushes.is_empty());
+            let due = pruning.due(&batch, !flushes.is_empty());
             if !batch.is_empty() || !flushes.is_empty() {
-                self.write(std::mem::take(&mut batch), prune_turns).await;
+                self.write(std::mem::take(&mut batch), due).await;
             }
             if flushes.iter().any(|(_, export)| *export)
                 && let Some(exporter) = &self.exporter
@@ -107,9 +106,9 @@ impl Writer {
     }
 
     /// Stores `spans` and, in the same transaction, deletes what is older than the age
-    /// limit (a seek on the start index: cheap) and, when `prune_turns`, the turns beyond
-    /// the count limit.
-    async fn write(&self, mut spans: Vec<SpanRecord>, prune_turns: bool) {
+    /// limit (a seek on the start index: cheap) and, as `due` says, the turns and the
+    /// `/mcp` tool calls' traces beyond their count limits.
+    async fn write(&self, mut spans: Vec<SpanRecord>, due: CountsDue) {
         // Redaction, cutting, handing to the exporter and making the turn rows are CPU
         // work: off the async workers the turns run on, and not while the traces'
         // writer connection (which the trace tools' reads queue for) is held.
@@ -140,7 +139,8 @@ impl Writer {
         };
         self.store_tool_sets(tool_sets).await;
         let prune = Prune {
-            keep_turns: prune_turns.then_some(self.settings.max_turns),
+            keep_turns: due.turns.then_some(self.settings.max_turns),
+            keep_mcp_calls: due.mcp_calls.then_some(self.settings.max_mcp_calls),
             before_us: Some(
                 chrono::Utc::now().timestamp_micros()
                     - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
@@ -216,18 +216,63 @@ fn redact_strings(value: &mut Value, redactor: &Redactor) {
 }
 
 /// How many turns past `TRACE_MAX_TURNS` the store may hold before the count limit is
-/// applied. Cutting back finds the oldest turn to keep by walking the newest turns in
-/// the roots index, so it costs in proportion to the limit (up to 1,000,000 turns); a
-/// slack of a twentieth of the limit (at least 16 turns) spreads that walk over many
-/// turns. The first batch cuts back (the limit may have been lowered since the last
-/// run), and a reader's flush cuts back whatever arrived since, so what it reads is
-/// within the limit; no period forces a cut ([`Pruning`] with `Duration::MAX`).
+/// applied (and as many `/mcp` tool calls' traces past `TRACE_MAX_MCP_CALLS`). Cutting
+/// back finds the oldest turn to keep by walking the newest turns by id, so it costs in
+/// proportion to the limit (up to 1,000,000 turns); a slack of a twentieth of the limit
+/// (at least 16 turns) spreads that walk over many turns. The first batch cuts back (the
+/// limit may have been lowered since the last run), and a reader's flush cuts back
+/// whatever arrived since, so what it reads is within the limit; no period forces a cut
+/// ([`Pruning`] with `Duration::MAX`).
 fn count_slack(max_turns: usize) -> usize {
     (max_turns / 20).max(16)
 }
 
-/// Redacts every secret the process knows from a span, then cuts its payloads.
+/// The two count limits, each applied after its own slack: the turns' and the `/mcp`
+/// tool calls' traces (a root whose source is [`MCP_CALL_SOURCE`]).
+struct CountPruning {
+    turns: Pruning,
+    mcp_calls: Pruning,
+}
+
+/// Which count limits a write applies.
+#[derive(Clone, Copy)]
+struct CountsDue {
+    turns: bool,
+    mcp_calls: bool,
+}
+
+impl CountPruning {
+    fn new(settings: &TraceSettings) -> Self {
+        CountPruning {
+            turns: Pruning::new(count_slack(settings.max_turns), Duration::MAX),
+            mcp_calls: Pruning::new(count_slack(settings.max_mcp_calls), Duration::MAX),
+        }
+    }
+
+    fn due(&mut self, batch: &[SpanRecord], flushing: bool) -> CountsDue {
+        let (mut turns, mut mcp_calls) = (0, 0);
+        for root in batch.iter().filter(|s| s.is_root) {
+            if root.source.as_deref() == Some(MCP_CALL_SOURCE) {
+                mcp_calls += 1;
+            } else {
+                turns += 1;
+            }
+        }
+        CountsDue {
+            turns: self.turns.due(turns, flushing),
+            mcp_calls: self.mcp_calls.due(mcp_calls, flushing),
+        }
+    }
+}
+
+/// Gives a span its `/mcp` request's attributes, redacts every secret the process knows
+/// from it, then cuts its payloads.
 fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize) {
+    if let Some(request) = span.mcp_request.take() {
+        for (key, value) in request.attributes() {
+            span.attributes.insert(key.to_string(), value);
+        }
+    }
     let mut attributes = Value::Object(std::mem::take(&mut span.attributes));
     redactor.redact(&mut attributes);
     if let Value::Object(map) = attributes {
@@ -236,7 +281,9 @@ fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize)
     if let Some(error) = &span.error {
         span.error = Some(redactor.redact_text(error).into_owned());
     }
-    span.name = redactor.redact_text(&span.name).into_owned();
+    if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&span.name) {
+        span.name = clean.into();
+    }
     let mut cut = Vec::new();
     for (key, value) in span.attributes.iter_mut() {
         if cut_payload(value, max_payload_bytes) {
@@ -304,6 +351,28 @@ mod tests {
         assert!(!pruning.due(0, true), "nothing new: nothing to cut");
         assert!(pruning.due(1, true), "a reader's flush cuts what waited");
         assert_eq!(count_slack(2), 16, "at least 16 turns");
+    }
+
+    #[test]
+    fn mcp_calls_and_turns_use_up_their_own_slack() {
+        let settings = TraceSettings {
+            max_turns: 1_000,
+            max_mcp_calls: 1_000,
+            max_age: Duration::from_secs(60),
+            max_payload_bytes: 1024,
+        };
+        let root = |source: &str| -> SpanRecord {
+            let root = json!({"span_id": "a", "is_root": true, "source": source,
+                "kind": "tool", "name": "n", "start_us": 0, "duration_us": 0});
+            serde_json::from_value(root).unwrap()
+        };
+        let mut pruning = CountPruning::new(&settings);
+        let first = pruning.due(&[root("web"), root(MCP_CALL_SOURCE)], false);
+        assert!(first.turns && first.mcp_calls, "the first batch cuts both");
+        let calls: Vec<SpanRecord> = (0..50).map(|_| root(MCP_CALL_SOURCE)).collect();
+        let flat_out = pruning.due(&calls, false);
+        assert!(flat_out.mcp_calls, "a slack of MCP calls cuts them");
+        assert!(!flat_out.turns, "and leaves the turns' count alone");
     }
 
     #[test]

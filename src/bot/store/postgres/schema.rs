@@ -242,6 +242,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
         enabled INTEGER NOT NULL,
         updated_at TEXT NOT NULL
     );",
+    // 17: the traces of /mcp tool calls, kept under a count of their own.
+    "CREATE INDEX trace_turns_mcp_calls ON trace_turns(id) WHERE source = 'mcp';",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

@@ -278,6 +278,9 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
         enabled INTEGER NOT NULL,
         updated_at TEXT NOT NULL
     );",
+    // 17: the traces of /mcp tool calls, kept under a count of their own: an index in
+    // the traces file (its migration 3), so nothing here.
+    "",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
@@ -292,6 +295,9 @@ pub(super) const TRACE_MIGRATIONS: &[&str] = &[
         definitions TEXT NOT NULL,
         created_us INTEGER NOT NULL
     );",
+    // 3: the traces of /mcp tool calls (source `mcp`), which `TRACE_MAX_MCP_CALLS`
+    // counts apart from the turns: the prune walks only them.
+    "CREATE INDEX trace_turns_mcp_calls ON trace_turns(id) WHERE source = 'mcp';",
 ];
 
 /// Tables and views with their columns, indexes and row counts (for
