@@ -170,6 +170,9 @@ async function replayAnLlmCall(replayPage) {
     throw new Error(`the original answer is ${JSON.stringify(texts[0])}`);
   }
   if (!texts[1].includes('You are a pirate')) throw new Error(`the replay answered ${JSON.stringify(texts[1])}`);
+  const replayTrace = form.locator('.replay-result .trace-panel');
+  await replayTrace.locator('summary').first().click();
+  await replayTrace.locator('.trace-span[data-kind="llm"]').waitFor({ timeout: 10000 });
   const changed = (await form.locator('.replay-changed').innerText()).trim();
   if (!/system prompt/.test(changed)) throw new Error(`the change is shown as ${JSON.stringify(changed)}`);
   await form.scrollIntoViewIfNeeded();
@@ -191,7 +194,8 @@ async function openReplayForm(replayPage, message, answer) {
   await replayPage.click('#message-input');
   await replayPage.keyboard.type(message);
   await replayPage.keyboard.press('Enter');
-  const panel = replayPage.locator('.message.assistant[data-state="done"] .trace-panel').nth(answer);
+  // The answer's own panel, not a replay's nested in it.
+  const panel = replayPage.locator('.message.assistant[data-state="done"] > .trace-panel').nth(answer);
   await panel.waitFor({ timeout: 30000 });
   await panel.locator('summary').first().click();
   const llmRow = panel.locator('.trace-span[data-kind="llm"]').first();

@@ -105,6 +105,8 @@
     columns.appendChild(answerColumn('Original', data.original || {}));
     columns.appendChild(answerColumn('Replay', (data.replays || [])[0] || {}));
     box.appendChild(columns);
+    /* The replay is a trace of its own: its panel opens to what was sent this time. */
+    if (data.replay_trace_id) window.PortholeTrace.attach(box, data.replay_trace_id);
   }
 
   async function submit(ctx) {
