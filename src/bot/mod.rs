@@ -233,7 +233,8 @@ pub struct Bot {
     pub web: web::WebState,
     /// Removes every secret the process knows from what leaves it (`/mcp`, `/api`, `/ws`).
     pub redactor: Arc<Redactor>,
-    /// Records a trace per turn (and exports it when OpenTelemetry is configured).
+    /// Records a trace per turn and per `/mcp` tool call (and exports it when
+    /// OpenTelemetry is configured).
     pub tracer: Arc<Tracer>,
     /// The provider calls replays may still make this minute (`REPLAY_MAX_PER_MINUTE`).
     pub replay_limit: replay::RateLimit,

@@ -154,7 +154,8 @@ impl DiagnosticTool for GetTraceStats {
             "get_trace_stats",
             "LLM and tool statistics from traces",
             "Per model and per tool, over the stored traces (or those since `since`): call count, errors, error rate, \
-             p50 and p95 latency in ms, and tokens in/out (models).",
+             p50 and p95 latency in ms, and tokens in/out (models). The bot's own work: the traces of /mcp tool calls \
+             (source mcp) are not counted.",
         )
         .input(json!({"since": since_property()}), &[])
         .output(

@@ -1,6 +1,8 @@
 //! Turn traces: what the model saw and did, step by step.
 //!
-//! One trace per turn (a web message, `send_message`, a scheduled task, `run_tool`).
+//! One trace per turn (a web message, `send_message`, a scheduled task, `run_tool`, a
+//! replay), and one of a single span per other `/mcp` `tools/call` (source
+//! [`MCP_CALL_SOURCE`](crate::model::MCP_CALL_SOURCE), kept under its own cap).
 //! Spans nest: the turn → each LLM call → each tool call → worker agents the supervisor
 //! delegated to, with their own LLM and tool calls. Ids are W3C trace-context ids; a
 //! caller's `traceparent` makes our root its child ([`TraceScope::root`]).
