@@ -13,6 +13,9 @@
 #                                    Cargo's default profile) beside the bench-release bot,
 #                                    interleaved with it against the same ceiling
 #                                    (kinds modern_rel and legacy_rel)
+#   scripts/bench.sh --untraced-too  also: the same bot with TRACE_ENABLED=false (kinds
+#                                    modern_untr and legacy_untr), so the cost of the span
+#                                    every tools/call records is read in the same run
 #
 # What it does (docs/performance.md has the figures and how to read them):
 #   1. cargo build --profile bench-release --bin porthole --example bare_axum (the
@@ -55,10 +58,12 @@ OUT=${OUT:-}
 API_INFO=0
 PEERS=0
 RELEASE_TOO=0
+UNTRACED_TOO=0
 for arg in "$@"; do
   case "$arg" in
     --peers) PEERS=1 ;;
     --release-too) RELEASE_TOO=1 ;;
+    --untraced-too) UNTRACED_TOO=1 ;;
     --api-info) API_INFO=1 ;;
     --api-info-only) API_INFO=1; CONNS="" ;;
     -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
@@ -104,6 +109,12 @@ if [[ $RELEASE_TOO == 1 ]]; then
   REL_URL="http://127.0.0.1:$PORT_rel/mcp"
   KINDS+=" modern_rel legacy_rel"
 fi
+if [[ $UNTRACED_TOO == 1 ]]; then
+  # The same build with tracing off: the difference is what recording spans costs.
+  start_porthole untr true TRACE_ENABLED=false
+  UNTR_URL="http://127.0.0.1:$PORT_untr/mcp"
+  KINDS+=" modern_untr legacy_untr"
+fi
 if [[ $PEERS == 1 ]]; then
   # rmcp twice: stateless (the modern request) and with sessions (the legacy request).
   for mode in 0 1; do
@@ -131,6 +142,7 @@ url_of() {
     ts) echo "$TS_URL" ;;
     python) echo "$PY_URL" ;;
     modern_rel|legacy_rel) echo "$REL_URL" ;;
+    modern_untr|legacy_untr) echo "$UNTR_URL" ;;
     *) echo "$MCP_URL" ;;
   esac
 }
@@ -143,11 +155,12 @@ pid_of() {
     ts) echo "$TS_PID" ;;
     python) echo "$PY_PID" ;;
     modern_rel|legacy_rel) echo "$PID_rel" ;;
+    modern_untr|legacy_untr) echo "$PID_untr" ;;
     *) echo "$PID_main" ;;
   esac
 }
 # request_of KIND: which request the Lua script sends (the ceiling gets the modern one).
-request_of() { case $1 in legacy|legacy_rel|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
+request_of() { case $1 in legacy|legacy_rel|legacy_untr|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
 # cpu_ticks PID: user + system CPU time of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS_PER_SEC=$(getconf CLK_TCK)
@@ -156,8 +169,12 @@ TICKS_PER_SEC=$(getconf CLK_TCK)
 SESSION=$(open_session "$MCP_URL")
 if [[ $PEERS == 1 ]]; then RMCP_SESSION=$(open_session "$RMCP1_URL"); fi
 if [[ $RELEASE_TOO == 1 ]]; then REL_SESSION=$(open_session "$REL_URL"); fi
+if [[ $UNTRACED_TOO == 1 ]]; then UNTR_SESSION=$(open_session "$UNTR_URL"); fi
 session_of() {
-  case $1 in rmcp_legacy) echo "$RMCP_SESSION" ;; legacy_rel) echo "$REL_SESSION" ;; *) echo "$SESSION" ;; esac
+  case $1 in
+    rmcp_legacy) echo "$RMCP_SESSION" ;; legacy_rel) echo "$REL_SESSION" ;;
+    legacy_untr) echo "$UNTR_SESSION" ;; *) echo "$SESSION" ;;
+  esac
 }
 
 # ---- one point ----------------------------------------------------------------------
@@ -207,7 +224,7 @@ load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on t
 
 EOF
 printf '%-10s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
-declare -A RPS P99 CPU ERR RATIO P99X
+declare -A RPS P99 CPU ERR RATIO P99X TRACED
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
 highest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
@@ -241,6 +258,10 @@ for c in $CONNS; do
       [[ -n "${THIS_RPS[$kind]:-}" ]] || continue
       RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[ceiling]}") "
       P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[ceiling]}") "
+    done
+    for kind in modern legacy; do
+      [[ -n "${THIS_RPS[${kind}_untr]:-}" ]] || continue
+      TRACED[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[${kind}_untr]}") "
     done
   done
 done
@@ -279,6 +300,12 @@ total=0
 for key in "${!ERR[@]}"; do total=$(( total + ${ERR[$key]} )); done
 echo "  zero errors over every point: $total errors  $(verdict "$([[ $total == 0 ]] && echo 1 || echo 0)")"
 echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHOLE_PID") kB; ceiling VmHWM $(vm VmHWM "$CEILING_PID") kB"
+if [[ $UNTRACED_TOO == 1 ]]; then
+  for c in $CONNS; do
+    echo "  c=$c traced / untraced rps (per round, median [lowest–highest]): modern $(median "${TRACED[modern/$c]}") [$(lowest "${TRACED[modern/$c]}")–$(highest "${TRACED[modern/$c]}")]," \
+      "legacy $(median "${TRACED[legacy/$c]}") [$(lowest "${TRACED[legacy/$c]}")–$(highest "${TRACED[legacy/$c]}")]"
+  done
+fi
 if [[ $PEERS == 1 ]]; then
   echo "  rmcp VmHWM $(vm VmHWM "$RMCP0_PID") kB stateless, $(vm VmHWM "$RMCP1_PID") kB with sessions"
   for c in $CONNS; do

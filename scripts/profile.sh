@@ -15,6 +15,7 @@
 # OUT_DIR (default: a temporary directory, printed).
 #
 # Environment: KIND, SECS=4, SERVER_CPU=0, CLIENT_CPU=1, TOOL=list_agents, OUT_DIR,
+#   BOT_ENV (one VAR=value for the bot, e.g. TRACE_ENABLED=false to profile it untraced),
 #   FRAMES (default: the /mcp handler, the tool call, the reply), SKIP_BUILD, CARGO.
 set -euo pipefail
 
@@ -41,7 +42,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
 fi
 PORTHOLE="$ROOT/target/bench-release/porthole"
 
-start_porthole main true
+start_porthole main true ${BOT_ENV:-}
 URL="http://127.0.0.1:$PORT_main/mcp"
 PID=$PID_main
 SESSION=""
