@@ -353,10 +353,8 @@ async fn send(
         .root("replay", None)
         .with_root_attribute("replay.span_id", span.span_id.clone())
         .with_root_attribute("replay.trace_id", span.trace_id.clone());
+    // No conversation: a batch selecting a conversation's calls must not find replays.
     let mut root = scope.start(SpanKind::Turn, format!("replay {}", span.span_id));
-    if let Some(conversation) = &span.conversation_id {
-        root.set_conversation(conversation);
-    }
     root.set_attribute("input", json!(changes));
     let trace_id = root.ids().map(|(trace, _)| trace.to_string());
     let chat = ChatRequest {
