@@ -20,14 +20,14 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::{AbortRegistration, Abortable};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::ServerInner;
 use super::context::{RequestContext, StreamEvent};
 use super::jsonrpc::RpcError;
-use super::methods::{self, Method, MethodResult};
+use super::methods::{self, MethodResult, Work};
 use super::session::{Session, Tracked};
 
 /// Why a handler produced no result.
@@ -108,12 +108,11 @@ impl Streaming {
 }
 
 impl Call {
-    /// Prepares `method` for `ctx`. With `streams`, the handler may send messages before
+    /// Prepares `work` for `ctx`. With `streams`, the handler may send messages before
     /// its result; without, they are dropped and only the result counts.
     pub(crate) fn new(
         inner: Arc<ServerInner>,
-        method: Method,
-        params: Map<String, Value>,
+        work: Work,
         mut ctx: RequestContext,
         streams: bool,
         lifetime: Lifetime,
@@ -124,10 +123,9 @@ impl Call {
             ctx.outbound = Some(outbound);
             events
         });
-        let dispatch =
-            AssertUnwindSafe(async move { methods::dispatch(&inner, method, &params, &ctx).await })
-                .catch_unwind()
-                .map(|result| result.map_err(|_| Unfinished::Panicked));
+        let dispatch = AssertUnwindSafe(async move { methods::run(&inner, work, &ctx).await })
+            .catch_unwind()
+            .map(|result| result.map_err(|_| Unfinished::Panicked));
         let (handler, finish_on_drop): (Handler, bool) = match lifetime {
             Lifetime::EndsWithRequest => (Box::pin(dispatch), false),
             Lifetime::Detached { cancel, tracked } => (

@@ -140,7 +140,8 @@ pub struct Rejected {
     pub error: RpcError,
 }
 
-fn valid_id(id: &Value) -> bool {
+/// Whether `id` can be a request id: a string or an integer.
+pub(crate) fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 

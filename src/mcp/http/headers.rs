@@ -92,13 +92,14 @@ pub(super) fn header_equals(
 pub(super) fn check_param_headers(
     inner: &ServerInner,
     headers: &HeaderMap,
-    params: &Map<String, Value>,
+    tool: Option<&str>,
+    arguments: Option<&Value>,
 ) -> Result<(), String> {
-    let Some(tool) = params.get("name").and_then(Value::as_str) else {
+    let Some(tool) = tool else {
         return Ok(());
     };
     for (property, header_name) in inner.tools.param_headers(tool) {
-        let value = params.get("arguments").and_then(|a| a.get(property));
+        let value = arguments.and_then(|a| a.get(property));
         let full = format!(
             "{}{}",
             protocol::HEADER_PARAM_PREFIX,

@@ -72,7 +72,7 @@ pub(super) async fn legacy_post(
             if let Some(known) = methods::remembered(&inner, parsed, &params, &ctx) {
                 return raw_reply(&id, known, accept);
             }
-            run_legacy(inner, session, parsed, params, ctx, accept).await
+            run_legacy(inner, session, Work::Method(parsed, params), ctx, accept).await
         }
     }
 }
@@ -138,7 +138,7 @@ async fn initialize(
 
 /// The context of a request inside a session: its version, log level and caller, and
 /// the `_meta` of its `params` (progress token, trace parent) when given.
-fn session_context(
+pub(super) fn session_context(
     inner: &Arc<ServerInner>,
     headers: &HeaderMap,
     access: Access,
@@ -161,14 +161,13 @@ fn session_context(
 pub(super) async fn run_legacy(
     inner: Arc<ServerInner>,
     session: Arc<Session>,
-    method: Method,
-    params: Map<String, Value>,
+    work: Work,
     ctx: RequestContext,
     accept: Accepts,
 ) -> Response {
     let id = ctx.request_id.clone();
     let lifetime = Lifetime::in_session(&session, &id);
-    let call = Call::new(inner.clone(), method, params, ctx, accept.sse, lifetime);
+    let call = Call::new(inner.clone(), work, ctx, accept.sse, lifetime);
     let streaming = match call.run().await {
         Progress::Done(result) => return final_reply(&id, result, false, accept),
         Progress::Streaming(streaming) => streaming,
@@ -278,7 +277,8 @@ async fn batch_item(
             };
             let ctx = session_context(inner, headers, access, session, &id, None);
             let lifetime = Lifetime::in_session(session, &id);
-            let call = Call::new(inner.clone(), parsed, params, ctx, false, lifetime);
+            let work = Work::Method(parsed, params);
+            let call = Call::new(inner.clone(), work, ctx, false, lifetime);
             let Progress::Done(result) = call.run().await else {
                 unreachable!("a call that cannot stream answers with its result")
             };

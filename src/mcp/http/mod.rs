@@ -40,7 +40,7 @@ use super::caller::Caller;
 use super::context::{RequestContext, StreamEvent};
 use super::guard::{Access, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
-use super::methods::{self, Method, MethodResult};
+use super::methods::{self, Method, MethodResult, Work};
 use super::protocol::{self, Era};
 use super::session::{Lookup, Session};
 use super::subscriptions::ListenFilter;
@@ -52,6 +52,7 @@ mod modern;
 mod reply;
 mod sse_response;
 mod streams;
+mod tool_call;
 
 use headers::*;
 use legacy::*;
@@ -87,6 +88,11 @@ pub(crate) async fn handle_post(
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID);
     let access = granted(&parts.extensions);
+    if let Some(response) =
+        tool_call::serve(&inner, headers, access, session_id, &body, accept).await
+    {
+        return response;
+    }
     // Most bodies are one request in the usual shape, read without a `Value` envelope;
     // the rest (batches, notifications, responses, odd or invalid bodies) take the
     // general path, which also explains what is wrong.
@@ -112,9 +118,10 @@ pub(crate) async fn handle_post(
             }
         }
     };
-    if is_bare(headers, session_id, &message) {
+    let routing = Routing::of(&message);
+    if is_bare(headers, session_id, &routing) {
         bare_post(inner, access, message, accept).await
-    } else if is_legacy(headers, session_id, &message) {
+    } else if is_legacy(headers, session_id, &routing) {
         legacy_post(inner, headers, access, session_id, message, accept).await
     } else {
         modern_post(inner, headers, access, message, accept).await
@@ -218,23 +225,38 @@ fn parse_json(body: &[u8]) -> Result<Value, Response> {
     })
 }
 
-fn meta_version(message: &Incoming) -> Option<&Value> {
-    message
-        .params()?
-        .get("_meta")?
-        .get(protocol::META_PROTOCOL_VERSION)
+/// What the era routing reads of a message.
+struct Routing<'a> {
+    /// `None` for a response.
+    method: Option<&'a str>,
+    is_request: bool,
+    /// Whether `params._meta` holds a protocol version (of any type).
+    meta_version: bool,
 }
 
-fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+impl Routing<'_> {
+    fn of(message: &Incoming) -> Routing<'_> {
+        Routing {
+            method: message.method(),
+            is_request: matches!(message, Incoming::Request { .. }),
+            meta_version: message
+                .params()
+                .and_then(|p| p.get("_meta")?.get(protocol::META_PROTOCOL_VERSION))
+                .is_some(),
+        }
+    }
+}
+
+fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -> bool {
     if session_id.is_some() {
         return true;
     }
-    if meta_version(message).is_some() {
+    if message.meta_version {
         return false;
     }
     match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
         Some(v) => protocol::legacy_version(v).is_some(),
-        None => message.method() == Some("initialize"),
+        None => message.method == Some("initialize"),
     }
 }
 
@@ -243,14 +265,14 @@ fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) 
 /// no session state. Such a request is answered statelessly in the oldest legacy
 /// version, which is what the 2025 transport says a server assumes without a version
 /// header. Everything else keeps its era's rules.
-fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Incoming) -> bool {
+fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -> bool {
     session_id.is_none()
-        && meta_version(message).is_none()
+        && !message.meta_version
         && header(headers, protocol::HEADER_PROTOCOL_VERSION).is_none()
         && header(headers, protocol::HEADER_METHOD).is_none()
-        && matches!(message, Incoming::Request { .. })
+        && message.is_request
         && message
-            .method()
+            .method
             .and_then(|m| Method::parse(m, false))
             .is_some_and(Method::is_stateless)
 }
@@ -287,14 +309,19 @@ async fn bare_post(
     if let Some(known) = methods::remembered(&inner, parsed, &params, &ctx) {
         return raw_reply(&id, known, accept);
     }
-    run_stateless(inner, parsed, params, ctx, accept).await
+    run_stateless(inner, Work::Method(parsed, params), ctx, accept).await
 }
 
 /// The `progressToken` of a request's `_meta`, when it is a string or an integer.
 pub(super) fn progress_token(meta: &Value) -> Option<Value> {
     meta.get("progressToken")
-        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .filter(|t| is_progress_token(t))
         .cloned()
+}
+
+/// Whether `token` can be a progress token: a string or an integer.
+fn is_progress_token(token: &Value) -> bool {
+    token.is_string() || token.is_i64() || token.is_u64()
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub(super) async fn modern_post(
     if let Some(known) = methods::remembered(&inner, checked.method, &params, &ctx) {
         return raw_reply(&id, known, accept);
     }
-    run_stateless(inner, checked.method, params, ctx, accept).await
+    run_stateless(inner, Work::Method(checked.method, params), ctx, accept).await
 }
 
 /// The spec's checks, in the order its tests expect: `_meta`, the version header and
@@ -80,11 +80,12 @@ fn check_request<'a>(
     let meta = params.get("_meta").and_then(Value::as_object);
     let (meta_version, capabilities) = required_meta(meta, has_params).map_err(bad_request)?;
     let version = checked_version(headers, meta_version).map_err(bad_request)?;
-    check_routing_headers(headers, method, params).map_err(bad_request)?;
+    check_routing_headers(headers, method, routed_value(method, params)).map_err(bad_request)?;
     let parsed = methods::served(inner, method, true)
         .ok_or_else(|| (StatusCode::NOT_FOUND, RpcError::method_not_found(method)))?;
     if parsed == Method::ToolsCall {
-        check_param_headers(inner, headers, params)
+        let tool = params.get("name").and_then(Value::as_str);
+        check_param_headers(inner, headers, tool, params.get("arguments"))
             .map_err(|reason| bad_request(RpcError::header_mismatch(reason)))?;
     }
     let log_threshold = log_threshold(meta).map_err(bad_request)?;
@@ -123,7 +124,10 @@ fn required_meta(
 }
 
 /// The version header must match `_meta`, and the version must be one we serve.
-fn checked_version(headers: &HeaderMap, meta_version: &str) -> Result<&'static str, RpcError> {
+pub(super) fn checked_version(
+    headers: &HeaderMap,
+    meta_version: &str,
+) -> Result<&'static str, RpcError> {
     header_equals(
         headers,
         protocol::HEADER_PROTOCOL_VERSION,
@@ -140,11 +144,30 @@ fn checked_version(headers: &HeaderMap, meta_version: &str) -> Result<&'static s
     })
 }
 
-/// `Mcp-Method` and, where the method names something, `Mcp-Name` must match the body.
-fn check_routing_headers(
+/// The body value `Mcp-Name` must repeat for `method` (`""` when the body lacks it), or
+/// `None` when the method routes by nothing but its name.
+fn routed_value<'a>(method: &str, params: &'a Map<String, Value>) -> Option<&'a str> {
+    let member = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        // The Tasks extension routes by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return None,
+    };
+    Some(
+        params
+            .get(member)
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    )
+}
+
+/// `Mcp-Method` and, where the method names something (`routed`, see
+/// [`routed_value`]), `Mcp-Name` must match the body.
+pub(super) fn check_routing_headers(
     headers: &HeaderMap,
     method: &str,
-    params: &Map<String, Value>,
+    routed: Option<&str>,
 ) -> Result<(), RpcError> {
     header_equals(
         headers,
@@ -153,18 +176,12 @@ fn check_routing_headers(
         method,
         false,
     )?;
-    let name_member = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        // The Tasks extension routes by task id.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-        _ => return Ok(()),
-    };
-    let body_value = params
-        .get(name_member)
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
+    match routed {
+        Some(body_value) => {
+            header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
+        }
+        None => Ok(()),
+    }
 }
 
 /// The optional log level in `_meta`, as a rank.
@@ -228,8 +245,7 @@ fn request_context(
 /// work ends with the request.
 pub(super) async fn run_stateless(
     inner: Arc<ServerInner>,
-    method: Method,
-    params: Map<String, Value>,
+    work: Work,
     ctx: RequestContext,
     accept: Accepts,
 ) -> Response {
@@ -237,8 +253,7 @@ pub(super) async fn run_stateless(
     let modern = ctx.era.is_modern();
     let call = Call::new(
         inner.clone(),
-        method,
-        params,
+        work,
         ctx,
         accept.sse,
         Lifetime::EndsWithRequest,

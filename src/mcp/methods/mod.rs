@@ -28,7 +28,7 @@ use super::protocol::{Era, META_SERVER_INFO};
 use super::tool::Outcome;
 
 pub(crate) use tasks::TaskMethod;
-pub(crate) use tools::Memo;
+pub(crate) use tools::{Memo, ToolCall};
 
 /// Every request method the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,25 @@ pub(crate) fn remembered<'a>(
     }
 }
 
+/// What a call runs: a method with its `params` as a map, or a `tools/call` read
+/// straight from the body.
+pub(crate) enum Work {
+    Method(Method, Map<String, Value>),
+    ToolCall(ToolCall),
+}
+
+/// Runs `work`, its result shaped for the request's era.
+pub(crate) async fn run(
+    inner: &ServerInner,
+    work: Work,
+    ctx: &RequestContext,
+) -> Result<MethodResult, RpcError> {
+    match work {
+        Work::Method(method, params) => dispatch(inner, method, &params, ctx).await,
+        Work::ToolCall(call) => tools::call(inner, call, ctx).await,
+    }
+}
+
 /// Runs `method` and returns its result shaped for the request's era.
 pub(crate) async fn dispatch(
     inner: &ServerInner,
@@ -197,7 +216,7 @@ pub(crate) async fn dispatch(
         }
         Method::LoggingSetLevel => Outcome::Complete(logging::set_level(params, ctx)?),
         Method::ToolsList => Outcome::Complete(tools::list(inner, params, ctx)?),
-        Method::ToolsCall => return tools::call(inner, params, ctx).await,
+        Method::ToolsCall => return tools::call(inner, ToolCall::from_params(params)?, ctx).await,
         Method::ResourcesList
         | Method::ResourcesTemplatesList
         | Method::ResourcesRead

@@ -68,16 +68,41 @@ pub(super) fn cached_list<'a>(
     Some(cached)
 }
 
+/// What `tools/call` reads of its `params`, whichever way they were read: from a map
+/// ([`ToolCall::from_params`]), or straight from the body (`http/tool_call.rs`).
+#[derive(Debug, PartialEq)]
+pub(crate) struct ToolCall {
+    pub(crate) name: String,
+    /// `Null` when absent.
+    pub(crate) arguments: Value,
+    /// `params.task`, how a 2025-11-25 client asks for a task; `None` when absent or null.
+    pub(crate) task: Option<Value>,
+}
+
+impl ToolCall {
+    pub(crate) fn from_params(params: &Map<String, Value>) -> Result<ToolCall, RpcError> {
+        Ok(ToolCall {
+            name: required_str(params, "name")?.to_string(),
+            arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
+            task: params.get("task").filter(|t| !t.is_null()).cloned(),
+        })
+    }
+}
+
 /// `tools/call`: a task handle when the tool and the client both support tasks,
 /// otherwise the call itself. The token's access is checked here, once, before anything
 /// starts (a task included).
 pub(super) async fn call(
     inner: &ServerInner,
-    params: &Map<String, Value>,
+    call: ToolCall,
     ctx: &RequestContext,
 ) -> Result<MethodResult, RpcError> {
-    let name = required_str(params, "name")?;
-    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let ToolCall {
+        name,
+        arguments: args,
+        task,
+    } = call;
+    let name = name.as_str();
     if !(args.is_null() || args.is_object()) {
         return Err(RpcError::invalid_params("`arguments` must be an object"));
     }
@@ -87,12 +112,10 @@ pub(super) async fn call(
         let wanted = match &ctx.era {
             Era::Modern(_) => ctx.declares_tasks(),
             // 2025-11-25: the client asks for a task with `params.task`.
-            Era::Legacy(_) => {
-                ctx.session.is_some() && params.get("task").is_some_and(Value::is_object)
-            }
+            Era::Legacy(_) => ctx.session.is_some() && task.as_ref().is_some_and(Value::is_object),
         };
         if support != TaskSupport::Forbidden && wanted && tool.starts_task(&args, ctx) {
-            let ttl = legacy_task_ttl(params);
+            let ttl = task.as_ref().and_then(legacy_task_ttl);
             let task = tool_task::start(inner, name, args, ctx, ttl).await?;
             let handle = match ctx.era {
                 Era::Modern(_) => task.create_result(),
@@ -173,7 +196,7 @@ fn result_tail<'a>(inner: &'a ServerInner, era: &Era) -> &'a str {
 
 /// The TTL a 2025-11-25 client asked for in `params.task.ttl`, kept between one
 /// second and a day.
-fn legacy_task_ttl(params: &Map<String, Value>) -> Option<Duration> {
-    let ttl_ms = params.get("task")?.get("ttl")?.as_u64()?;
+fn legacy_task_ttl(task: &Value) -> Option<Duration> {
+    let ttl_ms = task.get("ttl")?.as_u64()?;
     Some(Duration::from_millis(ttl_ms.clamp(1000, 24 * 3600 * 1000)))
 }
