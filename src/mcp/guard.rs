@@ -1,7 +1,6 @@
-//! The `/mcp` guards: small checks that one layer runs in this order (one layer, not
-//! four, and a hand-written one: the checks never wait, so a request that passes goes
-//! straight on to the route, without the boxed future and the copy of the route per
-//! request that `axum::middleware::from_fn` makes):
+//! The `/mcp` guards: small checks that every `/mcp` handler runs first, in this order
+//! ([`admit`]; called by the handlers, not put around them as a layer: a layer costs a
+//! boxed future and a copy of the route per request, and the checks never wait):
 //!
 //! 1. **localhost** — the peer address must be loopback, even when the bot binds wider;
 //! 2. **misconfiguration** — enabled without a secret (and auth not disabled) answers
@@ -16,15 +15,11 @@
 //!
 //! Every refusal is a JSON-RPC error body (no `id`) with a message that says what to fix.
 
-use std::future::Ready;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use axum::extract::{ConnectInfo, Request};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::ConnectInfo;
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures::future::Either;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -58,8 +53,7 @@ impl std::fmt::Debug for Auth {
     }
 }
 
-/// What a request may do, decided by the token it carries; the guard puts it in the
-/// request's extensions.
+/// What a request may do, decided by the token it carries ([`admit`] says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// Every tool, resource and prompt.
@@ -94,71 +88,29 @@ pub fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Resp
 }
 
 /// One check: `Some` holds the refusal sent instead of running the request.
-type Check = fn(&GuardConfig, &Request) -> Option<Response>;
+type Check = fn(&GuardConfig, &HeaderMap, &Extensions) -> Option<Response>;
 
 /// The checks, in the order they run; the token comes last ([`authenticate`]).
 const CHECKS: [Check; 3] = [localhost_only, not_misconfigured, same_machine_origin];
 
-/// The guard around a route: every check in order; the first refusal answers. A
-/// request that passes carries its [`Access`].
-#[derive(Clone)]
-pub(crate) struct GuardLayer(pub(crate) Arc<GuardConfig>);
-
-impl<S> tower::Layer<S> for GuardLayer {
-    type Service = Guarded<S>;
-
-    fn layer(&self, inner: S) -> Guarded<S> {
-        Guarded {
-            config: self.0.clone(),
-            inner,
-        }
-    }
-}
-
-/// A route behind the guard (see [`GuardLayer`]).
-#[derive(Clone)]
-pub(crate) struct Guarded<S> {
-    config: Arc<GuardConfig>,
-    inner: S,
-}
-
-impl<S> tower::Service<Request> for Guarded<S>
-where
-    S: tower::Service<Request, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = Either<Ready<Result<Response, S::Error>>, S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request) -> Self::Future {
-        match admit(&self.config, &request) {
-            Ok(access) => {
-                request.extensions_mut().insert(access);
-                Either::Right(self.inner.call(request))
-            }
-            Err(refusal) => Either::Left(std::future::ready(Ok(refusal))),
-        }
-    }
-}
-
 /// The request's access, or the refusal of the first check it fails.
+// The error is the refusal itself, built only on that path: boxing it saves nothing.
 #[allow(clippy::result_large_err)]
-fn admit(config: &GuardConfig, request: &Request) -> Result<Access, Response> {
+pub(crate) fn admit(
+    config: &GuardConfig,
+    headers: &HeaderMap,
+    extensions: &Extensions,
+) -> Result<Access, Response> {
     for check in CHECKS {
-        if let Some(refusal) = check(config, request) {
+        if let Some(refusal) = check(config, headers, extensions) {
             return Err(refusal);
         }
     }
-    authenticate(config, request).map_err(unauthorized)
+    authenticate(config, headers).map_err(unauthorized)
 }
 
-fn localhost_only(_: &GuardConfig, request: &Request) -> Option<Response> {
-    let peer = request
-        .extensions()
+fn localhost_only(_: &GuardConfig, _: &HeaderMap, extensions: &Extensions) -> Option<Response> {
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let loopback = peer.is_some_and(|ip| match ip {
@@ -178,7 +130,7 @@ fn localhost_only(_: &GuardConfig, request: &Request) -> Option<Response> {
     None
 }
 
-fn not_misconfigured(config: &GuardConfig, _: &Request) -> Option<Response> {
+fn not_misconfigured(config: &GuardConfig, _: &HeaderMap, _: &Extensions) -> Option<Response> {
     if matches!(config.auth, Auth::Misconfigured) {
         return Some(refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -215,16 +167,19 @@ fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), Strin
     }
 }
 
-fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Response> {
-    if let Err(reason) = crate::net::single_header(request.headers(), "Host") {
+fn same_machine_origin(
+    config: &GuardConfig,
+    headers: &HeaderMap,
+    _: &Extensions,
+) -> Option<Response> {
+    if let Err(reason) = crate::net::single_header(headers, "Host") {
         return Some(refuse(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
             format!("Bad Request: {reason}"),
         ));
     }
-    if let Err(reason) = host_allowed(config, request.headers())
-        .and_then(|_| origin_allowed(config, request.headers()))
+    if let Err(reason) = host_allowed(config, headers).and_then(|_| origin_allowed(config, headers))
     {
         tracing::warn!(target: "porthole::mcp::guard", %reason, "refused /mcp request");
         return Some(refuse(
@@ -237,11 +192,11 @@ fn same_machine_origin(config: &GuardConfig, request: &Request) -> Option<Respon
 }
 
 /// The request's access, or why its token is refused.
-fn authenticate(config: &GuardConfig, request: &Request) -> Result<Access, &'static str> {
+fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'static str> {
     let Auth::Bearer(expected) = &config.auth else {
         return Ok(Access::Full);
     };
-    let Ok(header) = crate::net::single_header(request.headers(), "Authorization") else {
+    let Ok(header) = crate::net::single_header(headers, "Authorization") else {
         return Err("Unauthorized: send exactly one Authorization header");
     };
     let provided = header.filter(|v| !v.is_empty()).and_then(|v| {

@@ -15,7 +15,7 @@
 //!
 //! Layout: `http` (transport, both eras) → `call` (how one handler runs) → `methods`
 //! (the method table, one file per method family) → the [`Tool`], [`ResourceProvider`]
-//! and [`Prompt`] seams. `guard` holds the middleware, `session` the legacy sessions and
+//! and [`Prompt`] seams. `guard` holds the checks every `/mcp` handler runs first, `session` the legacy sessions and
 //! resumable streams, `subscriptions` the change notifications, `seal` the server's
 //! keyed tags and sealed state, `params` the reading of request parameters, `replicas`
 //! what crosses to the other replicas sharing the server's state, `tasks`
@@ -360,17 +360,16 @@ impl McpServer {
 
     /// `/mcp` with its own guards, plus JSON 404s for OAuth discovery probes.
     pub fn router(&self) -> Router {
-        let guard = Arc::new(self.inner.guard.clone());
-        // The guard wraps the `/mcp` route itself (every method, the 405 fallback too),
-        // not the router: a layer on the router would also wrap the merged app's 404
-        // fallback, so a mistyped path would answer 401 instead of 404.
+        // Every `/mcp` handler runs the guard first (the 405 for other methods too), and
+        // only `/mcp` has them: a guard around the router would also answer the merged
+        // app's 404 fallback, so a mistyped path would answer 401 instead of 404.
         let mcp = Router::new()
             .route(
                 "/mcp",
                 post(http::handle_post)
                     .get(http::handle_get)
                     .delete(http::handle_delete)
-                    .layer(guard::GuardLayer(guard)),
+                    .fallback(http::handle_other),
             )
             .with_state(self.inner.clone());
         Router::new()

@@ -38,7 +38,7 @@ use super::ServerInner;
 use super::call::{Call, Finished, Lifetime, Progress, Unfinished};
 use super::caller::Caller;
 use super::context::{RequestContext, StreamEvent};
-use super::guard::{Access, refuse};
+use super::guard::{Access, admit, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
 use super::methods::{self, Method, MethodResult, Work};
 use super::protocol::{self, Era};
@@ -78,6 +78,10 @@ pub(crate) async fn handle_post(
     // The request taken whole: a `HeaderMap` extractor would copy every header.
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
+    let access = match admit(&inner.guard, headers, &parts.extensions) {
+        Ok(access) => access,
+        Err(refusal) => return refusal,
+    };
     let accept = match check_media_types(headers) {
         Ok(accept) => accept,
         Err(refusal) => return refusal,
@@ -87,7 +91,6 @@ pub(crate) async fn handle_post(
         Err(refusal) => return refusal,
     };
     let session_id = header(headers, protocol::HEADER_SESSION_ID);
-    let access = granted(&parts.extensions);
     if let Some(response) =
         tool_call::serve(&inner, headers, access, session_id, &body, accept).await
     {
@@ -128,12 +131,16 @@ pub(crate) async fn handle_post(
     }
 }
 
-/// What the guard says the request's token allows; without the guard, the least.
-fn granted(extensions: &axum::http::Extensions) -> Access {
-    extensions
-        .get::<Access>()
-        .copied()
-        .unwrap_or(Access::ReadOnly)
+/// Any other method on `/mcp`: 405 (axum adds `Allow`), once the guard lets it by.
+pub(crate) async fn handle_other(
+    State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    match admit(&inner.guard, &headers, &extensions) {
+        Ok(_) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        Err(refusal) => refusal,
+    }
 }
 
 /// The body must be JSON, and the client must take JSON or SSE back.

@@ -8,6 +8,10 @@ pub(crate) async fn handle_get(
     extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
+    let access = match admit(&inner.guard, &headers, &extensions) {
+        Ok(access) => access,
+        Err(refusal) => return refusal,
+    };
     if !accepts(&headers).sse {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -26,7 +30,7 @@ pub(crate) async fn handle_get(
             .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
         return response;
     };
-    let session = match inner.sessions.get_for(session_id, granted(&extensions)) {
+    let session = match inner.sessions.get_for(session_id, access) {
         Lookup::Found(s) => s,
         _ => return session_not_found(),
     };
@@ -89,6 +93,10 @@ pub(crate) async fn handle_delete(
     extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
+    let access = match admit(&inner.guard, &headers, &extensions) {
+        Ok(access) => access,
+        Err(refusal) => return refusal,
+    };
     let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -96,7 +104,6 @@ pub(crate) async fn handle_delete(
             "Bad Request: DELETE /mcp ends a session; send its Mcp-Session-Id",
         );
     };
-    let access = granted(&extensions);
     if matches!(inner.sessions.get_for(session_id, access), Lookup::Found(_))
         && inner.sessions.end(session_id)
     {
