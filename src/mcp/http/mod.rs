@@ -198,7 +198,7 @@ async fn read_body(
     // A client that sends its body slowly (or never finishes it) must not hold a task
     // forever: the whole body has to arrive within the body timeout. Most bodies came
     // in with the headers, so the timer is armed only when the first read has to wait.
-    let mut read = std::pin::pin!(axum::body::to_bytes(body, inner.limits.max_body_bytes));
+    let mut read = std::pin::pin!(whole_body(body, inner.limits.max_body_bytes));
     let read = match futures::poll!(read.as_mut()) {
         std::task::Poll::Ready(read) => Ok(read),
         std::task::Poll::Pending => tokio::time::timeout(inner.limits.body_timeout, read).await,
@@ -218,6 +218,34 @@ async fn read_body(
         Ok(Err(_)) => return Err(too_large()),
     };
     Ok(bytes)
+}
+
+/// The body in full, `Err` past `limit` bytes or on a broken body. A body that arrives
+/// as one piece (most do) is taken as it is: `axum::body::to_bytes` would first gather
+/// the pieces into a list, an allocation per request.
+async fn whole_body(body: Body, limit: usize) -> Result<Bytes, ()> {
+    use axum::body::HttpBody;
+    use futures::StreamExt;
+    let mut pieces = body.into_data_stream();
+    let first = match pieces.next().await {
+        Some(piece) => piece.map_err(drop)?,
+        None => return Ok(Bytes::new()),
+    };
+    if first.len() > limit {
+        return Err(());
+    }
+    if pieces.is_end_stream() {
+        return Ok(first);
+    }
+    let mut whole = Vec::from(first);
+    while let Some(piece) = pieces.next().await {
+        let piece = piece.map_err(drop)?;
+        if whole.len() + piece.len() > limit {
+            return Err(());
+        }
+        whole.extend_from_slice(&piece);
+    }
+    Ok(Bytes::from(whole))
 }
 
 /// The body as JSON, or the parse error's refusal.
@@ -356,6 +384,21 @@ mod tests {
             decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
             "Hello, 世界"
         );
+    }
+
+    #[tokio::test]
+    async fn a_body_in_pieces_is_joined_within_the_limit() {
+        let pieces = |n: usize| {
+            let stream = futures::stream::iter(
+                (0..n).map(|i| Ok::<_, std::io::Error>(Bytes::from(format!("{i}-")))),
+            );
+            Body::from_stream(stream)
+        };
+        assert_eq!(whole_body(pieces(3), 6).await.unwrap(), "0-1-2-");
+        assert!(whole_body(pieces(3), 5).await.is_err(), "over the limit");
+        assert_eq!(whole_body(Body::from("{}"), 2).await.unwrap(), "{}");
+        assert!(whole_body(Body::from("{}"), 1).await.is_err());
+        assert_eq!(whole_body(Body::empty(), 0).await.unwrap(), "");
     }
 
     #[test]
