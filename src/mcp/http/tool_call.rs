@@ -301,15 +301,16 @@ mod tests {
                 text(fast_meta.and_then(|m| m.protocol_version.get().copied())),
                 caps.map(Value::Object),
                 text(fast_meta.and_then(|m| m.log_level.get().copied())),
-                fast_meta.and_then(|m| m.progress_token.clone()),
+                fast_meta.and_then(|m| m.progress_token.clone().filter(is_progress_token)),
                 text(fast_meta.and_then(|m| m.traceparent)),
             ),
             (
                 member(protocol::META_PROTOCOL_VERSION),
                 member(protocol::META_CLIENT_CAPABILITIES),
                 member(protocol::META_LOG_LEVEL),
-                member("progressToken"),
-                member("traceparent"),
+                // What the general path makes of these two (`null` is none of them).
+                meta.and_then(progress_token),
+                member("traceparent").filter(Value::is_string),
             ),
             "{body}"
         );
@@ -330,6 +331,63 @@ mod tests {
         ] {
             same_as_general(body);
         }
+    }
+
+    /// Every member of a full call removed or given another type, one at a time: each
+    /// variant the fast read takes, it reads as the general path does.
+    #[test]
+    fn every_variant_it_takes_it_reads_as_the_general_path_does() {
+        let full = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": TOOLS_CALL, "params": {
+            "name": "x", "arguments": {"a": [1]}, "task": {"ttl": 1000}, "_meta": {
+                protocol::META_PROTOCOL_VERSION: "2026-07-28",
+                protocol::META_CLIENT_CAPABILITIES: {"sampling": {}},
+                protocol::META_CLIENT_INFO: {"name": "c"},
+                protocol::META_LOG_LEVEL: "info",
+                "progressToken": "p",
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        }}});
+        fn paths(value: &Value, at: &[String], out: &mut Vec<Vec<String>>) {
+            for (key, child) in value.as_object().into_iter().flatten() {
+                let path = [at, std::slice::from_ref(key)].concat();
+                paths(child, &path, out);
+                out.push(path);
+            }
+        }
+        fn member<'v>(value: &'v mut Value, path: &[String]) -> &'v mut Map<String, Value> {
+            let parent = path[..path.len() - 1]
+                .iter()
+                .fold(value, |v, key| &mut v[key.as_str()]);
+            parent.as_object_mut().expect("an object")
+        }
+        let mut all = Vec::new();
+        paths(&full, &[], &mut all);
+        let others = [
+            Value::Null,
+            1.into(),
+            1.5.into(),
+            "y".into(),
+            Value::Array(vec![]),
+        ];
+        let (mut taken, mut tried) = (0, 0);
+        for path in &all {
+            let last = path.last().expect("a member").clone();
+            let mut variants = vec![full.clone()];
+            member(&mut variants[0], path).remove(&last);
+            for other in others.iter().chain([&Value::Object(Map::new())]) {
+                let mut variant = full.clone();
+                member(&mut variant, path).insert(last.clone(), other.clone());
+                variants.push(variant);
+            }
+            for variant in variants {
+                let body = variant.to_string();
+                tried += 1;
+                if read(body.as_bytes()).is_some() {
+                    same_as_general(&body);
+                    taken += 1;
+                }
+            }
+        }
+        assert!(taken > 20 && taken < tried, "{taken} of {tried} taken");
     }
 
     #[test]
