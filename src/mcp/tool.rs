@@ -230,6 +230,8 @@ pub trait Tool: Send + Sync {
 }
 
 struct Entry {
+    /// The name, shared: a call names its tool with a copy of this, not a new string.
+    name: Arc<str>,
     tool: Arc<dyn Tool>,
     validator: jsonschema::Validator,
     /// `x-mcp-header` annotations: (property name, header name).
@@ -274,6 +276,7 @@ impl Entry {
             listed["execution"] = json!({"taskSupport": support.as_str()});
         }
         let entry = Entry {
+            name: spec.name.as_str().into(),
             tool,
             validator,
             param_headers,
@@ -359,6 +362,11 @@ impl ToolSet {
 
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)
+    }
+
+    /// The name of the tool named `name`, shared, if there is one.
+    pub(crate) fn shared_name(&self, name: &str) -> Option<Arc<str>> {
+        self.entries.get(name).map(|e| e.name.clone())
     }
 
     /// The tool named `name`, if there is one.

@@ -163,7 +163,7 @@ pub(super) async fn serve(
         ..
     } = envelope.params;
     let work = Work::ToolCall(ToolCall {
-        name: name.to_string(),
+        name: inner.tools.shared_name(name).unwrap_or_else(|| name.into()),
         arguments,
         task,
     });
@@ -286,7 +286,7 @@ mod tests {
         let general = ToolCall::from_params(&params).unwrap();
         let p = fast.params;
         let typed = ToolCall {
-            name: p.name.to_string(),
+            name: p.name.into(),
             arguments: p.arguments,
             task: p.task,
         };

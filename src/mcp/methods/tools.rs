@@ -2,7 +2,7 @@
 //! `tool_task.rs`), redacts its result and writes one audit line; a complete result is
 //! written as JSON text once, with what its era adds appended.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -72,7 +72,8 @@ pub(super) fn cached_list<'a>(
 /// ([`ToolCall::from_params`]), or straight from the body (`http/tool_call.rs`).
 #[derive(Debug, PartialEq)]
 pub(crate) struct ToolCall {
-    pub(crate) name: String,
+    /// The registered tool's own name when there is one (no new string per call).
+    pub(crate) name: Arc<str>,
     /// `Null` when absent.
     pub(crate) arguments: Value,
     /// `params.task`, how a 2025-11-25 client asks for a task; `None` when absent or null.
@@ -82,7 +83,7 @@ pub(crate) struct ToolCall {
 impl ToolCall {
     pub(crate) fn from_params(params: &Map<String, Value>) -> Result<ToolCall, RpcError> {
         Ok(ToolCall {
-            name: required_str(params, "name")?.to_string(),
+            name: required_str(params, "name")?.into(),
             arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
             task: params.get("task").filter(|t| !t.is_null()).cloned(),
         })
@@ -102,7 +103,7 @@ pub(super) async fn call(
         arguments: args,
         task,
     } = call;
-    let name = name.as_str();
+    let name = &*name;
     if !(args.is_null() || args.is_object()) {
         return Err(RpcError::invalid_params("`arguments` must be an object"));
     }
