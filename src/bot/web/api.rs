@@ -367,7 +367,7 @@ async fn get_trace(State(bot): State<Arc<Bot>>, Path(trace_id): Path<String>) ->
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!(
-                "no trace {trace_id}: it was never recorded or was pruned (TRACE_MAX_TURNS, TRACE_MAX_AGE_SECS)"
+                "no trace {trace_id}: it was never recorded or was pruned (TRACE_MAX_TURNS, TRACE_MAX_MCP_CALLS, TRACE_MAX_AGE_SECS)"
             ),
         ));
     }
