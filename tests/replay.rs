@@ -46,6 +46,18 @@ async fn calculator_turn(app: &RunningApp, question: &str) -> String {
         .to_string()
 }
 
+/// `replay_llm_call` as the full token's `tools/list` lists it.
+async fn listed_replay_tool(app: &RunningApp) -> Value {
+    let listed = common::modern(app, 1, "tools/list", json!({})).await;
+    listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "replay_llm_call")
+        .expect("replay_llm_call is listed")
+        .clone()
+}
+
 /// The LLM calls recorded so far, oldest first.
 async fn llm_calls(app: &RunningApp) -> Vec<String> {
     let calls = call_tool(app, "get_llm_calls", json!({"limit": 100})).await;
@@ -228,14 +240,7 @@ async fn a_replay_of_long_answers_keeps_to_the_size_it_declares() {
     let mut script = vec![Turn::Text(vec!["short"])];
     script.extend((0..5).map(|_| Turn::Text(vec![long])));
     let (app, llm) = bot_on("openai", script, &[]).await;
-    let listed = common::modern(&app, 1, "tools/list", json!({})).await;
-    let tool = listed.result()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "replay_llm_call")
-        .unwrap()
-        .clone();
+    let tool = listed_replay_tool(&app).await;
     assert_eq!(tool["_meta"]["anthropic/maxResultSizeChars"], ANSWER_BUDGET);
 
     call_tool(&app, "send_message", json!({"content": "say something"})).await;
@@ -535,14 +540,7 @@ async fn the_read_only_token_neither_sees_nor_calls_a_replay() {
         assert_eq!(refused.error_code(), Some(-32602), "{}", refused.raw);
     }
     // The full token sees both, annotated as spending: not read-only, open-world.
-    let full = common::modern(&app, 2, "tools/list", json!({})).await;
-    let replay = full.result()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "replay_llm_call")
-        .unwrap()
-        .clone();
+    let replay = listed_replay_tool(&app).await;
     assert_eq!(replay["annotations"]["readOnlyHint"], false);
     assert_eq!(replay["annotations"]["openWorldHint"], true);
     assert!(llm.requests().is_empty());
