@@ -230,7 +230,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     };
     let bot = Bot::build(config, sink)?;
     bot.restore_tool_settings().await;
-    bot.restore_mcp_server_settings().await;
+    bot.connect_mcp_servers().await;
     let mut router = crate::bot::web::router(bot.clone());
     let mut mcp = None;
     if let Some(buffer) = buffer {

@@ -654,6 +654,70 @@ async fn toggle_mcp_server_notifies_both_eras() {
     app.shutdown().await;
 }
 
+/// A server switched off at runtime stays off across a restart: the next start never
+/// spawns it (not even to stop it at once), and switching it on again does.
+#[tokio::test]
+async fn a_server_switched_off_is_not_started_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("starts.log");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stdio_mcp_server.py"
+    );
+    let script = format!(
+        "echo started >> '{}'; exec python3 '{fixture}'",
+        marker.display()
+    );
+    let Some(mcp_json) =
+        stdio_fixture_config(dir.path(), json!({"command": "sh", "args": ["-c", script]}))
+    else {
+        return;
+    };
+    let database = dir.path().join("bot.db");
+    let vars = [
+        ("MCP_SERVERS_CONFIG", mcp_json.as_str()),
+        ("DATABASE_PATH", database.to_str().unwrap()),
+    ];
+    let starts = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let app = start_bot(&vars).await;
+    wait_for_tool(&app, "mcp.fixture__echo", true).await;
+    let r = call_tool(
+        &app,
+        "toggle_mcp_server",
+        json!({"name": "fixture", "enabled": false}),
+    )
+    .await;
+    assert!(!is_error(&r), "{r}");
+    app.shutdown().await;
+    assert_eq!(starts(), 1);
+
+    let app = start_bot(&vars).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = call_tool(&app, "list_mcp_servers", json!({})).await;
+    assert_eq!(structured(&r)["servers"][0]["state"], "disabled", "{r}");
+    assert_eq!(
+        starts(),
+        1,
+        "the switched-off server was spawned at start-up"
+    );
+    let r = call_tool(
+        &app,
+        "toggle_mcp_server",
+        json!({"name": "fixture", "enabled": true}),
+    )
+    .await;
+    assert!(!is_error(&r), "{r}");
+    wait_for_tool(&app, "mcp.fixture__echo", true).await;
+    assert_eq!(starts(), 2);
+    app.shutdown().await;
+}
+
 #[tokio::test]
 async fn prompts_and_completion() {
     let app = start_bot(&[]).await;

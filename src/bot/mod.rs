@@ -3,7 +3,7 @@
 //!
 //! [`Bot::build`] creates, in order: the store, the LLM provider, the tool runner with
 //! native and user tools (and the MCP client host, which adds the tools of configured
-//! MCP servers as they connect), the agent registry, supervisor and workers, the task service
+//! MCP servers as they connect, once [`Bot::connect_mcp_servers`] starts them), the agent registry, supervisor and workers, the task service
 //! and the skill list. Everything else (web, scheduler, the MCP endpoint) reads these.
 
 pub mod agents;
@@ -128,31 +128,19 @@ impl Bot {
         }
     }
 
-    /// Applies the enabled states `toggle_mcp_server` saved in earlier runs (or on
-    /// another replica) over what `mcp.json` says. A saved name the file no longer
-    /// lists is left alone.
-    pub async fn restore_mcp_server_settings(&self) {
+    /// Connects to the MCP servers `mcp.json` names, with the enabled states
+    /// `toggle_mcp_server` saved in earlier runs (or on another replica) over what the
+    /// file says: a server switched off is not started at all. Unreadable saved states
+    /// leave the file to decide.
+    pub async fn connect_mcp_servers(&self) {
         let saved = match self.store.mcp_server_settings().await {
-            Ok(saved) => saved,
+            Ok(saved) => saved.into_iter().collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the saved MCP server settings; mcp.json decides which servers run");
-                return;
+                std::collections::HashMap::new()
             }
         };
-        let current: std::collections::HashMap<String, bool> = self
-            .mcp_host
-            .servers()
-            .into_iter()
-            .map(|s| (s.name, s.enabled))
-            .collect();
-        for (name, enabled) in saved {
-            if current.get(&name).is_some_and(|now| *now != enabled) {
-                tracing::info!(server = %name, enabled, "restored an MCP server toggled at runtime earlier");
-                if let Err(e) = self.mcp_host.set_enabled(&name, enabled).await {
-                    tracing::warn!(server = %name, error = %e, "cannot apply a saved MCP server setting");
-                }
-            }
-        }
+        self.mcp_host.connect(&saved);
     }
 
     /// Enables (connects) or disables an MCP server at runtime and saves the choice, so
@@ -314,8 +302,9 @@ impl Bot {
         let tools = Arc::new(
             ToolRunner::new(config.tool_timeout).with_llm_filter(config.llm_tools_filter.clone()),
         );
-        // Connects in the background; start-up never waits for MCP servers.
-        let mcp_host = mcp_client::McpHost::start(
+        // Read only: `connect_mcp_servers` connects (in the background; start-up never
+        // waits for MCP servers) once the saved switches are known.
+        let mcp_host = mcp_client::McpHost::load(
             &config.mcp_servers_config,
             tools.clone(),
             config.tool_timeout,

@@ -2,8 +2,8 @@
 //! config file and offers their tools through the [`ToolRunner`] as
 //! `mcp.<server>__<tool>`.
 //!
-//! [`McpHost::start`] reads the file and starts one supervising task per enabled
-//! server, returning at once. Each task connects (stdio child process, Streamable
+//! [`McpHost::load`] reads the file; [`McpHost::connect`] starts one supervising task
+//! per enabled server (the saved runtime switches applied first), returning at once. Each task connects (stdio child process, Streamable
 //! HTTP, or the older HTTP+SSE transport), lists the tools, registers them, re-lists
 //! on `tools/list_changed`, and on a lost connection keeps the tools registered (calls
 //! fail fast with a clear message) while it reconnects with exponential backoff. Calls
@@ -51,7 +51,7 @@ mod supervise;
 mod tests;
 mod tool;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,6 +97,19 @@ impl McpHost {
         runner: Arc<ToolRunner>,
         default_timeout: Duration,
     ) -> Arc<McpHost> {
+        let host = McpHost::load(config_path, runner, default_timeout);
+        host.connect(&HashMap::new());
+        host
+    }
+
+    /// Reads the config file (an absent file means no servers) without connecting to
+    /// any server: [`McpHost::connect`] does, once the saved settings are known, so a
+    /// server switched off at runtime is never started again only to be stopped.
+    pub fn load(
+        config_path: &Path,
+        runner: Arc<ToolRunner>,
+        default_timeout: Duration,
+    ) -> Arc<McpHost> {
         let parsed = config::load(config_path, default_timeout);
         let servers: BTreeMap<String, Arc<ServerEntry>> = parsed
             .servers
@@ -108,24 +121,6 @@ impl McpHost {
                 )
             })
             .collect();
-        let runtime = tokio::runtime::Handle::try_current();
-        for entry in servers.values().filter(|e| e.config.enabled) {
-            match &runtime {
-                Ok(runtime) => {
-                    let running = entry.spawn_supervisor(runtime);
-                    if let Ok(mut control) = entry.control.try_lock() {
-                        *control = Some(running);
-                    }
-                }
-                Err(_) => {
-                    tracing::error!(server = %entry.config.name, "no async runtime: the MCP server is not connected");
-                    entry.set_state(
-                        "failed",
-                        Some("no async runtime to run the connection".into()),
-                    );
-                }
-            }
-        }
         if !servers.is_empty() {
             tracing::info!(
                 path = %config_path.display(),
@@ -138,6 +133,41 @@ impl McpHost {
             servers,
             shut_down: AtomicBool::new(false),
         })
+    }
+
+    /// Starts one background connection task per enabled server and returns at once.
+    /// `saved` (a server's name → enabled, as `toggle_mcp_server` saved it) wins over
+    /// the file; a saved name the file no longer lists is left alone.
+    pub fn connect(&self, saved: &HashMap<String, bool>) {
+        let runtime = tokio::runtime::Handle::try_current();
+        for (name, entry) in &self.servers {
+            let enabled = saved.get(name).copied().unwrap_or(entry.config.enabled);
+            if enabled != entry.config.enabled {
+                tracing::info!(server = %name, enabled, "restored an MCP server toggled at runtime earlier");
+            }
+            if !enabled {
+                entry.status_mut().enabled = false;
+                entry.set_state("disabled", None);
+                continue;
+            }
+            entry.status_mut().enabled = true;
+            match &runtime {
+                Ok(runtime) => {
+                    entry.set_state("connecting", None);
+                    let running = entry.spawn_supervisor(runtime);
+                    if let Ok(mut control) = entry.control.try_lock() {
+                        *control = Some(running);
+                    }
+                }
+                Err(_) => {
+                    tracing::error!(server = %name, "no async runtime: the MCP server is not connected");
+                    entry.set_state(
+                        "failed",
+                        Some("no async runtime to run the connection".into()),
+                    );
+                }
+            }
+        }
     }
 
     /// The values of every configured header and environment variable: they often
