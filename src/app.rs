@@ -169,6 +169,7 @@ async fn build_mcp(
         .tools(offered_mcp_tools(&diagnostics, &c.tools_filter))
         .resources(diagnostics::resources(&diagnostics))
         .prompts(diagnostics::prompts(&diagnostics))
+        .refused_calls(diagnostics::refused_calls(&diagnostics))
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the MCP server: {e}"))?;
     let _ = diagnostics.server.set(server.clone());

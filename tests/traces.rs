@@ -8,7 +8,8 @@ mod common;
 mod fake_llm;
 
 use common::{
-    call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot, start_bot_on_llm,
+    TOKEN, call_tool, error_text, is_error, legacy, legacy_session, modern, start_bot,
+    start_bot_on_llm,
 };
 use fake_llm::{COMPLETION_TOKENS, PROMPT_TOKENS, Turn};
 use porthole::app::RunningApp;
@@ -607,6 +608,57 @@ async fn an_mcp_tool_call_is_a_trace_of_its_own_with_the_mcp_conventions() {
     assert!(
         !span.to_string().contains(&session),
         "the session id is a credential: {span}"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_refused_before_any_tool_ran_is_a_failed_mcp_trace_too() {
+    let (app, _llm) = bot_with(vec![], &[]).await;
+    // An unknown tool (a protocol error), its name long and holding the bearer token.
+    let unknown = format!("no_such_tool_{TOKEN}_{}", "x".repeat(300));
+    let reply = common::modern(
+        &app,
+        5,
+        "tools/call",
+        json!({"name": unknown, "arguments": {}}),
+    )
+    .await;
+    assert_eq!(reply.error_code(), Some(-32602), "{}", reply.raw);
+    // Arguments the schema rejects (a tool error).
+    let bad = call_tool(&app, "db_query", json!({"query": 5})).await;
+    assert!(is_error(&bad), "{bad}");
+
+    let failed = listed(&app, json!({"source": "mcp", "status": "error"})).await;
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let schema = call_span(&app, &failed[0]).await;
+    assert_eq!(failed[0]["tool"], "db_query");
+    assert_eq!(schema["attributes"]["error.type"], "tool_error");
+    assert!(
+        schema["error"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid arguments"),
+        "{schema}"
+    );
+
+    let refused = call_span(&app, &failed[1]).await;
+    assert_eq!(refused["attributes"]["error.type"], "-32602");
+    assert_eq!(refused["attributes"]["mcp.method.name"], "tools/call");
+    let tool = failed[1]["tool"].as_str().unwrap();
+    assert!(
+        tool.starts_with("no_such_tool_") && tool.chars().count() <= 100,
+        "{tool}"
+    );
+    assert!(
+        refused["error"].as_str().unwrap().contains("Unknown tool"),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains(TOKEN), "{refused}");
+    assert!(!failed[1].to_string().contains(TOKEN), "{}", failed[1]);
+    assert_eq!(
+        structured(&call_tool(&app, "last_error", json!({})).await)["found"],
+        false
     );
     app.shutdown().await;
 }

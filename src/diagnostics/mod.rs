@@ -165,6 +165,14 @@ pub fn resources(d: &Arc<Diagnostics>) -> Arc<dyn ResourceProvider> {
     Arc::new(resources::BotResources(d.clone()))
 }
 
+/// Records the `tools/call`s refused before a tool ran, as the tools record theirs.
+pub fn refused_calls(d: &Arc<Diagnostics>) -> Arc<dyn crate::mcp::RefusedCalls> {
+    Arc::new(typed_tool::RefusedCallSpans {
+        tracer: d.bot.tracer.clone(),
+        redactor: d.bot.redactor.clone(),
+    })
+}
+
 pub fn prompts(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Prompt>> {
     prompts::prompts(d)
 }

@@ -22,9 +22,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Diagnostics, failed};
-use crate::bot::trace::{ERROR_TYPE, Span};
-use crate::mcp::{CallToolResult, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec};
+use crate::bot::trace::{ERROR_TYPE, Span, Tracer};
+use crate::mcp::{
+    CallToolResult, Outcome, RefusedCalls, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+};
 use crate::model::{MCP_CALL_SOURCE, McpRequest, SpanKind};
+use crate::redact::Redactor;
+use crate::text::elide_middle;
 
 /// What a tool's work comes to: a finished result (a tool error included), a request for
 /// more input, or a protocol error.
@@ -96,15 +100,47 @@ impl<T: DiagnosticTool> Adapted<T> {
         if self.tool.starts_a_trace() {
             return Span::noop();
         }
-        let mut span = self
-            .d
-            .bot
-            .tracer
-            .root(MCP_CALL_SOURCE, ctx.trace_parent())
-            .with_mcp_request(mcp_request(ctx))
-            .start(SpanKind::Tool, "tools/call");
-        span.set_tool(self.name.clone());
-        span
+        start_call_span(&self.d.bot.tracer, self.name.clone(), ctx)
+    }
+}
+
+/// The span of one `tools/call` of `tool`: the root of a trace of source `mcp` (the
+/// child of the caller's `traceparent`), with the MCP semantic conventions of the request.
+fn start_call_span(tracer: &Arc<Tracer>, tool: Arc<str>, ctx: &RequestContext) -> Span {
+    let mut span = tracer
+        .root(MCP_CALL_SOURCE, ctx.trace_parent())
+        .with_mcp_request(mcp_request(ctx))
+        .start(SpanKind::Tool, "tools/call");
+    span.set_tool(tool);
+    span
+}
+
+/// Records the `tools/call`s refused before a tool ran (an unknown tool, arguments its
+/// schema rejects) as the calls the tools run are recorded: a failed `mcp` span each, so
+/// a client's mistakes show in `list_traces` with `source: "mcp"` whatever they were.
+/// The tool's name and the error are the caller's text, of any length: they are
+/// redacted, then cut (in that order, so no cut splits a secret the redactor would know).
+pub(super) struct RefusedCallSpans {
+    pub(super) tracer: Arc<Tracer>,
+    pub(super) redactor: Arc<Redactor>,
+}
+
+/// The longest tool name (what `valid_tool_name` allows) and refusal a span keeps.
+const REFUSED_NAME_CHARS: usize = 64;
+const REFUSED_ERROR_CHARS: usize = 1000;
+
+impl RefusedCalls for RefusedCallSpans {
+    fn refused(&self, tool: &str, ctx: &RequestContext, answer: &Answer) {
+        let shown = |text: &str, max: usize| elide_middle(&self.redactor.redact_text(text), max);
+        let tool = shown(tool, REFUSED_NAME_CHARS);
+        let mut span = start_call_span(&self.tracer, tool.into(), ctx);
+        match answer {
+            Err(e) => {
+                span.set_attribute(ERROR_TYPE, e.code.to_string());
+                span.fail(shown(&e.message, REFUSED_ERROR_CHARS));
+            }
+            _ => end_call_span(span, answer),
+        }
     }
 }
 

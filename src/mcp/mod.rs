@@ -70,7 +70,8 @@ pub use subscriptions::{Change, Notifier};
 pub use task_record::{TaskRecord, TaskStatus};
 pub use tasks::{MemoryTaskStore, TaskConfig, TaskStore};
 pub use tool::{
-    Annotations, InputRequired, Outcome, TaskSupport, Tool, ToolSet, ToolSpec, input_request,
+    Annotations, InputRequired, Outcome, RefusedCalls, TaskSupport, Tool, ToolSet, ToolSpec,
+    input_request,
 };
 pub use tool_result::{CallToolResult, Structured};
 
@@ -163,6 +164,7 @@ pub struct McpServerBuilder {
     tasks: TaskConfig,
     skills: Option<Arc<SkillCatalog>>,
     replicas: Option<Arc<dyn Replicas>>,
+    refused_calls: Option<Arc<dyn RefusedCalls>>,
 }
 
 impl McpServerBuilder {
@@ -277,6 +279,12 @@ impl McpServerBuilder {
         self
     }
 
+    /// Tells `refused` of the `tools/call`s refused before any tool ran.
+    pub fn refused_calls(mut self, refused: Arc<dyn RefusedCalls>) -> Self {
+        self.refused_calls = Some(refused);
+        self
+    }
+
     /// How often idle SSE streams get a keep-alive comment.
     pub fn keepalive(mut self, period: Duration) -> Self {
         self.keepalive = period;
@@ -285,7 +293,7 @@ impl McpServerBuilder {
 
     pub fn build(self) -> Result<McpServer, String> {
         let secret = self.secret.as_deref();
-        let tools = ToolSet::new(self.tools)?;
+        let tools = ToolSet::new(self.tools)?.with_refused_calls(self.refused_calls);
         let prompts = PromptSet::new(self.prompts)?;
         if let Some(replicas) = self.replicas {
             self.notifier.relay_to(replicas);
@@ -355,6 +363,7 @@ impl McpServer {
             tasks: TaskConfig::default(),
             skills: None,
             replicas: None,
+            refused_calls: None,
         }
     }
 

@@ -229,6 +229,18 @@ pub trait Tool: Send + Sync {
     ) -> Result<Outcome<CallToolResult>, RpcError>;
 }
 
+/// Hears of the `tools/call`s refused before any tool ran (an unknown tool, arguments
+/// its schema rejects), with the answer they got: the application may record them as it
+/// records the calls its tools run (a trace span each).
+pub trait RefusedCalls: Send + Sync {
+    fn refused(
+        &self,
+        tool: &str,
+        ctx: &RequestContext,
+        answer: &Result<Outcome<CallToolResult>, RpcError>,
+    );
+}
+
 struct Entry {
     /// The name, shared: a call names its tool with a copy of this, not a new string.
     name: Arc<str>,
@@ -293,6 +305,7 @@ pub struct ToolSet {
     entries: HashMap<String, Entry>,
     listing: Vec<Value>,
     read_only_listing: Vec<Value>,
+    refused: Option<Arc<dyn RefusedCalls>>,
 }
 
 /// Tool names must be 1–64 characters of `A-Z a-z 0-9 _ . -` (what every client accepts).
@@ -327,7 +340,14 @@ impl ToolSet {
             entries,
             listing,
             read_only_listing,
+            refused: None,
         })
+    }
+
+    /// Tells `refused` of every call refused before a tool ran.
+    pub fn with_refused_calls(mut self, refused: Option<Arc<dyn RefusedCalls>>) -> Self {
+        self.refused = refused;
+        self
     }
 
     /// Refuses a tool that changes state to a request with the read-only token. Checked
@@ -398,6 +418,24 @@ impl ToolSet {
         args: Value,
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
+        match self.admit(name, args) {
+            Ok((entry, args)) => entry.tool.call(args, ctx).await,
+            Err(refusal) => {
+                if let Some(refused) = &self.refused {
+                    refused.refused(name, ctx, &refusal);
+                }
+                refusal
+            }
+        }
+    }
+
+    /// The tool `name` and its arguments once its schema accepts them, or the answer
+    /// of a call refused before any tool runs.
+    fn admit(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<(&Entry, Value), Result<Outcome<CallToolResult>, RpcError>> {
         let Some(entry) = self.entries.get(name) else {
             let similar = self.similar(name);
             let hint = if similar.is_empty() {
@@ -405,18 +443,18 @@ impl ToolSet {
             } else {
                 format!("did you mean {}?", similar.join(", "))
             };
-            return Err(RpcError::invalid_params(format!(
+            return Err(Err(RpcError::invalid_params(format!(
                 "Unknown tool: {name}; {hint}"
-            )));
+            ))));
         };
         let mut args = if args.is_null() { json!({}) } else { args };
         if let Err(problem) = rename_aliases(&mut args, &entry.aliases) {
-            return Ok(Outcome::Complete(CallToolResult::error(format!(
+            return Err(Ok(Outcome::Complete(CallToolResult::error(format!(
                 "Invalid arguments for {name}: {problem}"
-            ))));
+            )))));
         }
         if entry.validator.is_valid(&args) {
-            return entry.tool.call(args, ctx).await;
+            return Ok((entry, args));
         }
         // Invalid: now say why (collecting the errors costs more than the check).
         let problems: Vec<String> = entry
@@ -434,10 +472,10 @@ impl ToolSet {
                 }
             })
             .collect();
-        Ok(Outcome::Complete(CallToolResult::error(format!(
+        Err(Ok(Outcome::Complete(CallToolResult::error(format!(
             "Invalid arguments for {name}: {}. See the tool's inputSchema.",
             problems.join("; ")
-        ))))
+        )))))
     }
 }
 
