@@ -89,19 +89,6 @@ pub struct McpHost {
 }
 
 impl McpHost {
-    /// Reads the config file (an absent file means no servers), starts one background
-    /// connection task per enabled server and returns at once; tools appear in
-    /// `runner` as their servers connect.
-    pub fn start(
-        config_path: &Path,
-        runner: Arc<ToolRunner>,
-        default_timeout: Duration,
-    ) -> Arc<McpHost> {
-        let host = McpHost::load(config_path, runner, default_timeout);
-        host.connect(&HashMap::new());
-        host
-    }
-
     /// Reads the config file (an absent file means no servers) without connecting to
     /// any server: [`McpHost::connect`] does, once the saved settings are known, so a
     /// server switched off at runtime is never started again only to be stopped.

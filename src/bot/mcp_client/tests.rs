@@ -47,12 +47,19 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
+/// The host of the servers `path` lists, connecting as the bot does with nothing saved.
+fn start_host(path: &std::path::Path, runner: &Arc<ToolRunner>) -> Arc<McpHost> {
+    let host = McpHost::load(path, runner.clone(), Duration::from_secs(5));
+    host.connect(&std::collections::HashMap::new());
+    host
+}
+
 fn start(servers: Value) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = dir.path().join("mcp.json");
     std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
     let runner = Arc::new(ToolRunner::new(Duration::from_secs(20)));
-    let host = McpHost::start(&path, runner.clone(), Duration::from_secs(5));
+    let host = start_host(&path, &runner);
     Setup {
         host,
         runner,
@@ -328,7 +335,7 @@ async fn a_server_that_never_answers_initialize_blocks_nothing() {
     let runner = Arc::new(ToolRunner::new(Duration::from_secs(5)));
 
     let started = Instant::now();
-    let host = McpHost::start(&path, runner.clone(), Duration::from_secs(5));
+    let host = start_host(&path, &runner);
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "start must not wait"
