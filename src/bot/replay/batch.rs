@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{Answer, Changes, Comparison, MAX_BATCH, Options, ReplayError, replay_call};
+use super::{Answer, Changes, Comparison, MAX_BATCH, Options, ReplayError, replay_span};
 use crate::bot::Bot;
 use crate::bot::store::SpanQuery;
 use crate::model::{SpanKind, SpanRecord};
@@ -94,7 +94,7 @@ pub async fn replay_calls(
     let mut summary = Summary::default();
     for call in calls {
         let before = Brief::of(&Answer::recorded(&call));
-        let row = match replay_call(bot, &call.span_id, changes, options).await {
+        let row = match replay_span(bot, call.clone(), changes, options).await {
             Ok(replay) => {
                 let changed = replay.comparison.iter().any(Comparison::changed);
                 summary.replayed += 1;

@@ -26,7 +26,7 @@ use crate::bot::trace::traced_chat;
 use crate::model::{SpanKind, SpanRecord};
 pub use batch::{Batch, BatchRow, Brief, Summary, replay_calls};
 pub use limit::{RateLimit, Refused};
-pub use recorded::Request;
+pub use recorded::{Request, find as find_span};
 
 /// Most runs of one replay.
 pub const MAX_RUNS: u32 = 5;
@@ -268,6 +268,26 @@ pub async fn replay_call(
     changes: &Changes,
     options: Options,
 ) -> Result<Replay, ReplayError> {
+    check(bot, changes, options)?;
+    let Some(span) = find_span(bot, span_id).await? else {
+        return Err(ReplayError::UnknownSpan(span_id.into()));
+    };
+    replay_found(bot, span, changes, options).await
+}
+
+/// Replays `span`, already read (by [`find_span`], or in a batch), as [`replay_call`].
+pub async fn replay_span(
+    bot: &Bot,
+    span: SpanRecord,
+    changes: &Changes,
+    options: Options,
+) -> Result<Replay, ReplayError> {
+    check(bot, changes, options)?;
+    replay_found(bot, span, changes, options).await
+}
+
+/// What is refused before any span is read: values out of range, no provider.
+fn check(bot: &Bot, changes: &Changes, options: Options) -> Result<(), ReplayError> {
     if !(1..=MAX_RUNS).contains(&options.runs) {
         return Err(ReplayError::Invalid(format!(
             "runs {} is out of range: 1 to {MAX_RUNS}",
@@ -278,7 +298,16 @@ pub async fn replay_call(
     if bot.llm.provider() == "offline" {
         return Err(ReplayError::Offline);
     }
-    let (span, recorded) = recorded::load(bot, span_id).await?;
+    Ok(())
+}
+
+async fn replay_found(
+    bot: &Bot,
+    span: SpanRecord,
+    changes: &Changes,
+    options: Options,
+) -> Result<Replay, ReplayError> {
+    let recorded = recorded::request_of(bot, &span).await?;
     let recorded_provider = span
         .attributes
         .get("provider")

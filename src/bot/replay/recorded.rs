@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use super::{Changes, ReplayError};
 use crate::bot::Bot;
 use crate::bot::llm::ChatMessage;
+use crate::bot::store::StoreError;
 use crate::bot::trace::TOOLS_HASH;
 use crate::model::{Role, SpanKind, SpanRecord, ToolCall, ToolDef, ToolSource};
 use crate::redact::REDACTED;
@@ -20,19 +21,21 @@ pub struct Request {
     pub parameters: Map<String, Value>,
 }
 
-/// Reads the LLM call `span_id` and the request it sent.
-pub(super) async fn load(bot: &Bot, span_id: &str) -> Result<(SpanRecord, Request), ReplayError> {
+/// The stored span `span_id`, spans still on their way to the store included.
+pub async fn find(bot: &Bot, span_id: &str) -> Result<Option<SpanRecord>, StoreError> {
     bot.tracer.flush().await;
-    let span = match bot.store.span(span_id).await? {
-        Some(span) if span.kind == SpanKind::Llm => span,
-        Some(span) => {
-            return Err(ReplayError::NotAnLlmCall(
-                span_id.into(),
-                span.kind.as_str(),
-            ));
-        }
-        None => return Err(ReplayError::UnknownSpan(span_id.into())),
-    };
+    bot.store.span(span_id).await
+}
+
+/// The request the LLM call `span` sent, as it was recorded.
+pub(super) async fn request_of(bot: &Bot, span: &SpanRecord) -> Result<Request, ReplayError> {
+    let span_id = span.span_id.as_str();
+    if span.kind != SpanKind::Llm {
+        return Err(ReplayError::NotAnLlmCall(
+            span_id.into(),
+            span.kind.as_str(),
+        ));
+    }
     let attributes = &span.attributes;
     let cut = attributes
         .get("cut_attributes")
@@ -70,7 +73,7 @@ pub(super) async fn load(bot: &Bot, span_id: &str) -> Result<(SpanRecord, Reques
         tools,
         parameters,
     };
-    Ok((span, request))
+    Ok(request)
 }
 
 fn tool_defs(text: &str) -> Result<Vec<ToolDef>, ReplayError> {

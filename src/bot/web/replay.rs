@@ -16,6 +16,7 @@ use serde_json::json;
 use super::api::{ApiError, ApiJson};
 use crate::bot::Bot;
 use crate::bot::replay::{self, Changes, Options, ReplayError};
+use crate::model::SpanRecord;
 
 /// What the page's form may change; everything else is sent as recorded.
 #[derive(Deserialize)]
@@ -41,9 +42,10 @@ pub(super) async fn replay_in_conversation(
         Ok(body) => body,
         Err(e) => return e.into_response(),
     };
-    if let Err(e) = belongs_to(&bot, &id, &body.span_id).await {
-        return e.into_response();
-    }
+    let span = match belongs_to(&bot, &id, &body.span_id).await {
+        Ok(span) => span,
+        Err(e) => return e.into_response(),
+    };
     let changes = Changes {
         system: body.system,
         model: body.model,
@@ -55,14 +57,14 @@ pub(super) async fn replay_in_conversation(
         runs: 1,
         allow_redacted: body.allow_redacted,
     };
-    match replay::replay_call(&bot, &body.span_id, &changes, options).await {
+    match replay::replay_span(&bot, span, &changes, options).await {
         Ok(replay) => Json(json!(replay)).into_response(),
         Err(e) => refused(e),
     }
 }
 
-/// Whether `span_id` names a span of conversation `id`: the page may replay nothing else.
-async fn belongs_to(bot: &Bot, id: &str, span_id: &str) -> Result<(), ApiError> {
+/// The span `span_id` when it is one of conversation `id`: the page may replay nothing else.
+async fn belongs_to(bot: &Bot, id: &str, span_id: &str) -> Result<SpanRecord, ApiError> {
     if !crate::trace_context::is_span_id(span_id) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -75,8 +77,7 @@ async fn belongs_to(bot: &Bot, id: &str, span_id: &str) -> Result<(), ApiError> 
             format!("conversation {id} does not exist"),
         ));
     }
-    bot.tracer.flush().await;
-    let Some(span) = bot.store.span(span_id).await? else {
+    let Some(span) = replay::find_span(bot, span_id).await? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no span `{span_id}`: it never existed or its trace was pruned"),
@@ -90,7 +91,7 @@ async fn belongs_to(bot: &Bot, id: &str, span_id: &str) -> Result<(), ApiError> 
             ),
         ));
     }
-    Ok(())
+    Ok(span)
 }
 
 /// A refused or failed replay as `{"error": …}` with a fitting status; a refusal for
