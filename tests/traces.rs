@@ -700,15 +700,32 @@ async fn mcp_calls_are_kept_under_their_own_cap_and_never_evict_turns() {
     .await;
     let sent = call_tool(&app, "send_message", json!({"content": "hello"})).await;
     assert_eq!(structured(&sent)["response"], "hello back");
-    // A client calling tools flat out, many more calls than either cap.
-    for _ in 0..40 {
-        let health = call_tool(&app, "health", json!({})).await;
-        assert!(!is_error(&health), "{health}");
+    // A client calling tools flat out, many more calls than either cap, each with its
+    // own request id.
+    for id in 100..140 {
+        let args = json!({"name": "health", "arguments": {}});
+        let health = common::modern(&app, id, "tools/call", args).await;
+        assert!(!is_error(health.result()), "{}", health.raw);
     }
+    // Read from the store itself: a tool call to read them would add a call of its own.
+    app.bot.tracer.flush().await;
+    let query = porthole::bot::store::SpanQuery {
+        source: Some("mcp".into()),
+        limit: 100,
+        ..Default::default()
+    };
+    let calls = app.bot.store.list_traces(query).await.unwrap().items;
+    let ids: Vec<&Value> = calls
+        .iter()
+        .map(|c| &c.root.attributes["jsonrpc.request.id"])
+        .collect();
+    assert_eq!(
+        ids,
+        ["139", "138", "137"],
+        "the newest 3 (TRACE_MAX_MCP_CALLS=3)"
+    );
     let turns = listed(&app, json!({})).await;
     assert_eq!(turns.len(), 1, "the turn is kept: {turns:?}");
     assert_eq!(turns[0]["source"], "send_message");
-    let calls = listed(&app, json!({"source": "mcp", "limit": 100})).await;
-    assert_eq!(calls.len(), 3, "TRACE_MAX_MCP_CALLS=3: {calls:?}");
     app.shutdown().await;
 }

@@ -13,6 +13,7 @@
 //! redacts secrets, cuts large payloads, stores them and exports them, many turns at a
 //! time; a full channel drops the span and counts it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
+mod gather;
 mod llm_call;
 mod otel;
 mod writer;
@@ -88,6 +89,10 @@ pub struct TraceCounters {
     /// server's share is not in it). What recording costs the machine besides the
     /// turns' own path (docs/performance.md §6).
     pub writer_cpu_us: u64,
+    /// Spans of `/mcp` tool calls not written because the same batch held more than
+    /// `TRACE_MAX_MCP_CALLS` newer calls: the cap would have deleted their rows in the
+    /// transaction that wrote them (exported all the same).
+    pub mcp_calls_superseded: u64,
 }
 
 #[derive(Default)]
@@ -96,6 +101,7 @@ struct Counters {
     dropped: AtomicU64,
     store_errors: AtomicU64,
     writer_cpu_us: AtomicU64,
+    mcp_calls_superseded: AtomicU64,
 }
 
 /// Starts spans and hands finished ones to the background writer.
@@ -118,8 +124,9 @@ impl Tracer {
         })
     }
 
-    /// Starts the background writer (on the current tokio runtime) and returns the
-    /// tracer that feeds it.
+    /// Starts the background writer on a thread of its own ([`writer::spawn`]) and
+    /// returns the tracer that feeds it; a tracer that records nothing when that thread
+    /// cannot be started.
     pub fn start(
         store: Store,
         redactor: Arc<Redactor>,
@@ -138,7 +145,10 @@ impl Tracer {
             counters: counters.clone(),
             stored_tool_sets: Default::default(),
         };
-        tokio::spawn(writer.run(receiver));
+        if let Err(error) = writer::spawn(writer, receiver) {
+            tracing::error!(%error, "cannot start the trace writer's thread; turns are not traced");
+            return Tracer::disabled();
+        }
         Arc::new(Tracer {
             sender: Some(sender),
             wake,
@@ -159,6 +169,7 @@ impl Tracer {
             spans_export_dropped: self.exporter.as_ref().map_or(0, |e| e.dropped()),
             store_errors: self.counters.store_errors.load(Ordering::Relaxed),
             writer_cpu_us: self.counters.writer_cpu_us.load(Ordering::Relaxed),
+            mcp_calls_superseded: self.counters.mcp_calls_superseded.load(Ordering::Relaxed),
         }
     }
 

@@ -14,15 +14,25 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
+use super::gather::Gather;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store, TurnRows};
 use crate::cpu_time::thread_cpu_time;
-use crate::model::{MCP_CALL_SOURCE, SpanRecord};
+use crate::model::SpanRecord;
 use crate::redact::Redactor;
 
-/// At most this many spans go into one store transaction.
-const BATCH: usize = 512;
+/// At most this many spans are gathered for one write. The writer takes spans off the
+/// channel whenever it fills, so a write may hold several channels' worth; `/mcp` tool
+/// calls beyond `TRACE_MAX_MCP_CALLS` are not held at all ([`Gather`]), so this bounds
+/// the memory of a flood of spans of turns, or of calls when they are exported.
+const BATCH: usize = 4 * super::CHANNEL_CAPACITY;
+/// How many spans one transaction stores. The writer shares the CPU with the requests
+/// and turns it records: between two transactions it lets them run (a thread yield),
+/// so none waits behind a whole write of thousands of rows.
+const WRITE_CHUNK: usize = 32;
+/// How many messages the writer takes off the channel before it lets the others run.
+const TAKE_CHUNK: usize = 256;
 /// How long the writer lets spans gather after the first one arrives, unless a flush or
 /// a filling channel wakes it: one wake-up and one store transaction for the spans of
 /// many turns, instead of one per turn competing with the turns for the CPU. A commit
@@ -45,6 +55,25 @@ pub trait SpanExporter: Send + Sync {
     async fn flush(&self, timeout: Duration);
 }
 
+/// Runs `writer` on a thread of its own, with a runtime of its own for its waits and
+/// its store calls: the spans it takes off the channel, redacts and stores never hold up
+/// the bot's runtime, and the kernel shares the CPU between them (the writer yields
+/// between chunks of its work, so no request waits behind a whole write). The thread
+/// ends when the tracer, and with it the channel, is gone.
+pub(super) fn spawn(
+    writer: Writer,
+    receiver: mpsc::Receiver<WriterMessage>,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_name("porthole-trace-store")
+        .build()?;
+    std::thread::Builder::new()
+        .name("porthole-trace-writer".into())
+        .spawn(move || runtime.block_on(writer.run(receiver)))?;
+    Ok(())
+}
+
 pub(super) struct Writer {
     pub(super) store: Store,
     pub(super) wake: Arc<Notify>,
@@ -58,86 +87,94 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
-        let mut batch = Vec::new();
-        let mut flushes = Vec::new();
         let mut pruning = CountPruning::new(&self.settings);
-        loop {
-            let first = match receiver.try_recv() {
-                Ok(message) => message,
-                Err(TryRecvError::Disconnected) => break,
-                Err(TryRecvError::Empty) => {
-                    let Some(message) = receiver.recv().await else {
-                        break;
-                    };
-                    if matches!(message, WriterMessage::Span(_)) {
-                        tokio::select! {
-                            () = tokio::time::sleep(GATHER) => {}
-                            () = self.wake.notified() => {}
-                        }
-                    }
-                    message
-                }
-            };
-            let mut next = Some(first);
-            while let Some(message) = next {
-                match message {
-                    WriterMessage::Span(span) => batch.push(*span),
-                    WriterMessage::Flush { done, export } => flushes.push((done, export)),
-                }
-                next = if batch.len() < BATCH {
-                    receiver.try_recv().ok()
-                } else {
-                    None
-                };
-            }
-            let due = pruning.due(&batch, !flushes.is_empty());
-            if !batch.is_empty() || !flushes.is_empty() {
-                self.write(std::mem::take(&mut batch), due).await;
-            }
+        let mut cpu_counted = thread_cpu_time();
+        while let Some(first) = receiver.recv().await {
+            let mut gather = Gather::new(self.settings.max_mcp_calls, self.exporter.is_some());
+            gather.take(first);
+            let closed = self.gather(&mut receiver, &mut gather).await;
+            let (turn_roots, call_roots) = gather.roots();
+            let due = pruning.due(turn_roots, call_roots, !gather.flushes.is_empty());
+            self.counters
+                .mcp_calls_superseded
+                .fetch_add(gather.superseded, Ordering::Relaxed);
+            let (spans, export_only, flushes) = gather.into_parts();
+            let storing = self.write(spans, export_only, due).await;
+            let writer_thread = thread_cpu_time();
+            let cpu = writer_thread.saturating_sub(cpu_counted) + storing;
+            cpu_counted = writer_thread;
+            self.counters.writer_cpu_us.fetch_add(
+                u64::try_from(cpu.as_micros()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
             if flushes.iter().any(|(_, export)| *export)
                 && let Some(exporter) = &self.exporter
             {
                 exporter.flush(EXPORT_FLUSH_TIMEOUT).await;
             }
-            for (done, _) in flushes.drain(..) {
+            for (done, _) in flushes {
                 let _ = done.send(());
+            }
+            if closed {
+                break;
             }
         }
     }
 
-    /// Stores `spans` and, in the same transaction, deletes what is older than the age
-    /// limit (a seek on the start index: cheap) and, as `due` says, the turns and the
-    /// `/mcp` tool calls' traces beyond their count limits.
-    async fn write(&self, mut spans: Vec<SpanRecord>, due: CountsDue) {
-        // Redaction, cutting, handing to the exporter and making the turn rows are CPU
-        // work: off the async workers the turns run on, and not while the traces'
-        // writer connection (which the trace tools' reads queue for) is held.
-        let redactor = self.redactor.clone();
-        let exporter = self.exporter.clone();
-        let max_payload_bytes = self.settings.max_payload_bytes;
-        let prepared = tokio::task::spawn_blocking(move || {
-            let started = thread_cpu_time();
-            let mut tool_sets = BTreeMap::new();
-            for span in &mut spans {
-                if let Some((hash, definitions)) = take_tool_set(span, &redactor) {
-                    tool_sets.insert(hash, definitions);
+    /// Takes what the channel holds whenever a filling channel wakes the writer, until
+    /// the gather is over, `BATCH` spans are held, or a reader flushes. Returns whether
+    /// the channel closed (the tracer is gone).
+    async fn gather(
+        &self,
+        receiver: &mut mpsc::Receiver<WriterMessage>,
+        gather: &mut Gather,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + GATHER;
+        loop {
+            let mut taken = 0;
+            while gather.len() < BATCH && gather.flushes.is_empty() {
+                match receiver.try_recv() {
+                    Ok(message) => gather.take(message),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return true,
                 }
-                prepare(span, &redactor, max_payload_bytes);
+                taken += 1;
+                if taken % TAKE_CHUNK == 0 {
+                    std::thread::yield_now();
+                }
             }
-            if let Some(exporter) = exporter {
-                exporter.export(&spans);
+            if !gather.flushes.is_empty()
+                || gather.len() >= BATCH
+                || tokio::time::Instant::now() >= deadline
+            {
+                return false;
             }
-            let turns = TurnRows::of(&spans);
-            // Freed here, so the freeing is off the async workers and in the count.
-            drop(spans);
-            (turns, tool_sets, thread_cpu_time() - started)
-        })
-        .await;
-        let Ok((turns, tool_sets, preparing)) = prepared else {
-            self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        self.store_tool_sets(tool_sets).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                () = self.wake.notified() => {}
+            }
+        }
+    }
+
+    /// Exports `export_only`, then stores `spans` a chunk per transaction, each
+    /// transaction deleting what is older than the age limit (a seek on the start index:
+    /// cheap) and, as `due` says, the turns and the `/mcp` tool calls' traces beyond
+    /// their count limits. Returns the CPU time the store's thread spent.
+    async fn write(
+        &self,
+        mut spans: Vec<SpanRecord>,
+        mut export_only: Vec<SpanRecord>,
+        due: CountsDue,
+    ) -> Duration {
+        if let Some(exporter) = &self.exporter {
+            for chunk in export_only.chunks_mut(WRITE_CHUNK) {
+                for span in chunk.iter_mut() {
+                    prepare(span, &self.redactor, self.settings.max_payload_bytes);
+                }
+                exporter.export(chunk);
+            }
+        }
+        drop(export_only);
         let prune = Prune {
             keep_turns: due.turns.then_some(self.settings.max_turns),
             keep_mcp_calls: due.mcp_calls.then_some(self.settings.max_mcp_calls),
@@ -146,18 +183,42 @@ impl Writer {
                     - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
             ),
         };
-        let storing = match self.store.append_turns(turns, prune).await {
+        let mut storing = Duration::ZERO;
+        // A flush with nothing new still applies the prune.
+        let chunks = spans.len().div_ceil(WRITE_CHUNK).max(1);
+        for _ in 0..chunks {
+            let rest = spans.split_off(WRITE_CHUNK.min(spans.len()));
+            let chunk = std::mem::replace(&mut spans, rest);
+            storing += self.store_chunk(chunk, prune).await;
+            std::thread::yield_now();
+        }
+        storing
+    }
+
+    /// Redacts and cuts `chunk`, hands it to the exporter, and stores it (with the tool
+    /// sets its LLM calls offered) in one transaction that also applies `prune`.
+    async fn store_chunk(&self, mut chunk: Vec<SpanRecord>, prune: Prune) -> Duration {
+        let mut tool_sets = BTreeMap::new();
+        for span in &mut chunk {
+            if let Some((hash, definitions)) = take_tool_set(span, &self.redactor) {
+                tool_sets.insert(hash, definitions);
+            }
+            prepare(span, &self.redactor, self.settings.max_payload_bytes);
+        }
+        if let Some(exporter) = &self.exporter {
+            exporter.export(&chunk);
+        }
+        let turns = TurnRows::of(&chunk);
+        drop(chunk);
+        self.store_tool_sets(tool_sets).await;
+        match self.store.append_turns(turns, prune).await {
             Ok(cpu) => cpu,
             Err(error) => {
                 self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%error, "cannot store turn traces; they are lost, the bot goes on");
                 Duration::ZERO
             }
-        };
-        let cpu_us = u64::try_from((preparing + storing).as_micros()).unwrap_or(u64::MAX);
-        self.counters
-            .writer_cpu_us
-            .fetch_add(cpu_us, Ordering::Relaxed);
+        }
     }
 }
 
@@ -228,7 +289,8 @@ fn count_slack(max_turns: usize) -> usize {
 }
 
 /// The two count limits, each applied after its own slack: the turns' and the `/mcp`
-/// tool calls' traces (a root whose source is [`MCP_CALL_SOURCE`]).
+/// tool calls' traces (a root whose source is
+/// [`MCP_CALL_SOURCE`](crate::model::MCP_CALL_SOURCE)).
 struct CountPruning {
     turns: Pruning,
     mcp_calls: Pruning,
@@ -249,15 +311,9 @@ impl CountPruning {
         }
     }
 
-    fn due(&mut self, batch: &[SpanRecord], flushing: bool) -> CountsDue {
-        let (mut turns, mut mcp_calls) = (0, 0);
-        for root in batch.iter().filter(|s| s.is_root) {
-            if root.source.as_deref() == Some(MCP_CALL_SOURCE) {
-                mcp_calls += 1;
-            } else {
-                turns += 1;
-            }
-        }
+    /// Which limits a write applies that took `turns` roots of turns and `mcp_calls`
+    /// roots of `/mcp` tool calls.
+    fn due(&mut self, turns: usize, mcp_calls: usize, flushing: bool) -> CountsDue {
         CountsDue {
             turns: self.turns.due(turns, flushing),
             mcp_calls: self.mcp_calls.due(mcp_calls, flushing),
@@ -361,16 +417,10 @@ mod tests {
             max_age: Duration::from_secs(60),
             max_payload_bytes: 1024,
         };
-        let root = |source: &str| -> SpanRecord {
-            let root = json!({"span_id": "a", "is_root": true, "source": source,
-                "kind": "tool", "name": "n", "start_us": 0, "duration_us": 0});
-            serde_json::from_value(root).unwrap()
-        };
         let mut pruning = CountPruning::new(&settings);
-        let first = pruning.due(&[root("web"), root(MCP_CALL_SOURCE)], false);
+        let first = pruning.due(1, 1, false);
         assert!(first.turns && first.mcp_calls, "the first batch cuts both");
-        let calls: Vec<SpanRecord> = (0..50).map(|_| root(MCP_CALL_SOURCE)).collect();
-        let flat_out = pruning.due(&calls, false);
+        let flat_out = pruning.due(0, 50, false);
         assert!(flat_out.mcp_calls, "a slack of MCP calls cuts them");
         assert!(!flat_out.turns, "and leaves the turns' count alone");
     }

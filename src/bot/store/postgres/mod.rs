@@ -68,6 +68,8 @@ pub(super) struct Postgres {
     changes: changes::Changes,
     /// How every connection speaks TLS (`sslmode`, `sslrootcert`; see [`tls`]).
     tls: MakeRustlsConnect,
+    /// The runtime the store was opened on, where its pooled connections are made.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Postgres {
@@ -124,6 +126,7 @@ impl Postgres {
             changes: changes::Changes::new(config.clone(), tls.clone()),
             config: Arc::new(config),
             tls,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         })
     }
 
@@ -131,9 +134,20 @@ impl Postgres {
         &self.display_url
     }
 
-    /// A pooled connection; a broken one is replaced on the way.
+    /// A pooled connection; a broken one is replaced on the way. Connections are made on
+    /// the runtime that opened the store: a new connection's driver is a task of the
+    /// runtime it is made on, and a caller on another one (the trace writer has its own)
+    /// must not leave the pool a connection that dies with that runtime.
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(pool_error)
+        let Some(runtime) = &self.runtime else {
+            return self.pool.get().await.map_err(pool_error);
+        };
+        let pool = self.pool.clone();
+        runtime
+            .spawn(async move { pool.get().await })
+            .await
+            .map_err(|e| StoreError::Postgres(format!("database connection pool: {e}")))?
+            .map_err(pool_error)
     }
 }
 
