@@ -195,40 +195,41 @@ pub fn is_secret_key(key: &str) -> bool {
         buffer[len] = byte.to_ascii_lowercase();
         len += 1;
     }
-    let normalized = std::str::from_utf8(&buffer[..len]).unwrap_or_default();
+    // Compared as bytes: every byte kept is ASCII, and no text check is needed.
+    let normalized = &buffer[..len];
     // `key` alone is one of the names the design documents list; as a suffix it would
     // catch harmless names (`primary_key`, `sort_key`), so only whole names ending in a
     // key kind that is always secret count.
-    const EXACT: [&str; 5] = [
-        "authorization",
-        "cookie",
-        "setcookie",
-        "proxyauthorization",
-        "key",
+    const EXACT: [&[u8]; 5] = [
+        b"authorization",
+        b"cookie",
+        b"setcookie",
+        b"proxyauthorization",
+        b"key",
     ];
-    const SUFFIXES: [&str; 18] = [
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "apikey",
-        "authkey",
-        "accesskey",
-        "privatekey",
-        "secretkey",
-        "signingkey",
-        "encryptionkey",
-        "sessionkey",
-        "masterkey",
-        "hmackey",
-        "sshkey",
-        "token",
-        "credentials",
-        "credential",
+    const SUFFIXES: [&[u8]; 18] = [
+        b"password",
+        b"passwd",
+        b"passphrase",
+        b"secret",
+        b"apikey",
+        b"authkey",
+        b"accesskey",
+        b"privatekey",
+        b"secretkey",
+        b"signingkey",
+        b"encryptionkey",
+        b"sessionkey",
+        b"masterkey",
+        b"hmackey",
+        b"sshkey",
+        b"token",
+        b"credentials",
+        b"credential",
     ];
     // Token *counts* and protocol tokens are not secrets.
-    let harmless = normalized.ends_with("tokens")
-        || matches!(normalized, "maxtoken" | "progresstoken" | "nexttoken");
+    let harmless = normalized.ends_with(b"tokens")
+        || matches!(normalized, b"maxtoken" | b"progresstoken" | b"nexttoken");
     EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
 }
 
@@ -322,16 +323,21 @@ impl Redactor {
             return false;
         }
         // A member name is a string followed by `:`; without escapes a string ends at
-        // the next quote.
-        let mut rest = json;
-        while let Some(open) = rest.find('"') {
-            let Some((string, after)) = rest[open + 1..].split_once('"') else {
+        // the next quote. Quotes are found byte by byte (a quote byte is never part of a
+        // longer UTF-8 character), which is quicker than a search for a `char`.
+        let quote = |from: usize| json.as_bytes()[from..].iter().position(|b| *b == b'"');
+        let mut at = 0;
+        while let Some(open) = quote(at) {
+            let start = at + open + 1;
+            let Some(length) = quote(start) else {
                 return false;
             };
-            if after.trim_start().starts_with(':') && is_secret_key(string) {
+            let end = start + length;
+            let after = json[end + 1..].trim_start();
+            if after.starts_with(':') && is_secret_key(&json[start..end]) {
                 return false;
             }
-            rest = after;
+            at = end + 1;
         }
         true
     }
