@@ -183,12 +183,21 @@ impl Writer {
                     - i64::try_from(self.settings.max_age.as_micros()).unwrap_or(i64::MAX),
             ),
         };
+        // The `/mcp` calls' cap is applied with each chunk, so that a flood of calls
+        // deletes as it writes, a few rows at a time; the turns' cap and the age, whose
+        // statements walk many rows, once, with the last chunk. A flush with nothing new
+        // still applies them.
+        let each_chunk = Prune {
+            keep_turns: None,
+            before_us: None,
+            ..prune
+        };
         let mut storing = Duration::ZERO;
-        // A flush with nothing new still applies the prune.
         let chunks = spans.len().div_ceil(WRITE_CHUNK).max(1);
-        for _ in 0..chunks {
+        for chunk_number in 1..=chunks {
             let rest = spans.split_off(WRITE_CHUNK.min(spans.len()));
             let chunk = std::mem::replace(&mut spans, rest);
+            let prune = if chunk_number == chunks { prune } else { each_chunk };
             storing += self.store_chunk(chunk, prune).await;
             std::thread::yield_now();
         }
