@@ -300,6 +300,7 @@ total=0
 for key in "${!ERR[@]}"; do total=$(( total + ${ERR[$key]} )); done
 echo "  zero errors over every point: $total errors  $(verdict "$([[ $total == 0 ]] && echo 1 || echo 0)")"
 echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHOLE_PID") kB; ceiling VmHWM $(vm VmHWM "$CEILING_PID") kB"
+echo "  porthole trace counters: $(trace_counters "$MCP_URL")"
 if [[ $UNTRACED_TOO == 1 ]]; then
   for c in $CONNS; do
     echo "  c=$c traced / untraced rps (per round, median [lowest–highest]): modern $(median "${TRACED[modern/$c]}") [$(lowest "${TRACED[modern/$c]}")–$(highest "${TRACED[modern/$c]}")]," \

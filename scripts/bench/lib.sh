@@ -81,6 +81,20 @@ save_bot_result() {
   grep -q '"result"' "$file" || { echo "the bot gave no result for $tool:" >&2; cat "$file" >&2; exit 1; }
 }
 
+# trace_counters URL: the bot's `health` → `traces.counters`, one line: what its writer
+# recorded, dropped and left unwritten over the run (a traced figure covers its spans only
+# if none was dropped).
+trace_counters() {
+  curl -sS -m 10 "${H[@]}" \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: health' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"health","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    "$1" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["result"]["structuredContent"]["traces"]["counters"]
+per_span = c["writer_cpu_us"] / max(1, c["spans_recorded"])
+print(", ".join(f"{k} {v}" for k, v in sorted(c.items())) + f"; writer CPU per span {per_span:.2f} us")'
+}
+
 # start_ceiling BINARY RESULT_FILE: the ceiling (examples/bare_axum.rs) answering that
 # result, pinned to SERVER_CPU. Sets CEILING_PID and CEILING_URL.
 start_ceiling() {

@@ -2,8 +2,9 @@
 //! secrets, cuts large payloads (marking where), stores them in batches, hands them to
 //! the exporter, and keeps the stored traces within their count and age limits.
 //!
-//! Nothing here runs on a turn's path; a slow database or collector only makes the
-//! channel fill up, and the tracer then drops (and counts) new spans instead of waiting.
+//! Nothing here runs on a turn's path: the writer has a thread of its own ([`spawn`]). A
+//! slow database or collector only makes the channel fill up, and the tracer then drops
+//! (and counts) new spans instead of waiting.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
