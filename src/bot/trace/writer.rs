@@ -198,7 +198,11 @@ impl Writer {
         for chunk_number in 1..=chunks {
             let rest = spans.split_off(WRITE_CHUNK.min(spans.len()));
             let chunk = std::mem::replace(&mut spans, rest);
-            let prune = if chunk_number == chunks { prune } else { each_chunk };
+            let prune = if chunk_number == chunks {
+                prune
+            } else {
+                each_chunk
+            };
             storing += self.store_chunk(chunk, prune).await;
             std::thread::yield_now();
         }
