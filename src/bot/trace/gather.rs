@@ -70,6 +70,11 @@ impl Gather {
         self.spans.len() + self.calls.len() + self.export_only.len()
     }
 
+    /// Whether it holds no span and no flush.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0 && self.flushes.is_empty()
+    }
+
     /// The roots of turns and of `/mcp` tool calls it took (those pushed out included),
     /// for the count limits.
     pub(super) fn roots(&self) -> (usize, usize) {

@@ -90,9 +90,16 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut pruning = CountPruning::new(&self.settings);
         let mut cpu_counted = thread_cpu_time();
-        while let Some(first) = receiver.recv().await {
-            let mut gather = Gather::new(self.settings.max_mcp_calls, self.exporter.is_some());
-            gather.take(first);
+        // What arrived while the last write was storing: the start of the next gather.
+        let mut next = self.new_gather();
+        loop {
+            let mut gather = std::mem::replace(&mut next, self.new_gather());
+            if gather.is_empty() {
+                let Some(first) = receiver.recv().await else {
+                    break;
+                };
+                gather.take(first);
+            }
             let closed = self.gather(&mut receiver, &mut gather).await;
             let (turn_roots, call_roots) = gather.roots();
             let due = pruning.due(turn_roots, call_roots, !gather.flushes.is_empty());
@@ -100,7 +107,9 @@ impl Writer {
                 .mcp_calls_superseded
                 .fetch_add(gather.superseded, Ordering::Relaxed);
             let (spans, export_only, flushes) = gather.into_parts();
-            let storing = self.write(spans, export_only, due).await;
+            let storing = self
+                .write(spans, export_only, due, (&mut receiver, &mut next))
+                .await;
             let writer_thread = thread_cpu_time();
             let cpu = writer_thread.saturating_sub(cpu_counted) + storing;
             cpu_counted = writer_thread;
@@ -116,10 +125,14 @@ impl Writer {
             for (done, _) in flushes {
                 let _ = done.send(());
             }
-            if closed {
+            if closed && next.is_empty() {
                 break;
             }
         }
+    }
+
+    fn new_gather(&self) -> Gather {
+        Gather::new(self.settings.max_mcp_calls, self.exporter.is_some())
     }
 
     /// Takes what the channel holds whenever a filling channel wakes the writer, until
@@ -132,17 +145,8 @@ impl Writer {
     ) -> bool {
         let deadline = tokio::time::Instant::now() + GATHER;
         loop {
-            let mut taken = 0;
-            while gather.len() < BATCH && gather.flushes.is_empty() {
-                match receiver.try_recv() {
-                    Ok(message) => gather.take(message),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return true,
-                }
-                taken += 1;
-                if taken % TAKE_CHUNK == 0 {
-                    std::thread::yield_now();
-                }
+            if take_queued(receiver, gather) {
+                return true;
             }
             if !gather.flushes.is_empty()
                 || gather.len() >= BATCH
@@ -161,11 +165,14 @@ impl Writer {
     /// transaction deleting what is older than the age limit (a seek on the start index:
     /// cheap) and, as `due` says, the turns and the `/mcp` tool calls' traces beyond
     /// their count limits. Returns the CPU time the store's thread spent.
+    /// Between two transactions it takes what the channel holds into `next`, so that
+    /// a long write under full load never lets the channel fill up and drop spans.
     async fn write(
         &self,
         mut spans: Vec<SpanRecord>,
         mut export_only: Vec<SpanRecord>,
         due: CountsDue,
+        (receiver, next): (&mut mpsc::Receiver<WriterMessage>, &mut Gather),
     ) -> Duration {
         if let Some(exporter) = &self.exporter {
             for chunk in export_only.chunks_mut(WRITE_CHUNK) {
@@ -205,6 +212,8 @@ impl Writer {
             };
             storing += self.store_chunk(chunk, prune).await;
             std::thread::yield_now();
+            // A closed channel is seen again by the next gather.
+            take_queued(receiver, next);
         }
         storing
     }
@@ -288,6 +297,24 @@ fn redact_strings(value: &mut Value, redactor: &Redactor) {
         Value::Object(map) => map.values_mut().for_each(|v| redact_strings(v, redactor)),
         _ => {}
     }
+}
+
+/// Takes what the channel holds into `gather`, up to `BATCH` spans or a flush, letting
+/// the other threads run every `TAKE_CHUNK` messages. Returns whether the channel closed.
+fn take_queued(receiver: &mut mpsc::Receiver<WriterMessage>, gather: &mut Gather) -> bool {
+    let mut taken = 0;
+    while gather.len() < BATCH && gather.flushes.is_empty() {
+        match receiver.try_recv() {
+            Ok(message) => gather.take(message),
+            Err(TryRecvError::Empty) => return false,
+            Err(TryRecvError::Disconnected) => return true,
+        }
+        taken += 1;
+        if taken % TAKE_CHUNK == 0 {
+            std::thread::yield_now();
+        }
+    }
+    false
 }
 
 /// How many turns past `TRACE_MAX_TURNS` the store may hold before the count limit is
