@@ -161,12 +161,11 @@ impl Writer {
         }
     }
 
-    /// Exports `export_only`, then stores `spans` a chunk per transaction, each
-    /// transaction deleting what is older than the age limit (a seek on the start index:
-    /// cheap) and, as `due` says, the turns and the `/mcp` tool calls' traces beyond
-    /// their count limits. Returns the CPU time the store's thread spent.
-    /// Between two transactions it takes what the channel holds into `next`, so that
-    /// a long write under full load never lets the channel fill up and drop spans.
+    /// Exports `export_only`, then stores `spans` a chunk per transaction, pruning as
+    /// `due` says (the `/mcp` calls' cap with every chunk; the turns' cap and the age
+    /// limit with the last). Between two transactions it takes what the channel holds
+    /// into `next`, so that a long write under full load never lets the channel fill up
+    /// and drop spans. Returns the CPU time the store's thread spent.
     async fn write(
         &self,
         mut spans: Vec<SpanRecord>,
