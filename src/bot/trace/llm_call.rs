@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::{TOOL_DEFINITIONS, TraceScope};
+use super::TraceScope;
 use crate::bot::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, TokenSink};
 use crate::model::SpanKind;
 
@@ -35,8 +35,7 @@ pub async fn traced_chat(
         "tools_offered",
         Value::Array(request.tools.iter().map(|t| json!(t.name)).collect()),
     );
-    // The writer stores each distinct set once and leaves its hash here.
-    span.set_attribute(TOOL_DEFINITIONS, tool_definitions(request));
+    span.set_tools_offered(request.tools);
     span.set_attribute("parameters", Value::Object(parameters));
 
     let started = Instant::now();
@@ -74,15 +73,6 @@ fn request_payload(request: &ChatRequest<'_>) -> Value {
     messages.push(json!({"role": "system", "content": request.system}));
     messages.extend(request.messages.iter().map(message_payload));
     Value::Array(messages)
-}
-
-/// The tools offered, as the provider is told of them.
-fn tool_definitions(request: &ChatRequest<'_>) -> Value {
-    request
-        .tools
-        .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-        .collect()
 }
 
 fn message_payload(m: &ChatMessage) -> Value {

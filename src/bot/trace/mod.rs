@@ -16,6 +16,7 @@
 mod gather;
 mod llm_call;
 mod otel;
+mod tool_sets;
 mod writer;
 
 use std::borrow::Cow;
@@ -28,9 +29,10 @@ use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::bot::store::Store;
-use crate::model::{McpRequest, SpanKind, SpanRecord};
+use crate::model::{McpRequest, SpanKind, SpanRecord, ToolDef};
 use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
+use tool_sets::StoredToolSets;
 
 pub use llm_call::traced_chat;
 pub use otel::{OtlpExporter, OtlpSettings};
@@ -38,7 +40,8 @@ pub use writer::{SpanExporter, cut_payload};
 
 /// The attribute an LLM span carries the tool definitions it offered in, until the
 /// writer stores each distinct set once ([`Store::put_tool_sets`]) and puts its hash in
-/// [`TOOLS_HASH`] instead.
+/// [`TOOLS_HASH`] instead (a span whose set is stored already gets the hash at once:
+/// [`tool_sets`]).
 pub const TOOL_DEFINITIONS: &str = "tool_definitions";
 /// The attribute that names an LLM span's stored tool definitions ([`Store::tool_set`]).
 pub const TOOLS_HASH: &str = "tools_hash";
@@ -111,6 +114,8 @@ pub struct Tracer {
     wake: Arc<Notify>,
     counters: Arc<Counters>,
     exporter: Option<Arc<dyn SpanExporter>>,
+    /// The tool sets the writer has stored, named by hash in the LLM spans that offer them.
+    tool_sets: Arc<StoredToolSets>,
 }
 
 impl Tracer {
@@ -121,6 +126,7 @@ impl Tracer {
             wake: Arc::default(),
             counters: Arc::default(),
             exporter: None,
+            tool_sets: Arc::default(),
         })
     }
 
@@ -136,6 +142,7 @@ impl Tracer {
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let counters = Arc::new(Counters::default());
         let wake = Arc::new(Notify::new());
+        let tool_sets = Arc::new(StoredToolSets::default());
         let writer = writer::Writer {
             wake: wake.clone(),
             store,
@@ -143,7 +150,7 @@ impl Tracer {
             settings,
             exporter: exporter.clone(),
             counters: counters.clone(),
-            stored_tool_sets: Default::default(),
+            tool_sets: tool_sets.clone(),
         };
         if let Err(error) = writer::spawn(writer, receiver) {
             tracing::error!(%error, "cannot start the trace writer's thread; turns are not traced");
@@ -154,6 +161,7 @@ impl Tracer {
             wake,
             counters,
             exporter,
+            tool_sets,
         })
     }
 
@@ -407,6 +415,17 @@ impl Span {
         self.live
             .as_ref()
             .map(|l| (l.record.trace_id.as_str(), l.record.span_id.as_str()))
+    }
+
+    /// Records the tools an LLM call offered: by the hash of their definitions when the
+    /// writer has stored that set already, else in full for the writer to store.
+    pub(super) fn set_tools_offered(&mut self, tools: &[ToolDef]) {
+        let Some(live) = &mut self.live else { return };
+        let attributes = &mut live.record.attributes;
+        match live.tracer.tool_sets.hash_of(tools) {
+            Some(hash) => attributes.insert(TOOLS_HASH.into(), Value::String(hash)),
+            None => attributes.insert(TOOL_DEFINITIONS.into(), tool_sets::definitions(tools)),
+        };
     }
 
     fn with(&mut self, f: impl FnOnce(&mut SpanRecord)) {

@@ -6,9 +6,9 @@
 //! slow database or collector only makes the channel fill up, and the tracer then drops
 //! (and counts) new spans instead of waiting.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use super::gather::Gather;
+use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
 use crate::bot::store::{Prune, Store, TurnRows};
@@ -82,8 +83,8 @@ pub(super) struct Writer {
     pub(super) settings: TraceSettings,
     pub(super) exporter: Option<Arc<dyn SpanExporter>>,
     pub(super) counters: Arc<Counters>,
-    /// Hashes of the tool sets stored so far (a set is stored once).
-    pub(super) stored_tool_sets: Mutex<HashSet<String>>,
+    /// The tool sets stored so far (a set is stored once), shared with the turns' path.
+    pub(super) tool_sets: Arc<StoredToolSets>,
 }
 
 impl Writer {
@@ -222,8 +223,8 @@ impl Writer {
     async fn store_chunk(&self, mut chunk: Vec<SpanRecord>, prune: Prune) -> Duration {
         let mut tool_sets = BTreeMap::new();
         for span in &mut chunk {
-            if let Some((hash, definitions)) = take_tool_set(span, &self.redactor) {
-                tool_sets.insert(hash, definitions);
+            if let Some((hash, set)) = take_tool_set(span, &self.redactor) {
+                tool_sets.insert(hash, set);
             }
             prepare(span, &self.redactor, self.settings.max_payload_bytes);
         }
@@ -245,20 +246,23 @@ impl Writer {
 }
 
 impl Writer {
-    /// Stores the tool sets not stored before, ahead of the spans that name them.
-    async fn store_tool_sets(&self, sets: BTreeMap<String, String>) {
-        let new: Vec<(String, String)> = {
-            let stored = crate::bot::lock(&self.stored_tool_sets);
-            sets.into_iter()
-                .filter(|(hash, _)| !stored.contains(hash))
-                .collect()
-        };
+    /// Stores the tool sets not stored before, ahead of the spans that name them, then
+    /// remembers them, so the next LLM calls that offer them name them by hash at once.
+    async fn store_tool_sets(&self, sets: BTreeMap<String, TakenSet>) {
+        let (new, offered): (Vec<(String, String)>, Vec<(String, Value)>) = sets
+            .into_iter()
+            .filter(|(hash, _)| !self.tool_sets.is_stored(hash))
+            .map(|(hash, set)| ((hash.clone(), set.text), (hash, set.offered)))
+            .unzip();
         if new.is_empty() {
             return;
         }
-        let hashes: Vec<String> = new.iter().map(|(hash, _)| hash.clone()).collect();
         match self.store.put_tool_sets(new).await {
-            Ok(()) => crate::bot::lock(&self.stored_tool_sets).extend(hashes),
+            Ok(()) => {
+                for (hash, definitions) in offered {
+                    self.tool_sets.remember(definitions, hash);
+                }
+            }
             Err(error) => {
                 self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%error, "cannot store the tool definitions of LLM calls");
@@ -267,13 +271,22 @@ impl Writer {
     }
 }
 
+/// A tool set an LLM span carried in full.
+struct TakenSet {
+    /// The JSON text stored: the definitions with their strings redacted.
+    text: String,
+    /// The definitions as the span carried them, to recognise the set by later.
+    offered: Value,
+}
+
 /// Takes an LLM span's tool definitions out of its attributes, their strings redacted
 /// (not by key: a schema's property named `api_key` describes an argument, it holds no
 /// secret), and leaves the SHA-256 of their JSON text in their place. Returns the hash
-/// and the text.
-fn take_tool_set(span: &mut SpanRecord, redactor: &Redactor) -> Option<(String, String)> {
+/// and the set.
+fn take_tool_set(span: &mut SpanRecord, redactor: &Redactor) -> Option<(String, TakenSet)> {
     use sha2::Digest;
-    let mut definitions = span.attributes.remove(TOOL_DEFINITIONS)?;
+    let offered = span.attributes.remove(TOOL_DEFINITIONS)?;
+    let mut definitions = offered.clone();
     redact_strings(&mut definitions, redactor);
     let text = definitions.to_string();
     let hash: String = sha2::Sha256::digest(text.as_bytes())
@@ -282,7 +295,7 @@ fn take_tool_set(span: &mut SpanRecord, redactor: &Redactor) -> Option<(String, 
         .collect();
     span.attributes
         .insert(TOOLS_HASH.to_string(), Value::String(hash.clone()));
-    Some((hash, text))
+    Some((hash, TakenSet { text, offered }))
 }
 
 fn redact_strings(value: &mut Value, redactor: &Redactor) {
