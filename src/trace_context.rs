@@ -66,17 +66,22 @@ pub fn new_trace_id() -> String {
         .to_owned()
 }
 
-/// A new random span id (16 hex digits, never all zeros: a v4 uuid's first half holds
-/// 62 random bits, and we retry on the impossible zero).
+/// A new random span id: 16 lowercase hex digits of 64 random bits, never all zeros
+/// (zero is drawn again). It is made for every span, so it is written digit by digit
+/// into a string of its exact size, the id's only allocation.
 pub fn new_span_id() -> String {
-    loop {
-        // Written on the stack, so the id is the only allocation.
-        let mut text = [0; uuid::fmt::Simple::LENGTH];
-        let id = uuid::Uuid::new_v4().simple().encode_lower(&mut text)[..16].to_owned();
-        if is_id(&id, 16) {
-            return id;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let bits = loop {
+        let bits: u64 = rand::random();
+        if bits != 0 {
+            break bits;
         }
+    };
+    let mut id = String::with_capacity(16);
+    for shift in (0..16).rev() {
+        id.push(char::from(DIGITS[(bits >> (shift * 4)) as usize & 0xf]));
     }
+    id
 }
 
 /// Whether `text` has the shape of a trace id (for tool arguments).

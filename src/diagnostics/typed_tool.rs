@@ -110,7 +110,7 @@ fn start_call_span(tracer: &Arc<Tracer>, tool: Arc<str>, ctx: &RequestContext) -
     let mut span = tracer
         .root(MCP_CALL_SOURCE, ctx.trace_parent())
         .with_mcp_request(mcp_request(ctx))
-        .start(SpanKind::Tool, "tools/call");
+        .into_span(SpanKind::Tool, "tools/call");
     span.set_tool(tool);
     span
 }

@@ -20,14 +20,17 @@ const STATE_LIFETIME_SECS: i64 = 3600;
 
 /// A key for one purpose (session ids, task owners, MRTR state).
 pub struct SealingKey {
-    key: [u8; 32],
+    /// The HMAC with the key already absorbed: each MAC starts from a copy of it instead
+    /// of hashing the key's two pads again (a session id is verified on every legacy
+    /// request).
+    keyed: HmacSha256,
 }
 
 impl SealingKey {
     /// `secret` is the bearer token (or `None` for a random per-process key); `purpose`
     /// separates keys used for different things.
     pub fn new(secret: Option<&str>, purpose: &str) -> Self {
-        let key = match secret {
+        let key: [u8; 32] = match secret {
             Some(secret) => {
                 let mut mac = HmacSha256::new_from_slice(secret.as_bytes())
                     .expect("HMAC accepts keys of any length");
@@ -37,12 +40,14 @@ impl SealingKey {
             }
             None => rand::random(),
         };
-        SealingKey { key }
+        SealingKey {
+            keyed: HmacSha256::new_from_slice(&key).expect("HMAC accepts keys of any length"),
+        }
     }
 
     /// A MAC of `data`, truncated to 16 bytes (128 bits is plenty against forgery).
     pub fn tag(&self, data: &[u8]) -> [u8; 16] {
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("any key length");
+        let mut mac = self.keyed.clone();
         mac.update(data);
         let full = mac.finalize().into_bytes();
         let mut tag = [0u8; 16];

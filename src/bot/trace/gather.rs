@@ -21,8 +21,9 @@ pub(super) type Flush = (tokio::sync::oneshot::Sender<()>, bool);
 pub(super) struct Gather {
     /// The spans to store, in arrival order, the `/mcp` tool calls' aside.
     pub(super) spans: Vec<SpanRecord>,
-    /// The newest `/mcp` tool calls' spans, oldest first, at most `keep_calls`.
-    pub(super) calls: VecDeque<SpanRecord>,
+    /// The newest `/mcp` tool calls' spans, oldest first, at most `keep_calls` (still in
+    /// the boxes they came in: a call pushed out is dropped without being moved).
+    pub(super) calls: VecDeque<Box<SpanRecord>>,
     /// Calls pushed out of `calls`, kept only to be exported (empty when nothing is).
     pub(super) export_only: Vec<SpanRecord>,
     /// How many calls were pushed out.
@@ -48,11 +49,11 @@ impl Gather {
     /// Puts a message from the channel where it belongs.
     pub(super) fn take(&mut self, message: WriterMessage) {
         let span = match message {
-            WriterMessage::Span(span) => *span,
+            WriterMessage::Span(span) => span,
             WriterMessage::Flush { done, export } => return self.flushes.push((done, export)),
         };
         if !(span.is_root && span.source.as_deref() == Some(MCP_CALL_SOURCE)) {
-            return self.spans.push(span);
+            return self.spans.push(*span);
         }
         self.calls.push_back(span);
         if self.calls.len() > self.keep_calls
@@ -60,7 +61,7 @@ impl Gather {
         {
             self.superseded += 1;
             if self.exporting {
-                self.export_only.push(oldest);
+                self.export_only.push(*oldest);
             }
         }
     }
@@ -91,7 +92,7 @@ impl Gather {
             flushes,
             ..
         } = self;
-        spans.extend(calls);
+        spans.extend(calls.into_iter().map(|call| *call));
         (spans, export_only, flushes)
     }
 }

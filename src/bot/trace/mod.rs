@@ -224,9 +224,9 @@ impl Tracer {
         }
     }
 
-    fn submit(&self, record: SpanRecord) {
+    fn submit(&self, record: Box<SpanRecord>) {
         let Some(sender) = &self.sender else { return };
-        match sender.try_send(WriterMessage::Span(Box::new(record))) {
+        match sender.try_send(WriterMessage::Span(record)) {
             Ok(()) => self.counters.recorded.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.counters.dropped.fetch_add(1, Ordering::Relaxed),
         };
@@ -309,46 +309,7 @@ impl TraceScope {
         let Some(tracer) = &self.tracer else {
             return Span::noop();
         };
-        let span_id = new_span_id();
-        let (trace_id, parent_span_id, is_root, source) = match &self.parent {
-            Parent::Span {
-                trace_id, span_id, ..
-            } => (trace_id.clone(), Some(span_id.clone()), false, None),
-            Parent::Root { source, remote, .. } => match remote {
-                Some(p) => (
-                    p.trace_id.clone(),
-                    Some(p.parent_span_id.clone()),
-                    true,
-                    Some(source.clone()),
-                ),
-                None => (new_trace_id(), None, true, Some(source.clone())),
-            },
-        };
-        let root_span_id = match &self.parent {
-            Parent::Span { root_span_id, .. } => root_span_id.clone(),
-            Parent::Root { .. } => span_id.clone(),
-        };
-        let record = SpanRecord {
-            trace_id,
-            span_id,
-            parent_span_id,
-            is_root,
-            root_span_id,
-            kind,
-            name: name.into(),
-            source,
-            conversation_id: None,
-            start_us: chrono::Utc::now().timestamp_micros(),
-            duration_us: 0,
-            error: None,
-            model: None,
-            tool: None,
-            input_tokens: None,
-            output_tokens: None,
-            attributes: Map::new(),
-            mcp_request: None,
-        };
-        let mut record = record;
+        let mut record = new_record(&self.parent, kind, name.into());
         if let Parent::Root {
             attributes,
             mcp_request,
@@ -360,19 +321,92 @@ impl TraceScope {
             }
             record.mcp_request.clone_from(mcp_request);
         }
-        Span {
-            live: Some(LiveSpan {
-                tracer: tracer.clone(),
-                record,
-                started: Instant::now(),
-            }),
-        }
+        Span::started(tracer.clone(), record)
     }
+
+    /// Starts a span here and uses the scope up: its root attributes and request move
+    /// into the span instead of being copied (the one span of an `/mcp` tool call,
+    /// started for every call).
+    pub fn into_span(self, kind: SpanKind, name: impl Into<Cow<'static, str>>) -> Span {
+        let Some(tracer) = self.tracer else {
+            return Span::noop();
+        };
+        let mut record = new_record(&self.parent, kind, name.into());
+        if let Parent::Root {
+            attributes,
+            mcp_request,
+            ..
+        } = self.parent
+        {
+            record.attributes.extend(attributes);
+            record.mcp_request = mcp_request;
+        }
+        Span::started(tracer, record)
+    }
+}
+
+/// A new span's record under `parent`, with its ids and start time. It is boxed from
+/// the start: it goes through the writer's channel as a box, and is moved no more.
+fn new_record(parent: &Parent, kind: SpanKind, name: Cow<'static, str>) -> Box<SpanRecord> {
+    let span_id = new_span_id();
+    let (trace_id, parent_span_id, root_span_id, source) = match parent {
+        Parent::Span {
+            trace_id,
+            span_id: parent,
+            root_span_id,
+        } => (
+            trace_id.clone(),
+            Some(parent.clone()),
+            root_span_id.clone(),
+            None,
+        ),
+        Parent::Root { source, remote, .. } => {
+            let (trace_id, parent_span_id) = match remote {
+                Some(p) => (p.trace_id.clone(), Some(p.parent_span_id.clone())),
+                None => (new_trace_id(), None),
+            };
+            (
+                trace_id,
+                parent_span_id,
+                span_id.clone(),
+                Some(source.clone()),
+            )
+        }
+    };
+    Box::new(SpanRecord {
+        trace_id,
+        is_root: source.is_some(),
+        span_id,
+        parent_span_id,
+        root_span_id,
+        kind,
+        name,
+        source,
+        conversation_id: None,
+        start_us: now_us(),
+        duration_us: 0,
+        error: None,
+        model: None,
+        tool: None,
+        input_tokens: None,
+        output_tokens: None,
+        attributes: Map::new(),
+        mcp_request: None,
+    })
+}
+
+/// Microseconds since the Unix epoch (read once per span: no calendar conversion).
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+        })
 }
 
 struct LiveSpan {
     tracer: Arc<Tracer>,
-    record: SpanRecord,
+    record: Box<SpanRecord>,
     started: Instant,
 }
 
@@ -388,6 +422,16 @@ const CANCELLED: &str =
 impl Span {
     pub fn noop() -> Span {
         Span { live: None }
+    }
+
+    fn started(tracer: Arc<Tracer>, record: Box<SpanRecord>) -> Span {
+        Span {
+            live: Some(LiveSpan {
+                tracer,
+                record,
+                started: Instant::now(),
+            }),
+        }
     }
 
     /// Whether this span records anything (skip building costly attributes if not).
