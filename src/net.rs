@@ -32,16 +32,37 @@ pub fn host_without_port(authority: &str) -> &str {
 /// value that is not text reads as empty, which no check accepts. Two of them are an
 /// error: proxies and servers may each read a different one, which is how Host, Origin
 /// and token checks get bypassed.
-pub fn single_header<'a>(
-    headers: &'a axum::http::HeaderMap,
-    name: &'static str,
-) -> Result<Option<&'a str>, String> {
-    let mut values = headers.get_all(name).iter();
+///
+/// `name` is a `HeaderName` (`header::HOST`), not text: text would be parsed into one on
+/// every lookup, and this runs several times per request.
+pub fn single_header(
+    headers: &axum::http::HeaderMap,
+    name: axum::http::HeaderName,
+) -> Result<Option<&str>, String> {
+    let mut values = headers.get_all(&name).iter();
     let first = values.next();
     if values.next().is_some() {
-        return Err(format!("send exactly one {name} header"));
+        return Err(format!(
+            "send exactly one {} header",
+            title_case(name.as_str())
+        ));
     }
     Ok(first.map(|h| h.to_str().unwrap_or_default()))
+}
+
+/// A header name as people write it: `content-type` → `Content-Type`.
+fn title_case(name: &str) -> String {
+    let mut title = String::with_capacity(name.len());
+    let mut word_start = true;
+    for c in name.chars() {
+        title.push(if word_start {
+            c.to_ascii_uppercase()
+        } else {
+            c
+        });
+        word_start = c == '-';
+    }
+    title
 }
 
 /// Whether `host` names the loopback interface, in any letter case.
@@ -75,6 +96,21 @@ pub fn origin_is_allowed(origin: &str, allowed: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_header_is_refused_by_its_written_name() {
+        use axum::http::{HeaderMap, HeaderValue, header};
+        let mut headers = HeaderMap::new();
+        assert_eq!(single_header(&headers, header::HOST), Ok(None));
+        headers.append(header::HOST, HeaderValue::from_static("localhost"));
+        assert_eq!(single_header(&headers, header::HOST), Ok(Some("localhost")));
+        headers.append(header::HOST, HeaderValue::from_static("evil.example"));
+        assert_eq!(
+            single_header(&headers, header::HOST),
+            Err("send exactly one Host header".to_string())
+        );
+        assert_eq!(title_case("proxy-authorization"), "Proxy-Authorization");
+    }
 
     #[test]
     fn hosts_and_origins() {

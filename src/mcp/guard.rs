@@ -142,7 +142,7 @@ fn not_misconfigured(config: &GuardConfig, _: &HeaderMap, _: &Extensions) -> Opt
 }
 
 fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
-    let Some(host) = crate::net::single_header(headers, "Host")? else {
+    let Some(host) = crate::net::single_header(headers, header::HOST)? else {
         return Err("a Host header is required".into());
     };
     if crate::net::host_is_allowed(host, &config.allowed_hosts) {
@@ -155,7 +155,7 @@ fn host_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String>
 }
 
 fn origin_allowed(config: &GuardConfig, headers: &HeaderMap) -> Result<(), String> {
-    let Some(origin) = crate::net::single_header(headers, "Origin")? else {
+    let Some(origin) = crate::net::single_header(headers, header::ORIGIN)? else {
         return Ok(());
     };
     if crate::net::origin_is_allowed(origin, &config.allowed_origins) {
@@ -172,7 +172,7 @@ fn same_machine_origin(
     headers: &HeaderMap,
     _: &Extensions,
 ) -> Option<Response> {
-    if let Err(reason) = crate::net::single_header(headers, "Host") {
+    if let Err(reason) = crate::net::single_header(headers, header::HOST) {
         return Some(refuse(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
@@ -196,7 +196,7 @@ fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'s
     let Auth::Bearer(expected) = &config.auth else {
         return Ok(Access::Full);
     };
-    let Ok(header) = crate::net::single_header(headers, "Authorization") else {
+    let Ok(header) = crate::net::single_header(headers, header::AUTHORIZATION) else {
         return Err("Unauthorized: send exactly one Authorization header");
     };
     let provided = header.filter(|v| !v.is_empty()).and_then(|v| {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
+use axum::http::header;
 
 use super::{Bot, WebLogSink};
 
@@ -88,7 +89,7 @@ pub(crate) fn origin_is_ours(
             .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
     };
     let host = text(header::HOST).unwrap_or_default();
-    if let Some(origin) = crate::net::single_header(headers, "Origin")? {
+    if let Some(origin) = crate::net::single_header(headers, header::ORIGIN)? {
         let same_origin = origin
             .split_once("://")
             .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host));
@@ -109,7 +110,7 @@ async fn local_host_only(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let host = match crate::net::single_header(request.headers(), "Host") {
+    let host = match crate::net::single_header(request.headers(), header::HOST) {
         Ok(host) => host.unwrap_or_default(),
         Err(reason) => {
             let body = axum::Json(serde_json::json!({"error": reason}));

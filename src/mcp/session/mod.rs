@@ -241,7 +241,9 @@ pub enum Lookup {
 pub struct Sessions {
     sealer: SealingKey,
     config: SessionConfig,
-    live: Mutex<HashMap<String, Arc<Session>>>,
+    /// Looked up on every legacy request: a fast hash, seeded per process (so ids a
+    /// client picks cannot be made to collide), rather than SipHash.
+    live: Mutex<LiveSessions>,
     /// Ended ids of restored sessions, and the order they ended in (oldest forgotten
     /// first, in O(1)).
     ended: Mutex<(HashSet<String>, VecDeque<String>)>,
@@ -482,7 +484,9 @@ impl Sessions {
 /// Removes a live session. The table gives memory back once it is mostly empty (a hash
 /// map never shrinks by itself), halving at most as often as it emptied, so the cost
 /// stays O(1) per removal.
-fn remove_live(live: &mut HashMap<String, Arc<Session>>, id: &str) -> Option<Arc<Session>> {
+type LiveSessions = HashMap<String, Arc<Session>, foldhash::fast::RandomState>;
+
+fn remove_live(live: &mut LiveSessions, id: &str) -> Option<Arc<Session>> {
     let removed = live.remove(id);
     if live.capacity() > 64 && live.len() * 4 < live.capacity() {
         live.shrink_to(live.len() * 2);
