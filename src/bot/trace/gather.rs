@@ -8,8 +8,14 @@
 //! flat out costs a row for each call the store will still hold, not one for each call,
 //! and the table ends as writing every row and then pruning would leave it. A call
 //! pushed out is still exported when an exporter is configured.
+//!
+//! When nothing exports, a call's span does not even travel to the writer: the turn's
+//! path keeps it in [`NewestCalls`], the same ring, and drops the one it pushes out
+//! there; the writer takes the ring whole once a gather is over. A client calling tools
+//! flat out then costs the writer one wake-up per gather, not one per full channel.
 
 use std::collections::VecDeque;
+use std::sync::Mutex;
 
 use super::WriterMessage;
 use crate::model::{MCP_CALL_SOURCE, SpanRecord};
@@ -52,9 +58,25 @@ impl Gather {
             WriterMessage::Span(span) => span,
             WriterMessage::Flush { done, export } => return self.flushes.push((done, export)),
         };
-        if !(span.is_root && span.source.as_deref() == Some(MCP_CALL_SOURCE)) {
+        if !is_mcp_call(&span) {
             return self.spans.push(*span);
         }
+        self.keep_call(span);
+    }
+
+    /// Takes the calls [`NewestCalls::take`] gave, and how many it pushed out.
+    pub(super) fn take_calls(&mut self, (calls, superseded): (VecDeque<Box<SpanRecord>>, u64)) {
+        self.superseded += superseded;
+        if self.calls.is_empty() {
+            self.calls = calls;
+            return;
+        }
+        for call in calls {
+            self.keep_call(call);
+        }
+    }
+
+    fn keep_call(&mut self, span: Box<SpanRecord>) {
         self.calls.push_back(span);
         if self.calls.len() > self.keep_calls
             && let Some(oldest) = self.calls.pop_front()
@@ -94,6 +116,49 @@ impl Gather {
         } = self;
         spans.extend(calls.into_iter().map(|call| *call));
         (spans, export_only, flushes)
+    }
+}
+
+/// Whether `span` is the one span of an `/mcp` tool call's trace.
+pub(super) fn is_mcp_call(span: &SpanRecord) -> bool {
+    span.is_root && span.source.as_deref() == Some(MCP_CALL_SOURCE)
+}
+
+/// The newest `/mcp` tool calls' spans, kept on the turns' path until the writer takes
+/// them (when nothing exports spans: an exported call must reach the writer even when
+/// it will not be stored).
+pub(super) struct NewestCalls {
+    keep: usize,
+    ring: Mutex<(VecDeque<Box<SpanRecord>>, u64)>,
+}
+
+impl NewestCalls {
+    pub(super) fn new(keep: usize) -> NewestCalls {
+        NewestCalls {
+            keep,
+            ring: Mutex::default(),
+        }
+    }
+
+    /// Keeps `call`, pushing the oldest out past the cap. Returns whether the ring was
+    /// empty (the writer, idle, must be woken to take it).
+    pub(super) fn push(&self, call: Box<SpanRecord>) -> bool {
+        let mut ring = crate::bot::lock(&self.ring);
+        let was_empty = ring.0.is_empty();
+        ring.0.push_back(call);
+        let pushed_out = (ring.0.len() > self.keep).then(|| ring.0.pop_front());
+        if pushed_out.is_some() {
+            ring.1 += 1;
+        }
+        drop(ring);
+        // The span pushed out, if any, is freed here, outside the lock.
+        drop(pushed_out);
+        was_empty
+    }
+
+    /// The calls kept, oldest first, and how many were pushed out, since the last take.
+    pub(super) fn take(&self) -> (VecDeque<Box<SpanRecord>>, u64) {
+        std::mem::take(&mut *crate::bot::lock(&self.ring))
     }
 }
 
@@ -139,6 +204,29 @@ mod tests {
             "turns first, then calls in order"
         );
         assert!(export_only.is_empty(), "nothing exports them: dropped");
+    }
+
+    #[test]
+    fn calls_kept_on_the_turns_path_join_the_gather_under_the_same_cap() {
+        let newest = NewestCalls::new(2);
+        assert!(
+            newest.push(span("a", true, Some(MCP_CALL_SOURCE))),
+            "was empty"
+        );
+        assert!(!newest.push(span("b", true, Some(MCP_CALL_SOURCE))));
+        newest.push(span("c", true, Some(MCP_CALL_SOURCE)));
+        let mut gather = Gather::new(2, false);
+        gather.take(WriterMessage::Span(span("t", true, Some("web"))));
+        gather.take_calls(newest.take());
+        assert_eq!(gather.superseded, 1, "a was pushed out");
+        assert_eq!(gather.roots(), (1, 3));
+        assert_eq!(ids(&gather.into_parts().0), ["t", "b", "c"]);
+        assert_eq!(newest.take().0.len(), 0, "taken whole");
+
+        let mut gather = gathered(2, false);
+        newest.push(span("e", true, Some(MCP_CALL_SOURCE)));
+        gather.take_calls(newest.take());
+        assert_eq!(ids(&gather.into_parts().0), ["t", "u", "d", "e"]);
     }
 
     #[test]

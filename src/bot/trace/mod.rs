@@ -9,7 +9,8 @@
 //!
 //! Recording is cheap on the turn's path: a [`Span`] collects its fields in memory and,
 //! when it ends (or is dropped because the turn was cancelled), is handed to a bounded
-//! channel with `try_send`. The background [`writer`] gathers spans for a moment, then
+//! channel with `try_send` (an `/mcp` tool call's span, when nothing exports spans, to the
+//! ring of the newest calls instead: [`gather`]). The background [`writer`] gathers spans for a moment, then
 //! redacts secrets, cuts large payloads, stores them and exports them, many turns at a
 //! time; a full channel drops the span and counts it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
@@ -32,6 +33,7 @@ use crate::bot::store::Store;
 use crate::model::{McpRequest, SpanKind, SpanRecord, ToolDef};
 use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
+use gather::NewestCalls;
 use tool_sets::StoredToolSets;
 
 pub use llm_call::traced_chat;
@@ -116,6 +118,9 @@ pub struct Tracer {
     exporter: Option<Arc<dyn SpanExporter>>,
     /// The tool sets the writer has stored, named by hash in the LLM spans that offer them.
     tool_sets: Arc<StoredToolSets>,
+    /// Where `/mcp` tool calls' spans wait for the writer when nothing exports them
+    /// (`None`: they go through the channel like the others).
+    calls: Option<Arc<NewestCalls>>,
 }
 
 impl Tracer {
@@ -127,6 +132,7 @@ impl Tracer {
             counters: Arc::default(),
             exporter: None,
             tool_sets: Arc::default(),
+            calls: None,
         })
     }
 
@@ -143,7 +149,11 @@ impl Tracer {
         let counters = Arc::new(Counters::default());
         let wake = Arc::new(Notify::new());
         let tool_sets = Arc::new(StoredToolSets::default());
+        let calls = exporter
+            .is_none()
+            .then(|| Arc::new(NewestCalls::new(settings.max_mcp_calls)));
         let writer = writer::Writer {
+            calls: calls.clone(),
             wake: wake.clone(),
             store,
             redactor,
@@ -162,6 +172,7 @@ impl Tracer {
             counters,
             exporter,
             tool_sets,
+            calls,
         })
     }
 
@@ -226,6 +237,15 @@ impl Tracer {
 
     fn submit(&self, record: Box<SpanRecord>) {
         let Some(sender) = &self.sender else { return };
+        if let Some(calls) = &self.calls
+            && gather::is_mcp_call(&record)
+        {
+            self.counters.recorded.fetch_add(1, Ordering::Relaxed);
+            if calls.push(record) {
+                self.wake.notify_one();
+            }
+            return;
+        }
         match sender.try_send(WriterMessage::Span(record)) {
             Ok(()) => self.counters.recorded.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.counters.dropped.fetch_add(1, Ordering::Relaxed),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::gather::Gather;
+use super::gather::{Gather, NewestCalls};
 use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
@@ -85,6 +85,8 @@ pub(super) struct Writer {
     pub(super) counters: Arc<Counters>,
     /// The tool sets stored so far (a set is stored once), shared with the turns' path.
     pub(super) tool_sets: Arc<StoredToolSets>,
+    /// The `/mcp` tool calls kept on the turns' path, taken once per gather.
+    pub(super) calls: Option<Arc<NewestCalls>>,
 }
 
 impl Writer {
@@ -95,13 +97,29 @@ impl Writer {
         let mut next = self.new_gather();
         loop {
             let mut gather = std::mem::replace(&mut next, self.new_gather());
+            let mut closed = false;
             if gather.is_empty() {
-                let Some(first) = receiver.recv().await else {
-                    break;
-                };
-                gather.take(first);
+                // Idle: the first span, or the first `/mcp` call kept on the turns' path.
+                tokio::select! {
+                    message = receiver.recv() => match message {
+                        Some(message) => gather.take(message),
+                        None => closed = true,
+                    },
+                    () = self.wake.notified() => {}
+                }
             }
-            let closed = self.gather(&mut receiver, &mut gather).await;
+            if !closed {
+                closed = self.gather(&mut receiver, &mut gather).await;
+            }
+            if let Some(calls) = &self.calls {
+                gather.take_calls(calls.take());
+            }
+            if gather.is_empty() {
+                if closed {
+                    break;
+                }
+                continue;
+            }
             let (turn_roots, call_roots) = gather.roots();
             let due = pruning.due(turn_roots, call_roots, !gather.flushes.is_empty());
             self.counters
