@@ -42,11 +42,6 @@ const TAKE_CHUNK: usize = 256;
 /// last leaves of the indexes), so a longer gather writes fewer pages per turn: at 250 ms, half the commit's cost per turn of 50 ms
 /// (docs/performance.md §6). Readers never wait for it: the trace tools flush first.
 const GATHER: Duration = Duration::from_millis(250);
-/// How long a gather lasts while `/mcp` tool calls flood in: when the last one held
-/// more calls than `TRACE_MAX_MCP_CALLS`. Each call stored then replaces one stored a
-/// gather before, so storing them more often buys nothing but CPU taken from the
-/// requests (about 6 ms per thousand calls); a reader's flush still stores them at once.
-const FLOOD_GATHER: Duration = Duration::from_secs(2);
 /// How long a flush that asks for export waits for the collector.
 const EXPORT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -100,8 +95,6 @@ impl Writer {
         let mut cpu_counted = thread_cpu_time();
         // What arrived while the last write was storing: the start of the next gather.
         let mut next = self.new_gather();
-        // Whether the last write pushed calls out: a flood, gathered for longer.
-        let mut flooded = false;
         loop {
             let mut gather = std::mem::replace(&mut next, self.new_gather());
             let mut closed = false;
@@ -116,8 +109,7 @@ impl Writer {
                 }
             }
             if !closed {
-                let lasting = if flooded { FLOOD_GATHER } else { GATHER };
-                closed = self.gather(&mut receiver, &mut gather, lasting).await;
+                closed = self.gather(&mut receiver, &mut gather).await;
             }
             if let Some(calls) = &self.calls {
                 gather.take_calls(calls.take());
@@ -128,7 +120,6 @@ impl Writer {
                 }
                 continue;
             }
-            flooded = gather.superseded > 0;
             let (turn_roots, call_roots) = gather.roots();
             let due = pruning.due(turn_roots, call_roots, !gather.flushes.is_empty());
             self.counters
@@ -164,15 +155,14 @@ impl Writer {
     }
 
     /// Takes what the channel holds whenever a filling channel wakes the writer, until
-    /// the gather is over (after `lasting`), `BATCH` spans are held, or a reader
-    /// flushes. Returns whether the channel closed (the tracer is gone).
+    /// the gather is over, `BATCH` spans are held, or a reader flushes. Returns whether
+    /// the channel closed (the tracer is gone).
     async fn gather(
         &self,
         receiver: &mut mpsc::Receiver<WriterMessage>,
         gather: &mut Gather,
-        lasting: Duration,
     ) -> bool {
-        let deadline = tokio::time::Instant::now() + lasting;
+        let deadline = tokio::time::Instant::now() + GATHER;
         loop {
             if take_queued(receiver, gather) {
                 return true;
