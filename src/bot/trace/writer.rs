@@ -267,18 +267,21 @@ impl Writer {
     /// Stores the tool sets not stored before, ahead of the spans that name them, then
     /// remembers them, so the next LLM calls that offer them name them by hash at once.
     async fn store_tool_sets(&self, sets: BTreeMap<String, TakenSet>) {
-        let (new, offered): (Vec<(String, String)>, Vec<(String, Value)>) = sets
+        let new: Vec<(String, TakenSet)> = sets
             .into_iter()
             .filter(|(hash, _)| !self.tool_sets.is_stored(hash))
-            .map(|(hash, set)| ((hash.clone(), set.text), (hash, set.offered)))
-            .unzip();
+            .collect();
         if new.is_empty() {
             return;
         }
-        match self.store.put_tool_sets(new).await {
+        let rows = new
+            .iter()
+            .map(|(hash, set)| (hash.clone(), set.text.clone()))
+            .collect();
+        match self.store.put_tool_sets(rows).await {
             Ok(()) => {
-                for (hash, definitions) in offered {
-                    self.tool_sets.remember(definitions, hash);
+                for (hash, set) in new {
+                    self.tool_sets.remember(set.offered, hash);
                 }
             }
             Err(error) => {
