@@ -227,12 +227,10 @@ fn token() -> ExitCode {
     // The port the bot will listen on: the same lookup, the same precedence.
     let port = env_file.lookup("PORT").unwrap_or_else(|| "3000".into());
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let new_secret = env_file.lookup("MCP_SERVER_SECRET").is_none().then(|| {
-        rand::random::<[u8; 32]>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    });
+    let new_secret = env_file
+        .lookup("MCP_SERVER_SECRET")
+        .is_none()
+        .then(|| porthole::text::hex(&rand::random::<[u8; 32]>()));
 
     let mut lines: Vec<String> = existing
         .lines()

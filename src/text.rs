@@ -1,5 +1,5 @@
 //! Small text helpers shared by both layers: "did you mean" suggestions, keeping
-//! messages short, and spelling out an error's causes.
+//! messages short, spelling out an error's causes, and bytes as hex.
 
 /// Levenshtein distance between two strings, by characters.
 pub fn edit_distance(a: &str, b: &str) -> usize {
@@ -94,9 +94,27 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `bytes` as lowercase hex, two digits a byte, written from a table into a string of
+/// its exact size (ids made on every request use it).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn suggests_near_misses_first() {

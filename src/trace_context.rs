@@ -67,21 +67,14 @@ pub fn new_trace_id() -> String {
 }
 
 /// A new random span id: 16 lowercase hex digits of 64 random bits, never all zeros
-/// (zero is drawn again). It is made for every span, so it is written digit by digit
-/// into a string of its exact size, the id's only allocation.
+/// (zero is drawn again).
 pub fn new_span_id() -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let bits = loop {
+    loop {
         let bits: u64 = rand::random();
         if bits != 0 {
-            break bits;
+            return crate::text::hex(&bits.to_be_bytes());
         }
-    };
-    let mut id = String::with_capacity(16);
-    for shift in (0..16).rev() {
-        id.push(char::from(DIGITS[(bits >> (shift * 4)) as usize & 0xf]));
     }
-    id
 }
 
 /// Whether `text` has the shape of a trace id (for tool arguments).

@@ -185,8 +185,7 @@ impl TaskRecord {
 
 /// A fresh task id: 128 bits from the OS's random source, as 32 hex digits.
 fn new_task_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::text::hex(&rand::random::<[u8; 16]>())
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
             ));
         }
         files.push(SkillFile {
-            digest: format!("sha256:{}", hex(&Sha256::digest(&bytes))),
+            digest: format!("sha256:{}", crate::text::hex(&Sha256::digest(&bytes))),
             size: bytes.len() as u64,
             relative,
         });
@@ -203,10 +203,6 @@ pub fn read_unlinked(folder: &Path, relative: &str) -> std::io::Result<Vec<u8>> 
     let mut bytes = Vec::with_capacity(opened.len().min(MAX_BYTES) as usize);
     file.take(MAX_BYTES).read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Paths, sizes and modification times of everything under `dir`: when this changes,

@@ -326,22 +326,7 @@ impl TraceScope {
 
     /// Starts a span here.
     pub fn start(&self, kind: SpanKind, name: impl Into<Cow<'static, str>>) -> Span {
-        let Some(tracer) = &self.tracer else {
-            return Span::noop();
-        };
-        let mut record = new_record(&self.parent, kind, name.into());
-        if let Parent::Root {
-            attributes,
-            mcp_request,
-            ..
-        } = &self.parent
-        {
-            for (key, value) in attributes {
-                record.attributes.insert(key.clone(), value.clone());
-            }
-            record.mcp_request.clone_from(mcp_request);
-        }
-        Span::started(tracer.clone(), record)
+        self.clone().into_span(kind, name)
     }
 
     /// Starts a span here and uses the scope up: its root attributes and request move

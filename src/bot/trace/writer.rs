@@ -310,10 +310,7 @@ fn take_tool_set(span: &mut SpanRecord, redactor: &Redactor) -> Option<(String, 
     let mut definitions = offered.clone();
     redact_strings(&mut definitions, redactor);
     let text = definitions.to_string();
-    let hash: String = sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = crate::text::hex(&sha2::Sha256::digest(text.as_bytes()));
     span.attributes
         .insert(TOOLS_HASH.to_string(), Value::String(hash.clone()));
     Some((hash, TakenSet { text, offered }))

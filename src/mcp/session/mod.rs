@@ -481,11 +481,11 @@ impl Sessions {
     }
 }
 
+type LiveSessions = HashMap<String, Arc<Session>, foldhash::fast::RandomState>;
+
 /// Removes a live session. The table gives memory back once it is mostly empty (a hash
 /// map never shrinks by itself), halving at most as often as it emptied, so the cost
 /// stays O(1) per removal.
-type LiveSessions = HashMap<String, Arc<Session>, foldhash::fast::RandomState>;
-
 fn remove_live(live: &mut LiveSessions, id: &str) -> Option<Arc<Session>> {
     let removed = live.remove(id);
     if live.capacity() > 64 && live.len() * 4 < live.capacity() {

@@ -130,18 +130,11 @@ impl TaskEngine {
     /// The owner key of a caller's `Authorization` header (or its absence): a keyed
     /// hash in hex, so the store never holds a credential.
     pub(crate) fn owner(&self, caller: &Caller) -> Arc<str> {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut data = b"caller\0".to_vec();
         if let Some(authorization) = &caller.authorization {
             data.extend_from_slice(authorization.as_bytes());
         }
-        let tag = self.owner_key.tag(&data);
-        let mut hex = String::with_capacity(2 * tag.len());
-        for byte in tag {
-            hex.push(HEX[usize::from(byte >> 4)] as char);
-            hex.push(HEX[usize::from(byte & 0xf)] as char);
-        }
-        hex.into()
+        crate::text::hex(&self.owner_key.tag(&data)).into()
     }
 
     /// The task `id` of `owner`. Unknown, someone else's and expired tasks are all
