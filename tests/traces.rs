@@ -163,6 +163,17 @@ async fn assert_recorded_as_sent(app: &RunningApp, attributes: &Value, sent: &Va
         1,
         "both calls of the turn offered one set: stored once"
     );
+    // The names shown as `tools_offered` are the set's, in order, read back from it:
+    // no span stores them.
+    let names: Vec<&Value> = stored.iter().map(|d| &d["name"]).collect();
+    assert_eq!(attributes["tools_offered"], json!(names));
+    let stored_names = call_tool(
+        app,
+        "db_query",
+        json!({"query": "SELECT COUNT(*) FROM trace_turns WHERE spans LIKE '%tools_offered%'"}),
+    )
+    .await;
+    assert_eq!(structured(&stored_names)["rows"][0][0], 0, "{stored_names}");
 }
 
 #[tokio::test]

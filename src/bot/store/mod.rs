@@ -48,6 +48,7 @@ pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;
 pub use schema::schema_version;
 pub use sqlite::{TracesFile, WriterWaits};
+pub use tool_sets::{TOOLS_HASH, TOOLS_OFFERED};
 pub use trace_retention::Prune;
 pub use traces::{Page, SpanQuery, TraceSummary, TurnRows};
 

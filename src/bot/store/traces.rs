@@ -187,6 +187,7 @@ impl Store {
             .flat_map(|t| t.spans)
             .collect();
         spans.sort_by(|a, b| (a.start_us, &a.span_id).cmp(&(b.start_us, &b.span_id)));
+        self.name_offered_tools(&mut spans).await?;
         Ok(spans)
     }
 
@@ -197,10 +198,14 @@ impl Store {
         let turns = self
             .read_turns(sql, vec![format!("%{span_id}%").into()])
             .await?;
-        Ok(turns
+        let mut span: Vec<SpanRecord> = turns
             .into_iter()
             .flat_map(|t| t.spans)
-            .find(|s| s.span_id == span_id))
+            .filter(|s| s.span_id == span_id)
+            .take(1)
+            .collect();
+        self.name_offered_tools(&mut span).await?;
+        Ok(span.pop())
     }
 
     /// The LLM and tool spans of turns since `since_us`, oldest first, without their
@@ -269,6 +274,7 @@ impl Store {
             let settled = found.len() == count
                 && last.is_some_and(|(end_us, _)| found.iter().all(|s| newness(s) > end_us));
             if !more || settled {
+                self.name_offered_tools(&mut found).await?;
                 return Ok(found);
             }
             after = last;

@@ -31,10 +31,6 @@ pub async fn traced_chat(
     span.set_model(&model);
     span.set_attribute("provider", llm.provider());
     span.set_attribute("request", request_payload(request));
-    span.set_attribute(
-        "tools_offered",
-        Value::Array(request.tools.iter().map(|t| json!(t.name)).collect()),
-    );
     span.set_tools_offered(request.tools);
     span.set_attribute("parameters", Value::Object(parameters));
 

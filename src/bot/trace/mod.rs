@@ -36,6 +36,7 @@ use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
 use gather::NewestCalls;
 use tool_sets::StoredToolSets;
 
+pub use crate::bot::store::TOOLS_HASH;
 pub use llm_call::traced_chat;
 pub use otel::{OtlpExporter, OtlpSettings};
 pub use writer::{SpanExporter, cut_payload};
@@ -45,8 +46,6 @@ pub use writer::{SpanExporter, cut_payload};
 /// [`TOOLS_HASH`] instead (a span whose set is stored already gets the hash at once:
 /// [`tool_sets`]).
 pub const TOOL_DEFINITIONS: &str = "tool_definitions";
-/// The attribute that names an LLM span's stored tool definitions ([`Store::tool_set`]).
-pub const TOOLS_HASH: &str = "tools_hash";
 
 /// The attribute a failed span names what failed in (OpenTelemetry's `error.type`: for
 /// an `/mcp` tool call, `tool_error` or the JSON-RPC error code).
