@@ -198,14 +198,16 @@ impl Store {
         let turns = self
             .read_turns(sql, vec![format!("%{span_id}%").into()])
             .await?;
-        let mut span: Vec<SpanRecord> = turns
+        let found = turns
             .into_iter()
             .flat_map(|t| t.spans)
-            .filter(|s| s.span_id == span_id)
-            .take(1)
-            .collect();
-        self.name_offered_tools(&mut span).await?;
-        Ok(span.pop())
+            .find(|s| s.span_id == span_id);
+        let Some(mut span) = found else {
+            return Ok(None);
+        };
+        self.name_offered_tools(std::slice::from_mut(&mut span))
+            .await?;
+        Ok(Some(span))
     }
 
     /// The LLM and tool spans of turns since `since_us`, oldest first, without their
