@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::gather::{Gather, NewestCalls};
+use super::gather::{Gather, NewestCalls, is_mcp_call};
 use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
@@ -29,10 +29,17 @@ use crate::redact::Redactor;
 /// calls beyond `TRACE_MAX_MCP_CALLS` are not held at all ([`Gather`]), so this bounds
 /// the memory of a flood of spans of turns, or of calls when they are exported.
 const BATCH: usize = 4 * super::CHANNEL_CAPACITY;
-/// How many spans one transaction stores. The writer shares the CPU with the requests
-/// and turns it records: between two transactions it lets them run (a thread yield),
-/// so none waits behind a whole write of thousands of rows.
+/// How many `/mcp` calls' spans one transaction stores. The writer shares the CPU with
+/// the requests and turns it records: between two transactions it lets them run (a
+/// thread yield), so none waits behind a whole write of thousands of rows. Under a flood
+/// of calls the requests' p99 follows the length of one transaction (docs/performance.md
+/// section 1: 256 here doubled it, 8 did not lower it).
 const WRITE_CHUNK: usize = 32;
+/// How many spans of turns one transaction stores. Real turns wait seconds for the model
+/// and leave a few spans per gather; only a flood of turns fills it, and then a larger
+/// transaction rewrites fewer pages per turn (at 256 rather than 32, about 4 µs less of
+/// the writer's CPU per turn flat out: docs/performance.md section 6).
+const TURN_WRITE_CHUNK: usize = 256;
 /// How many messages the writer takes off the channel before it lets the others run.
 const TAKE_CHUNK: usize = 256;
 /// How long the writer lets spans gather after the first one arrives, unless a flush or
@@ -219,21 +226,20 @@ impl Writer {
             ..prune
         };
         let mut storing = Duration::ZERO;
-        let chunks = spans.len().div_ceil(WRITE_CHUNK).max(1);
-        for chunk_number in 1..=chunks {
-            let rest = spans.split_off(WRITE_CHUNK.min(spans.len()));
+        loop {
+            let rest = spans.split_off(chunk_length(&spans));
             let chunk = std::mem::replace(&mut spans, rest);
-            let prune = if chunk_number == chunks {
-                prune
-            } else {
-                each_chunk
-            };
-            storing += self.store_chunk(chunk, prune).await;
+            let last = spans.is_empty();
+            storing += self
+                .store_chunk(chunk, if last { prune } else { each_chunk })
+                .await;
             std::thread::yield_now();
             // A closed channel is seen again by the next gather.
             take_queued(receiver, next);
+            if last {
+                return storing;
+            }
         }
-        storing
     }
 
     /// Redacts and cuts `chunk`, hands it to the exporter, and stores it (with the tool
@@ -289,6 +295,22 @@ impl Writer {
                 tracing::warn!(%error, "cannot store the tool definitions of LLM calls");
             }
         }
+    }
+}
+
+/// How many of `spans` (the turns' first, then the `/mcp` calls: [`Gather::into_parts`])
+/// the next transaction stores: up to [`TURN_WRITE_CHUNK`] spans of turns, else up to
+/// [`WRITE_CHUNK`] calls.
+fn chunk_length(spans: &[SpanRecord]) -> usize {
+    let turn_spans = spans
+        .iter()
+        .take(TURN_WRITE_CHUNK)
+        .take_while(|span| !is_mcp_call(span))
+        .count();
+    if turn_spans > 0 {
+        turn_spans
+    } else {
+        WRITE_CHUNK.min(spans.len())
     }
 }
 
@@ -494,6 +516,36 @@ mod tests {
         let flat_out = pruning.due(0, 50, false);
         assert!(flat_out.mcp_calls, "a slack of MCP calls cuts them");
         assert!(!flat_out.turns, "and leaves the turns' count alone");
+    }
+
+    #[test]
+    fn turns_are_stored_in_larger_transactions_than_mcp_calls() {
+        let span = |is_root: bool, source: &str| -> SpanRecord {
+            let span = json!({"span_id": "s", "root_span_id": "s", "is_root": is_root,
+                "source": source, "kind": "tool", "name": "n", "start_us": 0, "duration_us": 0});
+            serde_json::from_value(span).unwrap()
+        };
+        let turn_span = span(false, "web");
+        let call = span(true, crate::model::MCP_CALL_SOURCE);
+        let spans = |turns: usize, calls: usize| -> Vec<SpanRecord> {
+            let turns = std::iter::repeat_n(turn_span.clone(), turns);
+            turns
+                .chain(std::iter::repeat_n(call.clone(), calls))
+                .collect()
+        };
+        assert_eq!(chunk_length(&spans(300, 100)), TURN_WRITE_CHUNK);
+        assert_eq!(
+            chunk_length(&spans(40, 100)),
+            40,
+            "the turns' spans, then the calls"
+        );
+        assert_eq!(chunk_length(&spans(0, 100)), WRITE_CHUNK);
+        assert_eq!(chunk_length(&spans(0, 5)), 5);
+        assert_eq!(
+            chunk_length(&[]),
+            0,
+            "a flush with nothing new: one empty chunk"
+        );
     }
 
     #[test]
