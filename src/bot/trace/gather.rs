@@ -146,10 +146,12 @@ impl NewestCalls {
         let mut ring = crate::bot::lock(&self.ring);
         let was_empty = ring.0.is_empty();
         ring.0.push_back(call);
-        let pushed_out = (ring.0.len() > self.keep).then(|| ring.0.pop_front());
-        if pushed_out.is_some() {
+        let pushed_out = if ring.0.len() > self.keep {
             ring.1 += 1;
-        }
+            ring.0.pop_front()
+        } else {
+            None
+        };
         drop(ring);
         // The span pushed out, if any, is freed here, outside the lock.
         drop(pushed_out);
@@ -163,11 +165,15 @@ impl NewestCalls {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn span(id: &str, is_root: bool, source: Option<&str>) -> Box<SpanRecord> {
+    pub(in crate::bot::trace) fn span(
+        id: &str,
+        is_root: bool,
+        source: Option<&str>,
+    ) -> Box<SpanRecord> {
         let span = json!({"span_id": id, "root_span_id": id, "is_root": is_root,
             "source": source, "kind": "tool", "name": "n", "start_us": 0, "duration_us": 0});
         Box::new(serde_json::from_value(span).unwrap())

@@ -199,12 +199,9 @@ impl Writer {
         due: CountsDue,
         (receiver, next): (&mut mpsc::Receiver<WriterMessage>, &mut Gather),
     ) -> Duration {
-        if let Some(exporter) = &self.exporter {
+        if self.exporter.is_some() {
             for chunk in export_only.chunks_mut(WRITE_CHUNK) {
-                for span in chunk.iter_mut() {
-                    prepare(span, &self.redactor, self.settings.max_payload_bytes);
-                }
-                exporter.export(chunk);
+                self.prepare_and_export(chunk);
             }
         }
         drop(export_only);
@@ -250,11 +247,8 @@ impl Writer {
             if let Some((hash, set)) = take_tool_set(span, &self.redactor) {
                 tool_sets.insert(hash, set);
             }
-            prepare(span, &self.redactor, self.settings.max_payload_bytes);
         }
-        if let Some(exporter) = &self.exporter {
-            exporter.export(&chunk);
-        }
+        self.prepare_and_export(&mut chunk);
         let turns = TurnRows::of(&chunk);
         drop(chunk);
         self.store_tool_sets(tool_sets).await;
@@ -270,6 +264,16 @@ impl Writer {
 }
 
 impl Writer {
+    /// Redacts and cuts `spans` ([`prepare`]), then hands them to the exporter, if any.
+    fn prepare_and_export(&self, spans: &mut [SpanRecord]) {
+        for span in spans.iter_mut() {
+            prepare(span, &self.redactor, self.settings.max_payload_bytes);
+        }
+        if let Some(exporter) = &self.exporter {
+            exporter.export(spans);
+        }
+    }
+
     /// Stores the tool sets not stored before, ahead of the spans that name them, then
     /// remembers them, so the next LLM calls that offer them name them by hash at once.
     async fn store_tool_sets(&self, sets: BTreeMap<String, TakenSet>) {
@@ -520,13 +524,9 @@ mod tests {
 
     #[test]
     fn turns_are_stored_in_larger_transactions_than_mcp_calls() {
-        let span = |is_root: bool, source: &str| -> SpanRecord {
-            let span = json!({"span_id": "s", "root_span_id": "s", "is_root": is_root,
-                "source": source, "kind": "tool", "name": "n", "start_us": 0, "duration_us": 0});
-            serde_json::from_value(span).unwrap()
-        };
-        let turn_span = span(false, "web");
-        let call = span(true, crate::model::MCP_CALL_SOURCE);
+        use super::super::gather::tests::span;
+        let turn_span = *span("s", false, Some("web"));
+        let call = *span("c", true, Some(crate::model::MCP_CALL_SOURCE));
         let spans = |turns: usize, calls: usize| -> Vec<SpanRecord> {
             let turns = std::iter::repeat_n(turn_span.clone(), turns);
             turns
