@@ -249,7 +249,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.
 const _: () = assert!(MIGRATIONS.len() == crate::bot::store::sqlite::MIGRATIONS.len());
 
-/// A fixed key for `pg_advisory_xact_lock`: replicas migrating at once take turns.
+/// The seed of the migration lock's key: replicas migrating one schema at once take
+/// turns (the key is drawn from the schema, as the retention lock's is).
 const MIGRATION_LOCK: i64 = 0x706f_7274_686f_6c65; // "porthole"
 
 /// Runs the migrations on a connection and a runtime of their own (start-up may be
@@ -286,8 +287,11 @@ async fn migrate(client: &mut tokio_postgres::Client) -> Result<usize, tokio_pos
     let mut applied = 0;
     loop {
         let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .await?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), $1))",
+            &[&MIGRATION_LOCK],
+        )
+        .await?;
         tx.batch_execute("CREATE TABLE IF NOT EXISTS porthole_schema (version INTEGER NOT NULL)")
             .await?;
         let current: i32 = match tx
