@@ -6,6 +6,10 @@
 //! One listener task per process holds a dedicated connection (`LISTEN` needs a session
 //! of its own, which a pooled connection is not) and reconnects when it drops; what it
 //! hears is fanned out on a broadcast channel.
+//!
+//! Notifications are the whole database's, so the channel is named after the schema:
+//! replicas of one bot (one schema) hear each other, while a bot on another schema of the
+//! same database hears nothing of them.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -18,8 +22,9 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::super::StoreError;
 use super::Postgres;
 
-/// The channel every replica listens on.
-const CHANNEL: &str = "porthole_changes";
+/// The channel of the connection's schema, as an SQL expression: a fixed prefix and the
+/// schema's digest, which always makes a valid identifier within PostgreSQL's 63 bytes.
+const SCHEMA_CHANNEL: &str = "'porthole_changes_' || md5(coalesce(current_schema(), ''))";
 
 /// How long the listener waits before reconnecting after its connection dropped.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
@@ -54,7 +59,10 @@ impl Postgres {
         let payload = change.to_payload().map_err(StoreError::Postgres)?;
         let client = self.client().await?;
         client
-            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
+            .execute(
+                &format!("SELECT pg_notify({SCHEMA_CHANNEL}, $1)"),
+                &[&payload],
+            )
             .await?;
         Ok(())
     }
@@ -78,7 +86,7 @@ impl Postgres {
     }
 }
 
-/// Listens on [`CHANNEL`] for as long as the process runs, reconnecting as needed.
+/// Listens on the schema's channel ([`SCHEMA_CHANNEL`]) for as long as the process runs, reconnecting as needed.
 async fn listen(changes: Changes) {
     let Changes {
         config,
@@ -126,7 +134,13 @@ async fn listen_once(
             }
         }
     });
-    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    let channel: String = client
+        .query_one(&format!("SELECT {SCHEMA_CHANNEL}"), &[])
+        .await?
+        .try_get(0)?;
+    client
+        .batch_execute(&format!("LISTEN \"{channel}\""))
+        .await?;
     heard.send_replace(true);
     tracing::debug!("listening for changes made by other replicas");
     while let Some(message) = messages.recv().await {
@@ -139,4 +153,48 @@ async fn listen_once(
     }
     driver.abort();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bot::store::{Store, postgres};
+    use crate::replica_changes::{Change, Changed};
+    use std::time::Duration;
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    fn change(replica: &str) -> Change {
+        Change {
+            replica: replica.into(),
+            what: Changed::Tools,
+        }
+    }
+
+    /// Two replicas of one schema hear each other; a bot on another schema of the same
+    /// database does not hear them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changes_are_heard_within_the_schema_only() {
+        let Some(url) = crate::test_support::test_database_url() else {
+            return;
+        };
+        let shared_url = postgres::fresh_schema_url(&url);
+        let (first, second, elsewhere) = (
+            Store::open(&shared_url).unwrap(),
+            Store::open(&shared_url).unwrap(),
+            Store::open(&postgres::fresh_schema_url(&url)).unwrap(),
+        );
+        let mut second_hears = second.subscribe_changes().unwrap();
+        let mut elsewhere_hears = elsewhere.subscribe_changes().unwrap();
+        assert!(second.until_listening(WAIT).await);
+        assert!(elsewhere.until_listening(WAIT).await);
+
+        first.publish_change(change("first")).await.unwrap();
+        let heard = tokio::time::timeout(WAIT, second_hears.recv()).await;
+        assert_eq!(heard.unwrap().unwrap(), change("first"));
+        // Notifications reach each listener in commit order: had the other schema heard
+        // the first change, it would come before its own.
+        elsewhere.publish_change(change("elsewhere")).await.unwrap();
+        let heard = tokio::time::timeout(WAIT, elsewhere_hears.recv()).await;
+        assert_eq!(heard.unwrap().unwrap(), change("elsewhere"));
+    }
 }
