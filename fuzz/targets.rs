@@ -735,7 +735,7 @@ fn user_manifest(data: &[u8]) -> String {
             let tool = runner
                 .get(name)
                 .unwrap_or_else(|| panic!("tool {name:?} is not registered"));
-            assert_eq!(tool.def.input_schema, canonical["input_schema"]);
+            assert_eq!(*tool.def.input_schema, canonical["input_schema"]);
             let fresh = ToolRunner::new(Duration::from_secs(30));
             let again =
                 porthole::bot::tools::user::fuzz_load_manifest(&fresh, &canonical.to_string())

@@ -121,7 +121,9 @@ pub struct ToolDef {
     pub name: String,
     pub source: ToolSource,
     pub description: String,
-    pub input_schema: Value,
+    /// Shared, not copied: the tools offered to the model are cloned for every turn, and
+    /// a turn's trace recognises a tool set it stored before by these pointers first.
+    pub input_schema: std::sync::Arc<Value>,
     /// The caller needs at least one of these roles; empty means anyone.
     pub required_roles: Vec<String>,
     /// Hidden from the LLM; callable by admins only.

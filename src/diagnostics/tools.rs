@@ -66,7 +66,7 @@ impl DiagnosticTool for ListTools {
                 "stats": tool.stats,
             });
             if args.include_schemas {
-                entry["input_schema"] = tool.def.input_schema.clone();
+                entry["input_schema"] = Value::clone(&tool.def.input_schema);
             }
             if let Some(list) = groups[source].as_array_mut() {
                 list.push(entry);

@@ -50,7 +50,7 @@ impl ServerEntry {
                 name: full_name,
                 source: ToolSource::Mcp,
                 description: tool.description.clone(),
-                input_schema: tool.schema.clone(),
+                input_schema: tool.schema.clone().into(),
                 required_roles: vec![],
                 internal: false,
             };

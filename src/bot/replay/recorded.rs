@@ -88,7 +88,7 @@ fn tool_def(stored: &Value) -> ToolDef {
         name: text_of(&stored["name"]),
         source: ToolSource::Native,
         description: text_of(&stored["description"]),
-        input_schema: stored["input_schema"].clone(),
+        input_schema: stored["input_schema"].clone().into(),
         required_roles: Vec::new(),
         internal: false,
     }

@@ -9,7 +9,7 @@ fn def(name: &str, schema: Value) -> ToolDef {
         name: name.into(),
         source: ToolSource::Native,
         description: "test".into(),
-        input_schema: schema,
+        input_schema: schema.into(),
         required_roles: vec![],
         internal: false,
     }

@@ -156,7 +156,7 @@ fn register(
             name: manifest.name,
             source: ToolSource::User,
             description: manifest.description,
-            input_schema: manifest.input_schema,
+            input_schema: manifest.input_schema.into(),
             required_roles: manifest.required_roles,
             internal: false,
         },

@@ -8,7 +8,7 @@
 //! writer's. A set not found here travels in full ([`TOOL_DEFINITIONS`](super::TOOL_DEFINITIONS)),
 //! and the writer stores it and remembers it.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -22,8 +22,31 @@ const REMEMBERED: usize = 64;
 /// A stored set: its definitions as the span carried them (before redaction, to
 /// compare with what a call offers) and the hash it is stored under.
 struct StoredSet {
-    definitions: Vec<Value>,
+    definitions: Vec<StoredDefinition>,
     hash: String,
+}
+
+/// One tool of a stored set.
+struct StoredDefinition {
+    name: String,
+    description: String,
+    /// After a call's tools matched the set in full, their own schemas: the registry
+    /// shares each tool's schema with every copy of its definition, so the next calls
+    /// offering the same tools match by pointer instead of comparing every schema.
+    input_schema: Arc<Value>,
+}
+
+impl StoredSet {
+    /// Whether the set is exactly `tools`, in order.
+    fn is(&self, tools: &[ToolDef]) -> bool {
+        self.definitions.len() == tools.len()
+            && self.definitions.iter().zip(tools).all(|(stored, tool)| {
+                stored.name == tool.name
+                    && stored.description == tool.description
+                    && (Arc::ptr_eq(&stored.input_schema, &tool.input_schema)
+                        || stored.input_schema == tool.input_schema)
+            })
+    }
 }
 
 #[derive(Default)]
@@ -36,10 +59,11 @@ impl StoredToolSets {
     /// The hash `tools` are stored under, if the writer has stored that set.
     pub(super) fn hash_of(&self, tools: &[ToolDef]) -> Option<String> {
         let mut sets = crate::bot::lock(&self.sets);
-        let found = sets
-            .iter()
-            .rposition(|set| same_tools(&set.definitions, tools))?;
-        let set = sets.remove(found);
+        let found = sets.iter().rposition(|set| set.is(tools))?;
+        let mut set = sets.remove(found);
+        for (stored, tool) in set.definitions.iter_mut().zip(tools) {
+            stored.input_schema = Arc::clone(&tool.input_schema);
+        }
         let hash = set.hash.clone();
         sets.push(set);
         Some(hash)
@@ -58,6 +82,17 @@ impl StoredToolSets {
         let Value::Array(definitions) = definitions else {
             return;
         };
+        let text = |definition: &Value, key: &str| {
+            definition[key].as_str().unwrap_or_default().to_string()
+        };
+        let definitions = definitions
+            .into_iter()
+            .map(|mut definition| StoredDefinition {
+                name: text(&definition, "name"),
+                description: text(&definition, "description"),
+                input_schema: Arc::new(definition["input_schema"].take()),
+            })
+            .collect();
         let mut sets = crate::bot::lock(&self.sets);
         if sets.iter().any(|set| set.hash == hash) {
             return;
@@ -80,17 +115,6 @@ pub(super) fn definitions(tools: &[ToolDef]) -> Value {
         .collect()
 }
 
-/// Whether `definitions` (as [`definitions`] made them) describe exactly `tools`.
-fn same_tools(definitions: &[Value], tools: &[ToolDef]) -> bool {
-    definitions.len() == tools.len()
-        && definitions.iter().zip(tools).all(|(definition, tool)| {
-            definition.get("name").and_then(Value::as_str) == Some(tool.name.as_str())
-                && definition.get("description").and_then(Value::as_str)
-                    == Some(tool.description.as_str())
-                && definition.get("input_schema") == Some(&tool.input_schema)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,7 +126,7 @@ mod tests {
             name: name.into(),
             source: ToolSource::Native,
             description: format!("{name} does things"),
-            input_schema: schema,
+            input_schema: schema.into(),
             required_roles: Vec::new(),
             internal: false,
         }
@@ -122,9 +146,27 @@ mod tests {
         sets.remember(definitions(&tools), "h1".into());
         assert_eq!(sets.hash_of(&tools).as_deref(), Some("h1"));
         assert!(sets.is_stored("h1"));
+        assert!(
+            tools
+                .iter()
+                .all(|tool| Arc::strong_count(&tool.input_schema) == 2),
+            "once matched, the set holds the tools' own schemas, to match by pointer"
+        );
+        let copied_schemas: Vec<ToolDef> = tools
+            .iter()
+            .map(|tool| ToolDef {
+                input_schema: Value::clone(&tool.input_schema).into(),
+                ..tool.clone()
+            })
+            .collect();
+        assert_eq!(
+            sets.hash_of(&copied_schemas).as_deref(),
+            Some("h1"),
+            "equal schemas not shared still match"
+        );
 
         let mut changed_schema = tools.clone();
-        changed_schema[1].input_schema = json!({"type": "object"});
+        changed_schema[1].input_schema = json!({"type": "object"}).into();
         assert_eq!(sets.hash_of(&changed_schema), None, "a schema differs");
         let mut changed_description = tools.clone();
         changed_description[0].description = "other".into();

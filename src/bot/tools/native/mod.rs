@@ -99,7 +99,7 @@ fn native(
         name: name.into(),
         source: ToolSource::Native,
         description: description.into(),
-        input_schema: schema,
+        input_schema: schema.into(),
         required_roles: vec![],
         internal: false,
     };
