@@ -24,14 +24,21 @@ use crate::model::{MCP_CALL_SOURCE, SpanRecord};
 /// exporter has delivered that write's spans too.
 pub(super) type Flush = (tokio::sync::oneshot::Sender<()>, bool);
 
+/// Spans stay in the boxes they came in until the writer stores them a chunk at a time:
+/// a gather of thousands of spans is then a list of pointers, not a list of whole spans
+/// that doubles as it grows. A large block is fresh memory each time, and the kernel
+/// zeroes a fresh (huge) page before handing it over: under the bot's allocator that
+/// growth took a third of the writer thread's time (docs/performance.md, section 6).
+pub(super) type Spans = Vec<Box<SpanRecord>>;
+
 pub(super) struct Gather {
     /// The spans to store, in arrival order, the `/mcp` tool calls' aside.
-    pub(super) spans: Vec<SpanRecord>,
+    pub(super) spans: Spans,
     /// The newest `/mcp` tool calls' spans, oldest first, at most `keep_calls` (still in
     /// the boxes they came in: a call pushed out is dropped without being moved).
     pub(super) calls: VecDeque<Box<SpanRecord>>,
     /// Calls pushed out of `calls`, kept only to be exported (empty when nothing is).
-    pub(super) export_only: Vec<SpanRecord>,
+    pub(super) export_only: Spans,
     /// How many calls were pushed out.
     pub(super) superseded: u64,
     pub(super) flushes: Vec<Flush>,
@@ -59,7 +66,7 @@ impl Gather {
             WriterMessage::Flush { done, export } => return self.flushes.push((done, export)),
         };
         if !is_mcp_call(&span) {
-            return self.spans.push(*span);
+            return self.spans.push(span);
         }
         self.keep_call(span);
     }
@@ -83,7 +90,7 @@ impl Gather {
         {
             self.superseded += 1;
             if self.exporting {
-                self.export_only.push(*oldest);
+                self.export_only.push(oldest);
             }
         }
     }
@@ -106,7 +113,7 @@ impl Gather {
     }
 
     /// The spans to store, the turns' first, then the calls in arrival order.
-    pub(super) fn into_parts(self) -> (Vec<SpanRecord>, Vec<SpanRecord>, Vec<Flush>) {
+    pub(super) fn into_parts(self) -> (Spans, Spans, Vec<Flush>) {
         let Gather {
             mut spans,
             calls,
@@ -114,7 +121,7 @@ impl Gather {
             flushes,
             ..
         } = self;
-        spans.extend(calls.into_iter().map(|call| *call));
+        spans.extend(calls);
         (spans, export_only, flushes)
     }
 }
@@ -179,7 +186,7 @@ pub(super) mod tests {
         Box::new(serde_json::from_value(span).unwrap())
     }
 
-    fn ids(spans: &[SpanRecord]) -> Vec<&str> {
+    fn ids(spans: &[Box<SpanRecord>]) -> Vec<&str> {
         spans.iter().map(|s| s.span_id.as_str()).collect()
     }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::gather::{Gather, NewestCalls, is_mcp_call};
+use super::gather::{Gather, NewestCalls, Spans, is_mcp_call};
 use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
 use crate::bot::retention::Pruning;
@@ -194,17 +194,17 @@ impl Writer {
     /// and drop spans. Returns the CPU time the store's thread spent.
     async fn write(
         &self,
-        mut spans: Vec<SpanRecord>,
-        mut export_only: Vec<SpanRecord>,
+        spans: Spans,
+        export_only: Spans,
         due: CountsDue,
         (receiver, next): (&mut mpsc::Receiver<WriterMessage>, &mut Gather),
     ) -> Duration {
         if self.exporter.is_some() {
-            for chunk in export_only.chunks_mut(WRITE_CHUNK) {
-                self.prepare_and_export(chunk);
+            let mut export_only = export_only.into_iter();
+            while export_only.len() > 0 {
+                self.prepare_and_export(&mut unboxed(&mut export_only, WRITE_CHUNK));
             }
         }
-        drop(export_only);
         let prune = Prune {
             keep_turns: due.turns.then_some(self.settings.max_turns),
             keep_mcp_calls: due.mcp_calls.then_some(self.settings.max_mcp_calls),
@@ -223,10 +223,11 @@ impl Writer {
             ..prune
         };
         let mut storing = Duration::ZERO;
+        let mut spans = spans.into_iter();
         loop {
-            let rest = spans.split_off(chunk_length(&spans));
-            let chunk = std::mem::replace(&mut spans, rest);
-            let last = spans.is_empty();
+            let length = chunk_length(spans.as_slice());
+            let chunk = unboxed(&mut spans, length);
+            let last = spans.len() == 0;
             storing += self
                 .store_chunk(chunk, if last { prune } else { each_chunk })
                 .await;
@@ -305,7 +306,7 @@ impl Writer {
 /// How many of `spans` (the turns' first, then the `/mcp` calls: [`Gather::into_parts`])
 /// the next transaction stores: up to [`TURN_WRITE_CHUNK`] spans of turns, else up to
 /// [`WRITE_CHUNK`] calls.
-fn chunk_length(spans: &[SpanRecord]) -> usize {
+fn chunk_length(spans: &[Box<SpanRecord>]) -> usize {
     let turn_spans = spans
         .iter()
         .take(TURN_WRITE_CHUNK)
@@ -316,6 +317,12 @@ fn chunk_length(spans: &[SpanRecord]) -> usize {
     } else {
         WRITE_CHUNK.min(spans.len())
     }
+}
+
+/// The next `n` spans out of their boxes: a chunk-sized block, the same size chunk
+/// after chunk, where the allocator reuses its memory.
+fn unboxed(spans: &mut std::vec::IntoIter<Box<SpanRecord>>, n: usize) -> Vec<SpanRecord> {
+    spans.take(n).map(|span| *span).collect()
 }
 
 /// A tool set an LLM span carried in full.
@@ -525,9 +532,9 @@ mod tests {
     #[test]
     fn turns_are_stored_in_larger_transactions_than_mcp_calls() {
         use super::super::gather::tests::span;
-        let turn_span = *span("s", false, Some("web"));
-        let call = *span("c", true, Some(crate::model::MCP_CALL_SOURCE));
-        let spans = |turns: usize, calls: usize| -> Vec<SpanRecord> {
+        let turn_span = span("s", false, Some("web"));
+        let call = span("c", true, Some(crate::model::MCP_CALL_SOURCE));
+        let spans = |turns: usize, calls: usize| -> Spans {
             let turns = std::iter::repeat_n(turn_span.clone(), turns);
             turns
                 .chain(std::iter::repeat_n(call.clone(), calls))
