@@ -83,10 +83,7 @@ mod tests {
         for store in [&locked, &other] {
             store.create_conversation("to prune").await.unwrap();
         }
-        let (driver_url, tls) = postgres::tls::from_url(&locked_url).unwrap();
-        let config: tokio_postgres::Config = driver_url.parse().unwrap();
-        let (mut holder, connection) = config.connect(tls).await.unwrap();
-        tokio::spawn(connection);
+        let mut holder = postgres::connect_outside_the_store(&locked_url).await;
         let holding = holder.transaction().await.unwrap();
         let taken: bool = holding
             .query_one(TAKE_RETENTION_LOCK, &[&RETENTION_LOCK])

@@ -358,6 +358,17 @@ pub fn fresh_schema_url(base_url: &str) -> String {
     format!("{base_url}{separator}options=-csearch_path%3D{schema}")
 }
 
+/// A connection of its own to the database and schema of `url` (a test's, made by
+/// [`fresh_schema_url`]), outside any store.
+#[cfg(test)]
+async fn connect_outside_the_store(url: &str) -> tokio_postgres::Client {
+    let (driver_url, tls) = tls::from_url(url).unwrap();
+    let config: tokio_postgres::Config = driver_url.parse().unwrap();
+    let (client, connection) = config.connect(tls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

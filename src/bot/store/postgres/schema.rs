@@ -405,10 +405,7 @@ mod tests {
             return;
         };
         let url = super::super::fresh_schema_url(&base);
-        let (driver_url, tls) = super::super::tls::from_url(&url).unwrap();
-        let config: tokio_postgres::Config = driver_url.parse().unwrap();
-        let (client, connection) = config.connect(tls).await.unwrap();
-        tokio::spawn(connection);
+        let client = super::super::connect_outside_the_store(&url).await;
         for sql in &MIGRATIONS[..11] {
             client.batch_execute(sql).await.unwrap();
         }
