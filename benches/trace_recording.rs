@@ -58,14 +58,13 @@ use porthole::bot::{Bot, TracingWebLogSink};
 use porthole::config::Config;
 use porthole::model::Role;
 use porthole::model::{SpanKind, SpanRecord};
-
-/// The bot's own allocator (src/main.rs): tracing is measured as the bot runs it. Under
-/// glibc's, the writer spent about two thirds of its thread's time in
-/// `malloc_consolidate`, freeing the spans the turns had allocated on other threads.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use porthole::redact::Redactor;
 use tokio::runtime::Runtime;
+
+/// The bot's own allocator (src/main.rs): tracing is measured as the bot runs it (the
+/// writer's CPU per turn is not the same under glibc's: docs/performance.md, section 6).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "../tests/fake_llm/mod.rs"]
 mod fake_llm;

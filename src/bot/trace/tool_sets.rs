@@ -62,7 +62,9 @@ impl StoredToolSets {
         let found = sets.iter().rposition(|set| set.is(tools))?;
         let mut set = sets.remove(found);
         for (stored, tool) in set.definitions.iter_mut().zip(tools) {
-            stored.input_schema = Arc::clone(&tool.input_schema);
+            if !Arc::ptr_eq(&stored.input_schema, &tool.input_schema) {
+                stored.input_schema = Arc::clone(&tool.input_schema);
+            }
         }
         let hash = set.hash.clone();
         sets.push(set);

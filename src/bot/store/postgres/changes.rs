@@ -86,7 +86,8 @@ impl Postgres {
     }
 }
 
-/// Listens on the schema's channel ([`SCHEMA_CHANNEL`]) for as long as the process runs, reconnecting as needed.
+/// Listens on the schema's channel ([`SCHEMA_CHANNEL`]) for as long as the process runs,
+/// reconnecting as needed.
 async fn listen(changes: Changes) {
     let Changes {
         config,

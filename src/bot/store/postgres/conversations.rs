@@ -12,11 +12,11 @@ use crate::bot::store::backend::{ConversationPrune, Conversations};
 /// another connection holds it. Advisory locks are the whole database's, so the key is
 /// drawn from the schema: replicas of one bot (one schema) prune one at a time, while
 /// bots, or tests, on other schemas of the same database never skip each other's prune.
-pub(super) const TAKE_RETENTION_LOCK: &str =
+const TAKE_RETENTION_LOCK: &str =
     "SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema(), $1))";
 
 /// The seed of the retention lock's key.
-pub(super) const RETENTION_LOCK: i64 = 0x7265_7465_6e74_696f; // "retentio"
+const RETENTION_LOCK: i64 = 0x7265_7465_6e74_696f; // "retentio"
 
 /// Keeps the newest `$1` conversations by last activity, except those held (`$2`).
 /// PostgreSQL spells "no limit" by leaving `LIMIT` out.
