@@ -9,6 +9,10 @@
 //! 3. **by shape** — strings that look like bearer tokens, provider keys, private keys,
 //!    or `password=…` pairs are replaced even when nobody told us about them.
 
+mod stream;
+
+pub use stream::RedactedStream;
+
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 

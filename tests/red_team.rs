@@ -3,12 +3,19 @@
 //! the tool's own output; a secret cut in two by a conversation title; a skill file
 //! swapped for a link to a file outside the skills folder; the read-only token ending,
 //! or listening to, a session the full token opened; a second Authorization or Origin
-//! header; and an error that blamed a mode the bot was not in.
+//! header; an error that blamed a mode the bot was not in; and a secret the model
+//! streamed back in pieces too short to recognise one by one.
 
 mod common;
+mod fake_llm;
+
+use std::time::Duration;
 
 use common::*;
-use serde_json::json;
+use fake_llm::Turn;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 
 /// A value that only a user tool's manifest knows (no secret-looking name, no known
 /// shape), so only redaction by known value can catch it.
@@ -268,5 +275,65 @@ async fn read_only_mode_answers_reporting_pragmas_and_refuses_their_writes() {
     }
     let version = call_tool(&app, "db_query", json!({"query": "PRAGMA user_version"})).await;
     assert_ne!(version["structuredContent"]["rows"], json!([[7]]));
+    app.shutdown().await;
+}
+
+/// A known secret the model streams back in pieces of three characters, fewer than any
+/// net recognises on its own.
+const STREAMED_SECRET: &str = "plainkeyLLMzz9876543210";
+const SECRET_IN_PIECES: [&str; 12] = [
+    "the key ", "is pla", "ink", "eyL", "LMz", "z98", "765", "432", "10 ", "and ", "that is",
+    " all.",
+];
+
+#[tokio::test]
+async fn a_secret_streamed_in_short_pieces_reaches_neither_the_page_nor_progress() {
+    let llm = fake_llm::start(vec![
+        Turn::Text(SECRET_IN_PIECES.to_vec()),
+        Turn::Text(SECRET_IN_PIECES.to_vec()),
+    ])
+    .await;
+    let app = start_bot_on_llm(&llm.url(), &[("LLM_API_KEY", STREAMED_SECRET)]).await;
+
+    let url = format!("ws://{}/ws", app.addr);
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let chat = r#"{"type":"chat","content":"what is the key?","request_id":"r1"}"#;
+    ws.send(Message::Text(chat.into())).await.unwrap();
+    let mut streamed = String::new();
+    let done = loop {
+        let frame = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a frame within 10 s")
+            .unwrap()
+            .unwrap();
+        let Message::Text(text) = frame else { continue };
+        let frame: Value = serde_json::from_str(&text).unwrap();
+        match frame["type"].as_str() {
+            Some("token") => streamed.push_str(frame["text"].as_str().unwrap()),
+            Some("done") => break frame,
+            _ => {}
+        }
+    };
+    let expected = "the key is [REDACTED] and that is all.";
+    assert_eq!(streamed, expected, "the page's tokens");
+    assert_eq!(done["response"], expected);
+
+    let r = modern(
+        &app,
+        1,
+        "tools/call",
+        json!({"name": "send_message", "arguments": {"content": "again?"},
+               "_meta": {"progressToken": "p"}}),
+    )
+    .await;
+    assert!(!r.raw.contains("9876543210"), "{}", r.raw);
+    let progress: String = r
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .filter_map(|m| m["params"]["message"].as_str())
+        .filter(|m| !m.starts_with("conversation ") && !m.starts_with("agent step"))
+        .collect();
+    assert_eq!(progress, expected, "the progress messages' text");
     app.shutdown().await;
 }

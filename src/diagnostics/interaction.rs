@@ -14,6 +14,7 @@ use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed, mcp_exec};
 use crate::bot::agents::{AgentError, AgentEvent};
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
+use crate::redact::{RedactedStream, Redactor};
 
 pub(super) struct SendMessage;
 
@@ -89,7 +90,7 @@ impl DiagnosticTool for SendMessage {
                 Some(events_tx),
             ),
         );
-        let progress = report_progress(events_rx, ctx);
+        let progress = report_progress(events_rx, ctx, &bot.redactor);
         let (reply, conversation) = tokio::join!(send, progress);
         match reply {
             Ok(Ok(reply)) => Ok(done(json!({
@@ -119,9 +120,13 @@ impl DiagnosticTool for SendMessage {
 async fn report_progress(
     mut events: mpsc::UnboundedReceiver<AgentEvent>,
     ctx: &RequestContext,
+    redactor: &Redactor,
 ) -> Option<String> {
     let mut conversation = None;
     let mut step = 0.0;
+    // The answer's text, let out whole words at a time and redacted before it is cut
+    // into messages: a secret in pieces must not pass as pieces too short to recognise.
+    let mut stream = RedactedStream::new(redactor);
     let mut text = String::new();
     while let Some(event) = events.recv().await {
         step += 1.0;
@@ -138,7 +143,7 @@ async fn report_progress(
                 format!("{name} {}", if is_error { "failed" } else { "returned" })
             }
             AgentEvent::Token(t) => {
-                text.push_str(&t);
+                text.extend(stream.push(&t));
                 if text.len() < TEXT_CHUNK {
                     continue;
                 }
@@ -147,6 +152,7 @@ async fn report_progress(
         };
         ctx.progress(step, None, Some(&message));
     }
+    text.extend(stream.flush());
     if !text.is_empty() {
         ctx.progress(step + 1.0, None, Some(&text));
     }

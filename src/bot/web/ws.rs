@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use crate::bot::agents::AgentEvent;
 use crate::bot::tools::ExecContext;
 use crate::bot::{Bot, WebLogLine};
+use crate::redact::RedactedStream;
 
 /// Largest frame accepted from a browser.
 const MAX_FRAME_BYTES: usize = 256 * 1024;
@@ -185,15 +186,31 @@ async fn chat(
     let forward = {
         let out = out.clone();
         let request_id = request_id.clone();
+        let bot = bot.clone();
         async move {
             let mut conversation: Option<String> = None;
+            // The answer's text, let out whole words at a time: a secret streamed in
+            // pieces too short to recognise must not reach the page piece by piece.
+            let mut text = RedactedStream::new(&bot.redactor);
+            let send = |mut frame: Value, conversation: &Option<String>| {
+                frame["request_id"] = json!(request_id);
+                frame["conversation_id"] = json!(conversation);
+                let _ = out.send(frame);
+            };
+            let token = |text: String| json!({"type": "token", "text": text});
             while let Some(event) = events_rx.recv().await {
                 let frame = match event {
+                    AgentEvent::Token(piece) => {
+                        if let Some(clean) = text.push(&piece) {
+                            send(token(clean), &conversation);
+                        }
+                        continue;
+                    }
+                    AgentEvent::Step(_) => continue,
                     AgentEvent::Conversation(id) => {
                         conversation = Some(id.clone());
                         json!({"type": "conversation", "conversation_id": id})
                     }
-                    AgentEvent::Token(text) => json!({"type": "token", "text": text}),
                     AgentEvent::ToolCall { name, arguments } => {
                         json!({"type": "tool_call", "name": name, "arguments": arguments})
                     }
@@ -204,12 +221,15 @@ async fn chat(
                     } => {
                         json!({"type": "tool_result", "name": name, "content": content, "is_error": is_error})
                     }
-                    AgentEvent::Step(_) => continue,
                 };
-                let mut frame = frame;
-                frame["request_id"] = json!(request_id);
-                frame["conversation_id"] = json!(conversation);
-                let _ = out.send(frame);
+                // The text before a tool call is over: it goes out before the call.
+                if let Some(clean) = text.flush() {
+                    send(token(clean), &conversation);
+                }
+                send(frame, &conversation);
+            }
+            if let Some(clean) = text.flush() {
+                send(token(clean), &conversation);
             }
         }
     };
