@@ -230,6 +230,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         None => Arc::new(TracingWebLogSink),
     };
     let bot = Bot::build(config, sink)?;
+    crate::logs::redaction::redact_logs_with(bot.redactor.clone());
     bot.restore_tool_settings().await;
     bot.connect_mcp_servers().await;
     let mut router = crate::bot::web::router(bot.clone());

@@ -21,7 +21,9 @@ use porthole::env_file::EnvFile;
 use porthole::logs::buffer::LogBuffer;
 use porthole::logs::file::LogFile;
 use porthole::logs::journal::LogJournal;
+use porthole::logs::redaction::{RedactedStdout, redact_logs_with};
 use porthole::mcp::McpServer;
+use porthole::redact::Redactor;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -114,11 +116,14 @@ async fn run() -> ExitCode {
             }
         },
     };
+    // Until the bot knows every secret (its MCP servers' and user tools' too), the log
+    // redacts those of the configuration.
+    redact_logs_with(Arc::new(Redactor::new(config.secret_values())));
     let initial_filter = filter.to_string();
     let (filter, reload) = tracing_subscriber::reload::Layer::new(filter);
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer())
+        .with(tracing_subscriber::fmt::layer().with_writer(RedactedStdout))
         .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
         .with(log_file.as_ref().map(|f| f.layer(WEB_CONSOLE_TARGET)))
         .with(journal.as_ref().map(|j| j.layer(WEB_CONSOLE_TARGET)))

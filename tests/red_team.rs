@@ -337,3 +337,51 @@ async fn a_secret_streamed_in_short_pieces_reaches_neither_the_page_nor_progress
     assert_eq!(progress, expected, "the progress messages' text");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_mcp_servers_stderr_reaches_the_terminal_and_the_log_file_redacted() {
+    if !has_python() {
+        return;
+    }
+    let secret = "stdioenv-EE778899";
+    let dir = tempfile::tempdir().unwrap();
+    let script = "import os, sys, time\n\
+                  sys.stderr.write('error: cannot start, LOCAL_KEY=' + os.environ['LOCAL_KEY'] + '\\n')\n\
+                  sys.stderr.flush()\n\
+                  time.sleep(30)\n";
+    let config = json!({"mcpServers": {"local": {
+        "command": "python3", "args": ["-c", script], "env": {"LOCAL_KEY": secret}}}});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let log_file = dir.path().join("bot.log.jsonl");
+    let log_path = log_file.display().to_string();
+    let (bot, mut lines) = spawn_porthole(dir.path(), &[("LOG_FILE", &log_path)]);
+    // The terminal's lines up to the one that quotes the server's stderr.
+    let mut terminal = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let quoted = line.contains("MCP server stderr");
+            terminal.push(line);
+            if quoted {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no stderr line on the terminal: {terminal:#?}"));
+    let quoted = terminal.last().unwrap();
+    assert!(quoted.contains("LOCAL_KEY=[REDACTED]"), "{quoted}");
+    assert!(!terminal.concat().contains(secret), "{terminal:#?}");
+    // The file has the line as soon as it is logged (it is not buffered): the terminal
+    // is written first, so the file may lag by a moment.
+    let mut file = String::new();
+    for _ in 0..100 {
+        file = std::fs::read_to_string(&log_file).unwrap();
+        if file.contains("MCP server stderr") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(file.contains("LOCAL_KEY=[REDACTED]"), "{file}");
+    assert!(!file.contains(secret), "{file}");
+    drop(bot);
+}

@@ -4,7 +4,7 @@
 //! the whole file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -13,12 +13,15 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
 use super::buffer::{LogRecord, record_from_event};
+use super::redaction::redact_record;
 
 /// Bytes read per step when scanning the file backwards.
 const CHUNK: u64 = 64 * 1024;
 
+/// The open file. Unbuffered: each line goes out in one write as it is logged, so a
+/// `tail -f` sees it at once and nothing waits in memory when the process ends.
 struct Writer {
-    file: BufWriter<File>,
+    file: File,
     size: u64,
 }
 
@@ -39,10 +42,7 @@ impl LogFile {
         Ok(Arc::new(LogFile {
             path: path.to_path_buf(),
             max_bytes: max_bytes.max(CHUNK),
-            writer: Mutex::new(Some(Writer {
-                file: BufWriter::new(file),
-                size,
-            })),
+            writer: Mutex::new(Some(Writer { file, size })),
         }))
     }
 
@@ -63,7 +63,6 @@ impl LogFile {
             return;
         };
         if writer.size + line.len() as u64 > self.max_bytes {
-            let _ = writer.file.flush();
             // Keep one previous file; a failed rotation keeps writing to the current one.
             if std::fs::rename(&self.path, self.rotated()).is_ok()
                 && let Ok(file) = OpenOptions::new()
@@ -71,10 +70,7 @@ impl LogFile {
                     .append(true)
                     .open(&self.path)
             {
-                *writer = Writer {
-                    file: BufWriter::new(file),
-                    size: 0,
-                };
+                *writer = Writer { file, size: 0 };
             }
         }
         if writer.file.write_all(line.as_bytes()).is_ok() {
@@ -82,21 +78,9 @@ impl LogFile {
         }
     }
 
-    fn flush(&self) {
-        if let Some(writer) = self
-            .writer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
-            let _ = writer.file.flush();
-        }
-    }
-
     /// Records strictly older than `before_us`, newest first, across the current and the
     /// rotated file. Unreadable lines are skipped.
     pub fn newest_first(&self, before_us: Option<i64>) -> impl Iterator<Item = LogRecord> {
-        self.flush();
         [self.path.clone(), self.rotated()]
             .into_iter()
             .filter_map(|p| File::open(p).ok())
@@ -122,7 +106,9 @@ pub struct FileLayer {
 
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        self.file.append(&record_from_event(event, self.web_target));
+        let mut record = record_from_event(event, self.web_target);
+        redact_record(&mut record);
+        self.file.append(&record);
     }
 }
 

@@ -17,6 +17,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
 use super::buffer::{LogRecord, record_from_event};
+use super::redaction::redact_record;
 
 /// Target of the MCP endpoint's audit records (`tools/call` and other changes), which
 /// are kept whatever their level.
@@ -92,8 +93,9 @@ impl<S: Subscriber> Layer<S> for JournalLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         if LogJournal::keeps(*meta.level(), meta.target(), self.web_target) {
-            self.journal
-                .offer(record_from_event(event, self.web_target));
+            let mut record = record_from_event(event, self.web_target);
+            redact_record(&mut record);
+            self.journal.offer(record);
         }
     }
 }
