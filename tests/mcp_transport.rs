@@ -806,3 +806,38 @@ async fn a_tool_result_carries_what_its_era_adds_and_nothing_else() {
     );
     assert!(result.get("resultType").is_none() && result.get("_meta").is_none());
 }
+
+#[tokio::test]
+async fn get_and_delete_refuse_a_protocol_version_no_session_speaks() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let send = |method: reqwest::Method, version: &'static str| {
+        client()
+            .request(method, format!("{}/mcp", app.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", version)
+            .send()
+    };
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let garbage = send(method.clone(), "garbage").await.unwrap();
+        assert_eq!(garbage.status(), 400, "{method} with an unknown version");
+        let body: Value = garbage.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("`garbage`") && message.contains("2025-11-25"),
+            "{message}"
+        );
+
+        let modern = send(method.clone(), "2026-07-28").await.unwrap();
+        assert_eq!(modern.status(), 405, "{method} with 2026-07-28");
+        assert_eq!(modern.headers()["allow"], "POST");
+    }
+    // Refused, not obeyed: the session lives on.
+    let still = legacy(&app, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(still.status, 200, "{}", still.raw);
+    let ended = send(reqwest::Method::DELETE, "2025-11-25").await.unwrap();
+    assert_eq!(ended.status(), 204);
+    app.shutdown().await;
+}

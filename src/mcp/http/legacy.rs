@@ -4,6 +4,35 @@
 
 use super::*;
 
+/// The 400 a request of a session (`POST`, `GET` or `DELETE`) gets when its
+/// `MCP-Protocol-Version` header names no 2025 version: the spec's transport page says a
+/// server MUST refuse an invalid or unsupported version, whatever the method.
+pub(super) fn unsupported_version(headers: &HeaderMap) -> Option<Response> {
+    let v = header(headers, protocol::HEADER_PROTOCOL_VERSION)?;
+    if protocol::legacy_version(v).is_some() {
+        return None;
+    }
+    let sessions_speak = protocol::LEGACY_VERSIONS.join(", ");
+    let message = if protocol::modern_version(v).is_some() {
+        format!(
+            "Bad Request: MCP-Protocol-Version `{v}` has no sessions; a request with an \
+             Mcp-Session-Id (or an initialize) speaks {sessions_speak}. Send a 2026 request \
+             with `_meta` and without Mcp-Session-Id instead"
+        )
+    } else {
+        format!(
+            "Bad Request: unsupported MCP-Protocol-Version `{v}`; a session speaks \
+             {sessions_speak}, and requests without one {}",
+            protocol::MODERN_VERSIONS.join(", ")
+        )
+    };
+    Some(refuse(
+        StatusCode::BAD_REQUEST,
+        jsonrpc::INVALID_REQUEST,
+        message,
+    ))
+}
+
 pub(super) async fn legacy_post(
     inner: Arc<ServerInner>,
     headers: &HeaderMap,
@@ -12,17 +41,8 @@ pub(super) async fn legacy_post(
     message: Incoming,
     accept: Accepts,
 ) -> Response {
-    if let Some(v) = header(headers, protocol::HEADER_PROTOCOL_VERSION)
-        && protocol::legacy_version(v).is_none()
-    {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            jsonrpc::INVALID_REQUEST,
-            format!(
-                "Bad Request: unsupported MCP-Protocol-Version `{v}`; supported: {}",
-                protocol::all_versions().join(", ")
-            ),
-        );
+    if let Some(refusal) = unsupported_version(headers) {
+        return refusal;
     }
     if let Incoming::Request {
         id, method, params, ..

@@ -12,6 +12,9 @@ pub(crate) async fn handle_get(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
+    if let Some(refusal) = version_refused(&headers, "GET") {
+        return refusal;
+    }
     if !accepts(&headers).sse {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -76,6 +79,27 @@ pub(crate) async fn handle_get(
     sse_response(&inner, rx, Some(forwarder.abort_handle()))
 }
 
+/// `GET` and `DELETE` belong to 2025 sessions: a 2026-07-28 request gets the 405 that
+/// revision prescribes for them, an unknown version the 400 every revision does.
+fn version_refused(headers: &HeaderMap, method: &str) -> Option<Response> {
+    let version = header(headers, protocol::HEADER_PROTOCOL_VERSION)?;
+    if protocol::modern_version(version).is_none() {
+        return legacy::unsupported_version(headers);
+    }
+    let mut response = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        jsonrpc::INVALID_REQUEST,
+        format!(
+            "Method Not Allowed: {method} /mcp belongs to 2025 sessions; with \
+             MCP-Protocol-Version {version} send POST (subscriptions/listen for notifications)"
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    Some(response)
+}
+
 /// Removes a GET stream from its session when its connection ends.
 pub(super) struct StreamCleanup {
     session: Arc<Session>,
@@ -97,6 +121,9 @@ pub(crate) async fn handle_delete(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
+    if let Some(refusal) = version_refused(&headers, "DELETE") {
+        return refusal;
+    }
     let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
         return refuse(
             StatusCode::BAD_REQUEST,
