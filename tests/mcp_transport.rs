@@ -841,3 +841,26 @@ async fn get_and_delete_refuse_a_protocol_version_no_session_speaks() {
     assert_eq!(ended.status(), 204);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_unknown_resource_gets_each_eras_own_error_code() {
+    let app = start_bot(&[]).await;
+    let uri = json!({"uri": "porthole://nope"});
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let session = legacy_session(&app, version, json!({})).await;
+        let r = post(
+            &app,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": uri}),
+            &[
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", version),
+            ],
+        )
+        .await;
+        assert_eq!(r.error_code(), Some(-32002), "{version}: {}", r.raw);
+        assert_eq!(r.body()["error"]["data"]["uri"], "porthole://nope");
+    }
+    let r = modern(&app, 3, "resources/read", uri).await;
+    assert_eq!(r.error_code(), Some(-32602), "2026-07-28: {}", r.raw);
+    app.shutdown().await;
+}

@@ -12,6 +12,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// 2025 revisions: `resources/read` of a URI no resource has (2026-07-28 says -32602).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// 2026: an HTTP header disagrees with the body (or is missing or malformed).
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026: the request needs a client capability the client did not declare.

@@ -7,8 +7,9 @@ use serde_json::{Map, Value, json};
 use super::Method;
 use crate::mcp::ServerInner;
 use crate::mcp::context::RequestContext;
-use crate::mcp::jsonrpc::RpcError;
+use crate::mcp::jsonrpc::{self, RpcError};
 use crate::mcp::params::{page, required_str};
+use crate::mcp::protocol::Era;
 use crate::mcp::tool::Outcome;
 
 pub(super) async fn serve(
@@ -69,8 +70,11 @@ async fn read(
             });
         }
     }
-    Err(
-        RpcError::invalid_params(format!("Resource not found: {uri}"))
-            .with_data(json!({"uri": uri})),
-    )
+    // The 2025 revisions answer an unknown URI with -32002; 2026-07-28 moved it to
+    // -32602 (its changelog, item 6).
+    let code = match ctx.era {
+        Era::Legacy(_) => jsonrpc::RESOURCE_NOT_FOUND,
+        Era::Modern(_) => jsonrpc::INVALID_PARAMS,
+    };
+    Err(RpcError::new(code, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
 }
