@@ -864,3 +864,62 @@ async fn an_unknown_resource_gets_each_eras_own_error_code() {
     assert_eq!(r.error_code(), Some(-32602), "2026-07-28: {}", r.raw);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn initialize_without_what_the_schema_requires_opens_no_session() {
+    let app = start_bot(&[]).await;
+    let client_info = json!({"name": "t", "version": "1"});
+    for (params, names) in [
+        (
+            json!({"protocolVersion": 5, "capabilities": {}, "clientInfo": client_info}),
+            "protocolVersion",
+        ),
+        (
+            json!({"protocolVersion": null, "capabilities": {}, "clientInfo": client_info}),
+            "protocolVersion",
+        ),
+        (json!({}), "protocolVersion"),
+        (
+            json!({"protocolVersion": "2025-11-25", "clientInfo": client_info}),
+            "capabilities",
+        ),
+        (
+            json!({"protocolVersion": "2025-11-25", "capabilities": []}),
+            "capabilities",
+        ),
+        (
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+            "clientInfo",
+        ),
+        (
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}}),
+            "clientInfo.version",
+        ),
+    ] {
+        let r = post(
+            &app,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}),
+            &[],
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.error_code()),
+            (400, Some(-32602)),
+            "{params}: {}",
+            r.raw
+        );
+        assert!(r.header("mcp-session-id").is_none(), "{params}");
+        let message = r.body()["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{names}`")), "{message}");
+    }
+    // A version the server does not speak is negotiated, not refused.
+    let r = post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": client_info}}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.result()["protocolVersion"], "2025-11-25", "{}", r.raw);
+    app.shutdown().await;
+}

@@ -115,6 +115,9 @@ async fn initialize(
             ),
         );
     }
+    if let Err(error) = methods::check_initialize(params) {
+        return rpc_error(StatusCode::BAD_REQUEST, Some(id), &error);
+    }
     let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
     let caps = params
         .get("capabilities")

@@ -5,7 +5,36 @@
 use serde_json::{Map, Value, json};
 
 use crate::mcp::ServerInner;
+use crate::mcp::jsonrpc::RpcError;
 use crate::mcp::protocol::{self, Era, SKILLS_EXTENSION, TASKS_EXTENSION};
+
+/// What `initialize`'s params must hold (the schema's `InitializeRequestParams`): the
+/// version asked for, the client's capabilities and who the client is. A session is
+/// opened only for a request that has them, so a client that sends `protocolVersion: 5`
+/// learns what to fix instead of getting a session negotiated on a guess.
+pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<(), RpcError> {
+    let wrong = |what: &str| {
+        Err(RpcError::invalid_params(format!(
+            "initialize: {what}; send {{\"protocolVersion\": \"2025-11-25\", \"capabilities\": {{}}, \
+             \"clientInfo\": {{\"name\": \"…\", \"version\": \"…\"}}}}"
+        )))
+    };
+    if !params.get("protocolVersion").is_some_and(Value::is_string) {
+        return wrong("`protocolVersion` must be a string");
+    }
+    if !params.get("capabilities").is_some_and(Value::is_object) {
+        return wrong("`capabilities` must be an object (empty when the client offers none)");
+    }
+    let Some(client) = params.get("clientInfo").and_then(Value::as_object) else {
+        return wrong("`clientInfo` must be an object");
+    };
+    for field in ["name", "version"] {
+        if !client.get(field).is_some_and(Value::is_string) {
+            return wrong(&format!("`clientInfo.{field}` must be a string"));
+        }
+    }
+    Ok(())
+}
 
 /// `initialize`: the negotiated version, the capabilities and who the server is. The
 /// session itself is opened by the transport, which routes on this method.

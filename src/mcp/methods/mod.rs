@@ -27,6 +27,7 @@ use super::jsonrpc::RpcError;
 use super::protocol::{Era, META_SERVER_INFO};
 use super::tool::Outcome;
 
+pub(crate) use lifecycle::check_initialize;
 pub(crate) use tasks::TaskMethod;
 pub(crate) use tools::{Memo, ToolCall};
 
