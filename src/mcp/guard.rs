@@ -192,6 +192,14 @@ fn same_machine_origin(
 }
 
 /// The request's access, or why its token is refused.
+/// The token of an `Authorization: Bearer <token>` value, however the scheme is cased
+/// and spaced: what the guard checks, and so what identifies a caller (task owners).
+pub(crate) fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'static str> {
     let Auth::Bearer(expected) = &config.auth else {
         return Ok(Access::Full);
@@ -199,10 +207,7 @@ fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'s
     let Ok(header) = crate::net::single_header(headers, header::AUTHORIZATION) else {
         return Err("Unauthorized: send exactly one Authorization header");
     };
-    let provided = header.filter(|v| !v.is_empty()).and_then(|v| {
-        let (scheme, token) = v.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-    });
+    let provided = header.and_then(bearer_token);
     if let Some(token) = provided {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         // Both compared every time, so the timing does not tell which token matched.

@@ -128,11 +128,20 @@ impl TaskEngine {
     }
 
     /// The owner key of a caller's `Authorization` header (or its absence): a keyed
-    /// hash in hex, so the store never holds a credential.
+    /// hash in hex, so the store never holds a credential. A bearer token is hashed as
+    /// the guard reads it (`Bearer <token>` whatever the scheme's case and the spaces),
+    /// so the same token owns the same tasks however a client spells the header.
     pub(crate) fn owner(&self, caller: &Caller) -> Arc<str> {
         let mut data = b"caller\0".to_vec();
         if let Some(authorization) = &caller.authorization {
-            data.extend_from_slice(authorization.as_bytes());
+            let value = authorization.to_str().ok();
+            match value.and_then(crate::mcp::guard::bearer_token) {
+                Some(token) => {
+                    data.extend_from_slice(b"Bearer ");
+                    data.extend_from_slice(token.as_bytes());
+                }
+                None => data.extend_from_slice(authorization.as_bytes()),
+            }
         }
         crate::text::hex(&self.owner_key.tag(&data)).into()
     }
@@ -348,6 +357,10 @@ mod tests {
             owner_of(&engine, Some("Bearer alice")),
             "stable per token"
         );
+        for spelling in ["bearer alice", "BEARER  alice ", " Bearer alice"] {
+            assert_eq!(alice, owner_of(&engine, Some(spelling)), "{spelling:?}");
+        }
+        assert_ne!(alice, owner_of(&engine, Some("Basic alice")));
         let task = engine.create(&alice, None, None).await.unwrap();
         assert_eq!(engine.find(&task.id, &alice).await.unwrap().id, task.id);
         let hidden = engine.find(&task.id, &mallory).await.unwrap_err();
