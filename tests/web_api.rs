@@ -246,8 +246,44 @@ async fn api_bad_input_gets_json_errors() {
     .await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("cron"));
+    let long_name = format!(
+        r#"{{"name":"{}","schedule":"*/5 * * * *","action":{{"prompt":"hi"}}}}"#,
+        "n".repeat(201)
+    );
+    let (s, e) = post(format!("{base}/api/tasks"), &long_name).await;
+    assert_eq!(s, 400);
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("`name` is 201 characters"),
+        "{e}"
+    );
+    let long_prompt = format!(
+        r#"{{"name":"x","schedule":"*/5 * * * *","action":{{"prompt":"{}"}}}}"#,
+        "p".repeat(20_000)
+    );
+    let (s, e) = post(format!("{base}/api/tasks"), &long_prompt).await;
+    assert_eq!(s, 400);
+    assert!(e["error"].as_str().unwrap().contains("`action`"), "{e}");
     let (s, _) = post(format!("{base}/api/tasks/abc/run"), "").await;
     assert_eq!(s, 400);
+    // An id that is not UTF-8 gets the API's own error shape, not axum's plain text.
+    for path in [
+        "conversations/%FF/messages",
+        "traces/%FF",
+        "conversations/%FF/traces",
+    ] {
+        let (s, e) = get(format!("{base}/api/{path}")).await;
+        assert_eq!(s, 400, "{path}");
+        assert!(
+            e["error"].as_str().unwrap().contains("invalid id"),
+            "{path}: {e}"
+        );
+    }
+    let (s, e) = post(format!("{base}/api/tasks/%FF/run"), "").await;
+    assert_eq!(s, 400);
+    assert!(e["error"].is_string(), "{e}");
     let (s, _) = post(format!("{base}/api/tasks/999/run"), "").await;
     assert_eq!(s, 404);
     let (s, e) = get(format!("{base}/api/nothing-here")).await;

@@ -66,6 +66,12 @@ impl RunAs {
 /// Most tasks the bot keeps: `/api` has no token, and the scheduler reads every task
 /// twice a second, so their number must stay bounded.
 pub const MAX_TASKS: usize = 1000;
+/// The longest a task's name, description and action (as JSON text) may be, in
+/// characters: every task is listed whole by `GET /api/tasks` and `list_tasks`, and
+/// the page's form accepts tasks without a token, so a task must stay a few lines.
+const MAX_NAME_CHARS: usize = 200;
+const MAX_DESCRIPTION_CHARS: usize = 2_000;
+const MAX_ACTION_CHARS: usize = 16_384;
 
 /// What a task does when it runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -91,6 +97,12 @@ pub enum ScheduleError {
         "invalid action: {0}; use {{\"prompt\": \"…\"}} or {{\"tool\": \"name\", \"arguments\": {{…}}}}"
     )]
     InvalidAction(String),
+    #[error("`{field}` is {length} characters long, over the {max} a task keeps; shorten it")]
+    TooLong {
+        field: &'static str,
+        length: usize,
+        max: usize,
+    },
     #[error("no task with id {0}")]
     NotFound(i64),
     #[error("task {0} is already running")]
@@ -186,6 +198,17 @@ impl Scheduler {
         run_as: RunAs,
     ) -> Result<Task, ScheduleError> {
         parse_schedule(schedule)?;
+        let action_text = action.to_string();
+        for (field, text, max) in [
+            ("name", name, MAX_NAME_CHARS),
+            ("description", description, MAX_DESCRIPTION_CHARS),
+            ("action", action_text.as_str(), MAX_ACTION_CHARS),
+        ] {
+            let length = text.chars().count();
+            if length > max {
+                return Err(ScheduleError::TooLong { field, length, max });
+            }
+        }
         let existing = self.store.count_tasks().await?;
         if existing >= MAX_TASKS {
             return Err(ScheduleError::TooMany(existing));

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, Path, Query, State};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Query, State};
 use axum::http::StatusCode;
 use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
@@ -121,6 +121,20 @@ impl From<ScheduleError> for ApiError {
 #[derive(FromRequest)]
 #[from_request(via(axum::Json), rejection(ApiError))]
 pub(super) struct ApiJson<T>(pub(super) T);
+
+/// `Path<T>` whose rejections use our error shape (an id that is not UTF-8, say).
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub(super) struct ApiPath<T>(pub(super) T);
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("invalid id in the URL: {}", rejection.body_text()),
+        )
+    }
+}
 
 type ApiResult = Result<Json<Value>, ApiError>;
 
@@ -321,7 +335,10 @@ struct MessagesQuery {
 
 /// The conversation's turn traces, newest first: id, time, status, and the answer they
 /// ended with (the page matches it to the answer it shows).
-async fn conversation_traces(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiResult {
+async fn conversation_traces(
+    State(bot): State<Arc<Bot>>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult {
     if bot.store.get_conversation(&id).await?.is_none() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -354,7 +371,7 @@ async fn conversation_traces(State(bot): State<Arc<Bot>>, Path(id): Path<String>
 
 /// One trace's spans in start order, with their (redacted, cut) payloads: what the
 /// page's "what happened" panel shows.
-async fn get_trace(State(bot): State<Arc<Bot>>, Path(trace_id): Path<String>) -> ApiResult {
+async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<String>) -> ApiResult {
     if !crate::trace_context::is_trace_id(&trace_id) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -376,7 +393,7 @@ async fn get_trace(State(bot): State<Arc<Bot>>, Path(trace_id): Path<String>) ->
 
 async fn list_messages(
     State(bot): State<Arc<Bot>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     query: Result<Query<MessagesQuery>, QueryRejection>,
 ) -> ApiResult {
     let Query(query) = query?;
@@ -468,7 +485,7 @@ async fn create_task(
     Ok((StatusCode::CREATED, Json(json!(task))))
 }
 
-async fn run_task(State(bot): State<Arc<Bot>>, Path(id): Path<String>) -> ApiResult {
+async fn run_task(State(bot): State<Arc<Bot>>, ApiPath(id): ApiPath<String>) -> ApiResult {
     let id: i64 = id.parse().map_err(|_| {
         ApiError::new(
             StatusCode::BAD_REQUEST,

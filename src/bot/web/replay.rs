@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{ApiError, ApiJson};
+use super::api::{ApiError, ApiJson, ApiPath};
 use crate::bot::Bot;
 use crate::bot::replay::{self, Changes, Options, ReplayError};
 use crate::model::SpanRecord;
@@ -35,7 +35,7 @@ pub(super) struct ReplayBody {
 /// Replays the LLM call `span_id` of conversation `id` once, with the body's changes.
 pub(super) async fn replay_in_conversation(
     State(bot): State<Arc<Bot>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     body: Result<ApiJson<ReplayBody>, ApiError>,
 ) -> Response {
     let ApiJson(body) = match body {
