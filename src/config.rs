@@ -13,13 +13,38 @@ use crate::env_file::EnvFile;
 use crate::model::ConversationLimits;
 use crate::tool_filter::ToolFilter;
 
-/// A configuration value that could not be used.
-#[derive(Debug, thiserror::Error)]
-#[error("{variable}={value:?} is not valid: {allowed}")]
+/// A configuration value that could not be used. It is shown (start-up's exit message)
+/// without what it may hold of a secret: the whole value of a variable named like one,
+/// and otherwise a URL's password and anything shaped like a secret
+/// (`host=… password=…`, `https://user:pass@…`).
+#[derive(thiserror::Error)]
+#[error("{variable}={:?} is not valid: {allowed}", self.shown_value())]
 pub struct ConfigError {
     pub variable: &'static str,
     pub value: String,
     pub allowed: String,
+}
+
+impl ConfigError {
+    fn shown_value(&self) -> String {
+        if crate::redact::is_secret_key(self.variable) {
+            return crate::redact::REDACTED.to_string();
+        }
+        let without_password = crate::redact::redact_url(&self.value);
+        crate::redact::Redactor::default()
+            .redact_text(&without_password)
+            .into_owned()
+    }
+}
+
+impl std::fmt::Debug for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigError")
+            .field("variable", &self.variable)
+            .field("value", &self.shown_value())
+            .field("allowed", &self.allowed)
+            .finish()
+    }
 }
 
 /// Which LLM backend answers chat messages.
@@ -375,7 +400,7 @@ fn database_url(vars: &Vars) -> Result<Option<String>, ConfigError> {
     }
     Err(ConfigError {
         variable: "DATABASE_URL",
-        value: crate::redact::redact_url(&url),
+        value: url,
         allowed: "a PostgreSQL URL such as postgres://user:password@127.0.0.1:5432/porthole \
                   (leave it unset to use the SQLite file DATABASE_PATH)"
             .into(),
@@ -590,6 +615,26 @@ mod tests {
         assert_eq!(c.llm.provider, LlmProviderKind::Offline);
         assert!(!c.mcp.enabled);
         assert_eq!(c.mcp.log_buffer_size, 1000);
+    }
+
+    #[test]
+    fn a_refused_value_is_shown_without_the_secret_it_holds() {
+        for (variable, value, secret) in [
+            (
+                "DATABASE_URL",
+                "host=db password=kvpassXYZ98765",
+                "kvpassXYZ98765",
+            ),
+            ("DATABASE_URL", "mysql://u:dbpass-4455@h/db", "dbpass-4455"),
+            ("LLM_BASE_URL", "ftp://u:llmurlpass-77@h", "llmurlpass-77"),
+        ] {
+            let e = config(&[(variable, value)]).unwrap_err();
+            assert_eq!(e.variable, variable);
+            for shown in [e.to_string(), format!("{e:?}")] {
+                assert!(!shown.contains(secret), "{shown}");
+                assert!(shown.contains("[REDACTED]"), "{shown}");
+            }
+        }
     }
 
     #[test]

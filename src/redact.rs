@@ -384,8 +384,10 @@ pub fn redact_url(url: &str) -> String {
 /// The password a PostgreSQL URL carries, if any (as written, percent-encoding kept).
 pub fn url_password(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?']).next().unwrap_or_default();
-    if let Some((user_info, _)) = authority.rsplit_once('@')
+    // The user part ends at the last `@`: a password written without percent-encoding
+    // may hold `/`, `?` or `#`, which would otherwise be taken for the path's start
+    // (and the password shown). An `@` further on only widens what is hidden.
+    if let Some((user_info, _)) = rest.rsplit_once('@')
         && let Some((_, password)) = user_info.split_once(':')
         && !password.is_empty()
     {
@@ -656,6 +658,11 @@ mod tests {
         assert_eq!(
             redact_url("postgres://bot@db/porthole"),
             "postgres://bot@db/porthole"
+        );
+        // Written without percent-encoding, a password may hold what starts a path.
+        assert_eq!(
+            redact_url("postgres://u:pa/ss?XYZ98765@h:5432/db"),
+            "postgres://u:[REDACTED]@h:5432/db"
         );
     }
 }
