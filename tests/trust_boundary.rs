@@ -398,12 +398,25 @@ async fn a_write_confirmation_names_the_write_however_long_the_statement() {
 #[tokio::test]
 async fn db_query_takes_the_design_spelling_and_redacts_secret_columns() {
     let app = start_bot(&[]).await;
-    for statement in [
-        "CREATE TABLE creds (name TEXT, password TEXT, api_key TEXT)",
-        "INSERT INTO creds VALUES ('svc', 'hunter2', 'k-123456789')",
+    // The bot's own writes leave a rowid on the connection; only an insert reports one.
+    call_tool(&app, "send_message", json!({"content": "hello"})).await;
+    for (statement, rowid) in [
+        (
+            "CREATE TABLE creds (name TEXT, password TEXT, api_key TEXT)",
+            json!(null),
+        ),
+        (
+            "INSERT INTO creds VALUES ('svc', 'hunter2', 'k-123456789')",
+            json!(1),
+        ),
+        ("DROP TABLE IF EXISTS not_there", json!(null)),
     ] {
         let r = call_tool(&app, "db_query", json!({"query": statement})).await;
         assert!(!is_error(&r), "{r}");
+        assert_eq!(
+            r["structuredContent"]["last_insert_rowid"], rowid,
+            "{statement}: {r}"
+        );
     }
     let r = call_tool(
         &app,

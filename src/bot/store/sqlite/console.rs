@@ -315,14 +315,25 @@ fn execute_one(
         .map(str::to_string)
         .collect();
     if columns.is_empty() {
+        // The connection's last rowid is that of whatever inserted last on it (the bot's
+        // own writes too): reported only for a statement that inserted, known by the
+        // rowid moving or, should the new rowid equal the old, by its first word.
+        let rowid_before = c.last_insert_rowid();
         let changed = stmt.execute(rusqlite::params_from_iter(bound.iter()))?;
         drop(stmt);
+        let rowid = c.last_insert_rowid();
+        let first_word = sql.split_whitespace().next().unwrap_or_default();
+        let inserted = rowid != rowid_before
+            || (changed > 0
+                && ["insert", "replace"]
+                    .iter()
+                    .any(|w| first_word.eq_ignore_ascii_case(w)));
         return Ok(SqlOutcome {
             columns,
             rows: Vec::new(),
             truncated: false,
             rows_affected: Some(changed),
-            last_insert_rowid: Some(c.last_insert_rowid()),
+            last_insert_rowid: inserted.then_some(rowid),
         });
     }
     let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter()))?;
