@@ -923,3 +923,42 @@ async fn initialize_without_what_the_schema_requires_opens_no_session() {
     assert_eq!(r.result()["protocolVersion"], "2025-11-25", "{}", r.raw);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_repeated_mcp_header_is_refused_not_read_first_wins() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let other = legacy_session(&app, "2025-11-25", json!({})).await;
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    for (name, first, second) in [
+        ("mcp-session-id", session.as_str(), other.as_str()),
+        ("mcp-protocol-version", "2025-11-25", "2025-06-18"),
+    ] {
+        let mut request = client()
+            .post(format!("{}/mcp", app.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if name != "mcp-session-id" {
+            request = request.header("mcp-session-id", &session);
+        }
+        let r = request
+            .header(name, first)
+            .header(name, second)
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{name}");
+        let error: Value = r.json().await.unwrap();
+        let message = error["error"]["message"].as_str().unwrap().to_lowercase();
+        assert!(
+            message.contains(&format!("exactly one {name}")),
+            "{message}"
+        );
+    }
+    // Refused, the sessions are untouched.
+    let still = legacy(&app, &other, 3, "tools/list", json!({})).await;
+    assert_eq!(still.status, 200, "{}", still.raw);
+    app.shutdown().await;
+}

@@ -12,6 +12,33 @@ pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
         .map(|v| v.trim_matches([' ', '\t']))
 }
 
+/// The MCP headers that each name one thing (a session, a version, a method, a name, a
+/// stream position): sent twice, they are refused rather than read first-wins, so a
+/// proxy and the bot can never act on different values.
+const SINGLE_MCP_HEADERS: [(&str, &str); 5] = [
+    (protocol::HEADER_SESSION_ID, "Mcp-Session-Id"),
+    (protocol::HEADER_PROTOCOL_VERSION, "MCP-Protocol-Version"),
+    (protocol::HEADER_METHOD, "Mcp-Method"),
+    (protocol::HEADER_NAME, "Mcp-Name"),
+    (protocol::HEADER_LAST_EVENT_ID, "Last-Event-ID"),
+];
+
+/// A 400 naming the first of [`SINGLE_MCP_HEADERS`] the request repeats, if any.
+pub(super) fn repeated_mcp_header(headers: &HeaderMap) -> Option<Response> {
+    // Most requests repeat no header at all: one comparison, no lookups.
+    if headers.len() == headers.keys_len() {
+        return None;
+    }
+    let (_, label) = SINGLE_MCP_HEADERS
+        .iter()
+        .find(|(name, _)| headers.get_all(*name).iter().nth(1).is_some())?;
+    Some(refuse(
+        StatusCode::BAD_REQUEST,
+        jsonrpc::INVALID_REQUEST,
+        format!("Bad Request: send exactly one {label} header"),
+    ))
+}
+
 /// What the client's `Accept` header allows.
 #[derive(Clone, Copy)]
 pub(super) struct Accepts {

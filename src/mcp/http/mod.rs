@@ -82,6 +82,9 @@ pub(crate) async fn handle_post(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
+    if let Some(refusal) = repeated_mcp_header(headers) {
+        return refusal;
+    }
     let accept = match check_media_types(headers) {
         Ok(accept) => accept,
         Err(refusal) => return refusal,

@@ -12,7 +12,9 @@ pub(crate) async fn handle_get(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
-    if let Some(refusal) = version_refused(&headers, "GET") {
+    if let Some(refusal) =
+        repeated_mcp_header(&headers).or_else(|| version_refused(&headers, "GET"))
+    {
         return refusal;
     }
     if !accepts(&headers).sse {
@@ -121,7 +123,9 @@ pub(crate) async fn handle_delete(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
-    if let Some(refusal) = version_refused(&headers, "DELETE") {
+    if let Some(refusal) =
+        repeated_mcp_header(&headers).or_else(|| version_refused(&headers, "DELETE"))
+    {
         return refusal;
     }
     let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
