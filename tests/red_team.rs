@@ -385,3 +385,54 @@ async fn an_mcp_servers_stderr_reaches_the_terminal_and_the_log_file_redacted() 
     assert!(!file.contains(secret), "{file}");
     drop(bot);
 }
+
+#[tokio::test]
+async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_back() {
+    if !has_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = json!({
+        "name": "echo_env",
+        "description": "says what its credential is",
+        "command": ["python3", "-c", "import os; print('upstream is ' + os.environ['UPSTREAM'])"],
+        "env": {"UPSTREAM": TOOL_SECRET},
+    });
+    std::fs::write(dir.path().join("echo_env.json"), manifest.to_string()).unwrap();
+    let tools_dir = dir.path().display().to_string();
+    let llm = fake_llm::start(vec![
+        Turn::ToolCall("echo_env", json!({"note": TOOL_SECRET})),
+        Turn::Text(vec!["it says ", TOOL_SECRET]),
+    ])
+    .await;
+    let app = start_bot_on_llm(&llm.url(), &[("USER_TOOLS_DIR", &tools_dir)]).await;
+    let title = format!("is {TOOL_SECRET} yours?");
+    call_tool(&app, "send_message", json!({"content": title})).await;
+    let mut stored = String::new();
+    for (column, rows) in [
+        ("content", "messages"),
+        ("tool_calls", "messages WHERE tool_calls IS NOT NULL"),
+        ("title", "conversations"),
+    ] {
+        let query = format!("SELECT hex({column}) FROM {rows}");
+        let r = call_tool(&app, "db_query", json!({"query": query})).await;
+        for row in r["structuredContent"]["rows"].as_array().unwrap() {
+            let hex = row[0].as_str().unwrap();
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            stored.push_str(&String::from_utf8(bytes).unwrap());
+            stored.push('\n');
+        }
+    }
+    assert!(!stored.contains(&TOOL_SECRET[3..]), "{stored}");
+    for redacted in [
+        "upstream is [REDACTED]",
+        "it says [REDACTED]",
+        "is [REDACTED] yours?",
+    ] {
+        assert!(stored.contains(redacted), "{redacted} in {stored}");
+    }
+    app.shutdown().await;
+}

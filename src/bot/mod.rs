@@ -332,6 +332,7 @@ impl Bot {
         let supervisor = Arc::new(Supervisor::new(store.clone(), tools.clone(), &workers));
         let secrets = known_secrets(&config, &mcp_host, user_tool_env);
         let redactor = Arc::new(Redactor::new(secrets));
+        store.redact_conversations_with(redactor.clone());
         let tracer = start_tracer(&config, &store, &redactor);
         let schedule = Arc::new(Scheduler::new(
             store.clone(),

@@ -35,7 +35,12 @@ impl Store {
         let sql = Sql::fixed(
             "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
         );
-        let values = vec![id.as_str().into(), title.into(), now.as_str().into()];
+        let title = self.for_storage(title);
+        let values = vec![
+            id.as_str().into(),
+            title.as_ref().into(),
+            now.as_str().into(),
+        ];
         self.db.execute(sql, values).await?;
         self.count_created_conversation();
         Ok(Conversation {
@@ -62,7 +67,10 @@ impl Store {
 
     pub async fn set_conversation_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
         let sql = Sql::fixed("UPDATE conversations SET title = ?2 WHERE id = ?1");
-        self.db.execute(sql, vec![id.into(), title.into()]).await?;
+        let title = self.for_storage(title);
+        self.db
+            .execute(sql, vec![id.into(), title.as_ref().into()])
+            .await?;
         Ok(())
     }
 
@@ -77,8 +85,8 @@ impl Store {
         let insert: Vec<Bound> = vec![
             conversation_id.into(),
             message.role.as_str().into(),
-            message.content.as_str().into(),
-            message.tool_calls_json().into(),
+            self.for_storage(&message.content).as_ref().into(),
+            self.tool_calls_for_storage(&message).into(),
             message.tool_call_id.as_deref().into(),
             message.name.as_deref().into(),
             now.as_str().into(),

@@ -14,14 +14,16 @@
 //! that SQL. What a backend does its own way sits in `sqlite/` and `postgres/`, in files
 //! of the same name.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{SecondsFormat, Utc};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::Message;
+use crate::model::{Message, NewMessage};
+use crate::redact::Redactor;
 
 mod backend;
 mod console;
@@ -149,6 +151,9 @@ pub struct Store {
     path: Arc<str>,
     /// The conversations turns hold, for retention (see [`retention`]).
     activity: Arc<retention::ConversationActivity>,
+    /// What conversations are stored through, once the bot knows its secrets
+    /// ([`Store::redact_conversations_with`]).
+    conversation_redactor: Arc<OnceLock<Arc<Redactor>>>,
 }
 
 impl Store {
@@ -170,7 +175,37 @@ impl Store {
             db: Arc::new(db),
             path,
             activity: Arc::default(),
+            conversation_redactor: Arc::default(),
         })
+    }
+
+    /// From now on, messages and titles are stored redacted by `redactor` (the first
+    /// call counts). Tool results and replies can quote a secret (a user tool's own
+    /// key, a provider echoing a header): redacting what leaves the store is not
+    /// enough, since `db_query` can hand a stored value back transformed (`hex()`,
+    /// `upper()`, a `substr()` per piece) past every net. What a turn holds in memory
+    /// is unchanged: the model still sees a tool's result whole within its turn.
+    pub fn redact_conversations_with(&self, redactor: Arc<Redactor>) {
+        let _ = self.conversation_redactor.set(redactor);
+    }
+
+    /// `text` as conversations store it.
+    fn for_storage<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.conversation_redactor.get() {
+            Some(redactor) => redactor.redact_text(text),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// Tool calls' JSON as conversations store it (arguments redacted by key too).
+    fn tool_calls_for_storage(&self, message: &NewMessage) -> Option<String> {
+        let (Some(redactor), Some(calls)) = (self.conversation_redactor.get(), &message.tool_calls)
+        else {
+            return message.tool_calls_json();
+        };
+        let mut calls = serde_json::to_value(calls).unwrap_or_default();
+        redactor.redact(&mut calls);
+        Some(calls.to_string())
     }
 
     /// Where the data is: the SQLite path, or the PostgreSQL URL without its password.
