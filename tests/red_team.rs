@@ -408,11 +408,31 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
     let app = start_bot_on_llm(&llm.url(), &[("USER_TOOLS_DIR", &tools_dir)]).await;
     let title = format!("is {TOOL_SECRET} yours?");
     call_tool(&app, "send_message", json!({"content": title})).await;
+    // A scheduled run of the same tool keeps its result too.
+    let task = json!({"name": "echo", "schedule": "0 0 1 1 *",
+                      "action": {"tool": "echo_env", "arguments": {}}});
+    let created: Value = client()
+        .post(format!("{}/api/tasks", app.url()))
+        .json(&task)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = client()
+        .post(format!("{}/api/tasks/{}/run", app.url(), created["id"]))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(run.status(), 200);
     let mut stored = String::new();
     for (column, rows) in [
         ("content", "messages"),
         ("tool_calls", "messages WHERE tool_calls IS NOT NULL"),
         ("title", "conversations"),
+        ("last_result", "tasks"),
     ] {
         let query = format!("SELECT hex({column}) FROM {rows}");
         let r = call_tool(&app, "db_query", json!({"query": query})).await;
@@ -427,11 +447,9 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
         }
     }
     assert!(!stored.contains(&TOOL_SECRET[3..]), "{stored}");
-    for redacted in [
-        "upstream is [REDACTED]",
-        "it says [REDACTED]",
-        "is [REDACTED] yours?",
-    ] {
+    let runs = stored.matches("upstream is [REDACTED]").count();
+    assert_eq!(runs, 2, "the turn's tool result and the run's: {stored}");
+    for redacted in ["it says [REDACTED]", "is [REDACTED] yours?"] {
         assert!(stored.contains(redacted), "{redacted} in {stored}");
     }
     app.shutdown().await;

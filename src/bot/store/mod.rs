@@ -179,8 +179,8 @@ impl Store {
         })
     }
 
-    /// From now on, messages and titles are stored redacted by `redactor` (the first
-    /// call counts). Tool results and replies can quote a secret (a user tool's own
+    /// From now on, messages, titles and scheduled runs' results are stored redacted by
+    /// `redactor` (the first call counts). Tool results and replies can quote a secret (a user tool's own
     /// key, a provider echoing a header): redacting what leaves the store is not
     /// enough, since `db_query` can hand a stored value back transformed (`hex()`,
     /// `upper()`, a `substr()` per piece) past every net. What a turn holds in memory
@@ -189,7 +189,7 @@ impl Store {
         let _ = self.conversation_redactor.set(redactor);
     }
 
-    /// `text` as conversations store it.
+    /// `text` as conversations (and runs' results) store it.
     fn for_storage<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.conversation_redactor.get() {
             Some(redactor) => redactor.redact_text(text),

@@ -160,11 +160,12 @@ impl Store {
         let now = now_rfc3339();
         let ledger = vec![id.into(), replica.into(), status.into(), now.clone().into()];
         self.execute_shared(CLOSE_RUN, ledger).await?;
+        // A run's result quotes a tool or the model, as a message does: stored redacted.
         let params = vec![
             id.into(),
             replica.into(),
             status.into(),
-            result.into(),
+            self.for_storage(result).as_ref().into(),
             now.into(),
             next_run.into(),
         ];
