@@ -145,6 +145,9 @@ pub struct Config {
     pub llm_tools_filter: ToolFilter,
     pub mcp: McpServerConfig,
     pub trace: TraceConfig,
+    /// The `.env` file's values of secret-named variables (`MY_SERVICE_PASSWORD=…`),
+    /// redacted by value like the environment's (`Config::from_env` fills it).
+    pub env_file_secrets: Vec<String>,
 }
 
 /// Turn traces: what is kept, and where spans are exported (OpenTelemetry).
@@ -297,7 +300,9 @@ impl Config {
     /// Reads the environment, with `env_file` (the working directory's `.env`) behind it:
     /// a variable set in the real environment wins.
     pub fn from_env(env_file: &EnvFile) -> Result<Self, ConfigError> {
-        Self::from_lookup(&|name| env_file.lookup(name))
+        let mut config = Self::from_lookup(&|name| env_file.lookup(name))?;
+        config.env_file_secrets = env_file.secret_values();
+        Ok(config)
     }
 
     /// Builds a config from an explicit map (tests, embedding).
@@ -356,6 +361,7 @@ impl Config {
             llm_tools_filter: vars.tool_filter("LLM_TOOLS_INCLUDE", "LLM_TOOLS_EXCLUDE")?,
             mcp,
             trace: trace_config(&vars)?,
+            env_file_secrets: Vec::new(),
         })
     }
 
@@ -370,6 +376,7 @@ impl Config {
         .flatten()
         .collect();
         secrets.extend(self.trace.otlp_headers.iter().map(|(_, v)| v.clone()));
+        secrets.extend(self.env_file_secrets.iter().cloned());
         secrets.extend(
             self.database_url
                 .as_deref()
@@ -615,6 +622,19 @@ mod tests {
         assert_eq!(c.llm.provider, LlmProviderKind::Offline);
         assert!(!c.mcp.enabled);
         assert_eq!(c.mcp.log_buffer_size, 1000);
+    }
+
+    #[test]
+    fn secret_named_values_of_the_env_file_are_known_secrets() {
+        let env_file =
+            EnvFile::parse("MY_SERVICE_PASSWORD=dotenvpw-55667788\nGREETING=hello-there-friend\n")
+                .unwrap();
+        let secrets = Config::from_env(&env_file).unwrap().secret_values();
+        assert!(
+            secrets.contains(&"dotenvpw-55667788".to_string()),
+            "{secrets:?}"
+        );
+        assert!(!secrets.contains(&"hello-there-friend".to_string()));
     }
 
     #[test]

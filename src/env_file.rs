@@ -68,6 +68,17 @@ impl EnvFile {
         self.values.get(name).map(String::as_str)
     }
 
+    /// The file's values of names that say they are secret (`MY_SERVICE_PASSWORD`,
+    /// `GITHUB_TOKEN`): known secrets like the environment's own, though the file's
+    /// values never enter the process's environment.
+    pub fn secret_values(&self) -> Vec<String> {
+        self.values
+            .iter()
+            .filter(|(name, _)| crate::redact::is_secret_key(name))
+            .map(|(_, value)| value.clone())
+            .collect()
+    }
+
     /// What the configuration sees: the environment's value when set and not empty,
     /// otherwise the file's.
     pub fn lookup(&self, name: &str) -> Option<String> {

@@ -19,6 +19,7 @@ pub mod config;
 pub mod cpu_time;
 pub mod diagnostics;
 pub mod env_file;
+pub mod http_client;
 pub mod logs;
 pub mod mcp;
 pub mod model;

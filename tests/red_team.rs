@@ -454,3 +454,61 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
     }
     app.shutdown().await;
 }
+
+/// A server on 127.0.0.1:0 that answers every request with `respond` and keeps what
+/// each request's headers were; returns its address and the kept headers.
+async fn recording_server(
+    respond: impl Fn() -> axum::response::Response + Clone + Send + Sync + 'static,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let respond = respond.clone();
+        let kept = kept.clone();
+        async move {
+            kept.lock().unwrap().push(format!("{headers:?}"));
+            respond()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn a_redirect_from_the_provider_takes_the_api_key_nowhere() {
+    use axum::response::IntoResponse;
+    let (elsewhere, reached) =
+        recording_server(|| axum::http::StatusCode::OK.into_response()).await;
+    let target = format!("http://{elsewhere}/v1/messages");
+    let (provider, _) = recording_server(move || {
+        (
+            axum::http::StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, target.clone())],
+        )
+            .into_response()
+    })
+    .await;
+    let key = "anthkeyZZ-planted-99887766";
+    let base = format!("http://{provider}");
+    let app = start_bot(&[
+        ("LLM_PROVIDER", "anthropic"),
+        ("LLM_BASE_URL", &base),
+        ("LLM_API_KEY", key),
+        ("LLM_MODEL", "claude-test"),
+    ])
+    .await;
+    let reply = call_tool(&app, "send_message", json!({"content": "hello"})).await;
+    let text = reply.to_string();
+    assert!(text.contains("redirect"), "{text}");
+    assert!(text.contains("LLM_BASE_URL"), "{text}");
+    assert!(
+        reached.lock().unwrap().is_empty(),
+        "the other host was reached"
+    );
+    app.shutdown().await;
+}

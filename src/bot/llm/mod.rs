@@ -202,6 +202,12 @@ fn status_error(status: u16, body: &str) -> LlmError {
     match status {
         401 | 403 => LlmError::Unauthorized(status),
         429 => LlmError::RateLimited,
+        300..=399 => LlmError::Http {
+            status,
+            message: "a redirect, which the bot does not follow (it would take the API key \
+                      to another host); set LLM_BASE_URL to the address it leads to"
+                .into(),
+        },
         _ => {
             let message = serde_json::from_str::<Value>(body)
                 .ok()
@@ -231,7 +237,7 @@ struct Endpoint {
 impl Endpoint {
     fn new(config: &LlmConfig, path: &str) -> Self {
         Endpoint {
-            client: reqwest::Client::builder()
+            client: crate::http_client::builder()
                 .timeout(config.timeout)
                 .build()
                 .unwrap_or_default(),

@@ -36,7 +36,7 @@ fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, String> {
 
 /// The HTTP client of one server connection.
 fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    crate::http_client::builder()
         .connect_timeout(connect_timeout)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))

@@ -58,8 +58,13 @@ impl OtlpExporter {
     /// Builds the exporter and starts its task on the current tokio runtime. The
     /// error says what is wrong with the settings.
     pub fn start(settings: &OtlpSettings) -> Result<Arc<OtlpExporter>, String> {
+        let client = crate::http_client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client for OTLP export: {e}"))?;
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
+            .with_http_client(client)
             .with_endpoint(format!("{}/v1/traces", settings.endpoint))
             .with_timeout(EXPORT_TIMEOUT)
             .with_headers(settings.headers.iter().cloned().collect::<HashMap<_, _>>())
