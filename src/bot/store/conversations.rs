@@ -87,8 +87,18 @@ impl Store {
             message.role.as_str().into(),
             self.for_storage(&message.content).as_ref().into(),
             self.tool_calls_for_storage(&message).into(),
-            message.tool_call_id.as_deref().into(),
-            message.name.as_deref().into(),
+            message
+                .tool_call_id
+                .as_deref()
+                .map(|id| self.for_storage(id))
+                .as_deref()
+                .into(),
+            message
+                .name
+                .as_deref()
+                .map(|name| self.for_storage(name))
+                .as_deref()
+                .into(),
             now.as_str().into(),
         ];
         let inserted = self

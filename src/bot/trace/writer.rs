@@ -444,6 +444,18 @@ fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize)
     if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&span.name) {
         span.name = clean.into();
     }
+    // The tool and model are names the model chose (an unknown tool's name can be any
+    // text it saw), exported as `gen_ai.tool.name` and `gen_ai.request.model`.
+    if let Some(tool) = &span.tool
+        && let std::borrow::Cow::Owned(clean) = redactor.redact_text(tool)
+    {
+        span.tool = Some(clean.into());
+    }
+    if let Some(model) = &span.model
+        && let std::borrow::Cow::Owned(clean) = redactor.redact_text(model)
+    {
+        span.model = Some(clean);
+    }
     let mut cut = Vec::new();
     for (key, value) in span.attributes.iter_mut() {
         if cut_payload(value, max_payload_bytes) {
