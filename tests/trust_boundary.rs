@@ -172,6 +172,20 @@ async fn the_web_api_does_no_more_than_a_chat_user_and_redacts_what_it_returns()
     );
     let r = call_tool(&app, "run_task", json!({"id": id})).await;
     assert!(r.to_string().contains("admin power"), "{r}");
+    // The page lists it, but not what it does or returned.
+    let (status, listed) = api(&app, reqwest::Method::GET, "/api/tasks", None, &[]).await;
+    assert_eq!(status, 200, "{listed}");
+    let task = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap();
+    assert_eq!(task["run_as"], "admin");
+    assert!(
+        task["action"].is_null() && task["last_result"].is_null(),
+        "{task}"
+    );
     app.shutdown().await;
 }
 

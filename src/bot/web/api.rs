@@ -1,6 +1,7 @@
 //! `/api/*`: the REST API of the web page. JSON in and out; every error is
 //! `{"error": "…"}` with the right status and a message that says what to fix.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -20,6 +21,7 @@ use crate::bot::agents::AgentError;
 use crate::bot::schedule::{RunAs, ScheduleError};
 use crate::bot::store::{MessageQuery, SpanQuery, StoreError};
 use crate::bot::tools::{ExecContext, USER_ROLE};
+use crate::model::SpanRecord;
 
 /// Largest request body `/api` accepts.
 pub const API_BODY_LIMIT: usize = 1024 * 1024;
@@ -379,7 +381,7 @@ async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<Strin
         ));
     }
     bot.tracer.flush().await;
-    let spans = bot.store.trace_spans(&trace_id).await?;
+    let spans = conversation_turns_only(bot.store.trace_spans(&trace_id).await?);
     if spans.is_empty() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -389,6 +391,21 @@ async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<Strin
         ));
     }
     Ok(Json(json!({"trace_id": trace_id, "spans": spans})))
+}
+
+/// The spans of conversations' turns only. A client's `traceparent` can give an `/mcp`
+/// call (a `run_tool`'s arguments and result, a `db_query`'s error) the trace id of a
+/// turn, and `/api` answers without a token: it shows what the page shows, the turns.
+fn conversation_turns_only(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
+    let turns: HashSet<String> = spans
+        .iter()
+        .filter(|s| s.is_root && s.conversation_id.is_some())
+        .map(|s| s.span_id.clone())
+        .collect();
+    spans
+        .into_iter()
+        .filter(|s| turns.contains(&s.root_span_id))
+        .collect()
 }
 
 async fn list_messages(
@@ -447,8 +464,18 @@ async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
     Json(json!({"agents": bot.agents.list(), "supervisor": bot.supervisor.state()}))
 }
 
+/// Every task, but what an admin task does and returned stays with `/mcp`: the page
+/// answers without a token, and an admin task may read what a chat user may not.
 async fn list_tasks(State(bot): State<Arc<Bot>>) -> ApiResult {
-    Ok(Json(json!({"tasks": bot.schedule.list().await?})))
+    let mut tasks = bot.schedule.list().await?;
+    for task in tasks
+        .iter_mut()
+        .filter(|t| t.run_as != RunAs::User.as_str())
+    {
+        task.action = Value::Null;
+        task.last_result = None;
+    }
+    Ok(Json(json!({"tasks": tasks})))
 }
 
 #[derive(Deserialize)]
