@@ -244,3 +244,52 @@ async fn a_loopback_bot_is_never_reached_through_a_proxy() {
     recorder.abort();
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_line_that_is_not_utf8_is_answered_and_the_relay_goes_on() {
+    let app = start_bot(&[]).await;
+    let mut relay = spawn_relay(&app.url(), TOKEN);
+    relay.stdin.write_all(b"{\"x\": \"\xff\"}\n").await.unwrap();
+    let error = relay.response().await;
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert!(error["id"].is_null());
+    relay
+        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list",
+                     "params": {"_meta": modern_meta()}}))
+        .await;
+    let listed = relay.response().await;
+    assert_eq!(listed["id"], 7, "{listed}");
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    drop(relay.stdin);
+    let _ = relay.child.wait().await;
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_answer_that_breaks_off_mid_stream_is_an_error_for_its_request() {
+    // A server that starts an SSE answer, sends one progress message, then drops the
+    // connection (a bot stopped in the middle of a long call).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = vec![0u8; 65536];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+            let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let event = format!("data: {progress}\n\n");
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            let _ = socket.write_all(format!("{head}{chunk}").as_bytes()).await;
+            // Dropped without the closing chunk: the body breaks off.
+        }
+    });
+    let mut relay = spawn_relay(&format!("http://{addr}"), TOKEN);
+    relay
+        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                     "params": {"name": "send_message", "arguments": {"content": "hi"}}}))
+        .await;
+    let answer = relay.response().await;
+    assert_eq!(answer["id"], 7, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("broke off"), "{message}");
+}

@@ -164,7 +164,15 @@ impl Relay {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
         if is_sse {
-            self.relay_sse(response).await;
+            let answered = self.relay_sse(response, id.as_ref()).await;
+            if !answered {
+                self.fail(
+                    id.as_ref(),
+                    "the bot's answer broke off before it was complete (was the bot stopped?); \
+                     the work may have run: check before asking again"
+                        .into(),
+                );
+            }
             return;
         }
         let body = response.text().await.unwrap_or_default();
@@ -224,19 +232,26 @@ impl Relay {
         }
     }
 
-    /// Writes every `data:` message of an SSE response to stdout.
-    async fn relay_sse(&self, response: reqwest::Response) {
+    /// Writes every `data:` message of an SSE response to stdout until the stream ends
+    /// or breaks. Returns whether the response to request `id` came (always true when
+    /// there is none to wait for).
+    async fn relay_sse(&self, response: reqwest::Response, id: Option<&Value>) -> bool {
         let mut stream = response.bytes_stream();
         let mut decoder = SseDecoder::default();
+        let mut answered = id.is_none();
         while let Some(Ok(chunk)) = stream.next().await {
             for data in decoder.push(&chunk) {
                 // One message per stdout line: a message split over several `data:`
                 // lines is JSON broken between tokens, so the line breaks can go.
-                if !data.trim().is_empty() {
-                    let _ = self.out.send(data.replace('\n', ""));
+                let message = data.replace('\n', "");
+                if message.trim().is_empty() {
+                    continue;
                 }
+                answered |= id.is_some_and(|id| answers(&message, id));
+                let _ = self.out.send(message);
             }
         }
+        answered
     }
 
     /// Relays the session's GET notification stream, reconnecting while the session lives.
@@ -255,7 +270,9 @@ impl Relay {
                     .send()
                     .await;
                 match response {
-                    Ok(r) if r.status().is_success() => self.relay_sse(r).await,
+                    Ok(r) if r.status().is_success() => {
+                        self.relay_sse(r, None).await;
+                    }
                     Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => break,
                     Ok(r) if r.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED => break,
                     _ => {}
@@ -315,25 +332,43 @@ fn endpoint_url(text: &str) -> Result<reqwest::Url, String> {
     Ok(url)
 }
 
-/// Whether `url` points at this machine (`localhost`, `127.0.0.0/8`, `::1`).
+/// Whether `url` points at this machine: `localhost`, `127.0.0.0/8`, `::1`, their
+/// IPv4-mapped forms, `0.0.0.0` and `::` (which reach this machine too), or a name
+/// that resolves to those addresses only (this machine's own host name, a name in
+/// `MCP_ALLOWED_HOSTS`).
 fn is_loopback(url: &reqwest::Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => {
-            let name = host.trim_end_matches('.').to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".localhost")
-        }
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return is_this_machine(ip);
     }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port)).is_ok_and(|addresses| {
+        let mut addresses = addresses.peekable();
+        addresses.peek().is_some() && addresses.all(|a| is_this_machine(a.ip()))
+    })
+}
+
+fn is_this_machine(ip: std::net::IpAddr) -> bool {
+    let ip = match ip {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    ip.is_loopback() || ip.is_unspecified()
 }
 
 /// The HTTP client: never through a proxy for a loopback URL (the bearer token would
 /// travel to the proxy); other URLs follow the usual proxy variables.
 fn http_client(url: &reqwest::Url) -> reqwest::Client {
-    let builder = reqwest::Client::builder();
+    let builder = porthole::http_client::builder();
     let builder = if is_loopback(url) {
         builder.no_proxy()
     } else {
@@ -343,10 +378,17 @@ fn http_client(url: &reqwest::Url) -> reqwest::Client {
         log(&format!(
             "cannot build the HTTP client with the proxy settings ({e}); going direct"
         ));
-        reqwest::Client::builder()
+        porthole::http_client::builder()
             .no_proxy()
             .build()
             .unwrap_or_default()
+    })
+}
+
+/// Whether `message` is the response to request `id` (a result or an error).
+fn answers(message: &str, id: &Value) -> bool {
+    serde_json::from_str::<Value>(message).is_ok_and(|m| {
+        m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
     })
 }
 
@@ -396,12 +438,25 @@ async fn main() {
         session: Mutex::new(Session::default()),
         out,
     });
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = BufReader::new(tokio::io::stdin());
     let mut in_flight = tokio::task::JoinSet::new();
     // An unanswered `initialize`: messages written right behind it wait for its answer,
     // which brings the session id they must carry.
     let mut handshake: Option<tokio::sync::oneshot::Receiver<()>> = None;
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        // Read as bytes: a line that is not UTF-8 is an error for that line, not the end.
+        if stdin.read_until(b'\n', &mut raw).await.unwrap_or(0) == 0 {
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&raw) else {
+            log("answering a line that is not UTF-8 text with a parse error");
+            relay.emit(&json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "Parse error: the line is not UTF-8 text"}}));
+            continue;
+        };
+        let line = line.trim_end_matches(['\n', '\r']).to_string();
         if line.trim().is_empty() {
             continue;
         }
@@ -460,6 +515,9 @@ mod tests {
             "http://127.9.9.9",
             "http://[::1]:3",
             "http://LOCALHOST:3000",
+            "http://[::ffff:127.0.0.1]:3000",
+            "http://0.0.0.0:3000",
+            "http://[::]:3000",
         ] {
             assert!(is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
         }
