@@ -269,15 +269,17 @@ async fn state_changing_api_routes_refuse_other_sites_and_form_bodies() {
         .unwrap();
     assert_eq!(r.status(), 403);
 
-    // No other site may frame the page.
+    // No other site may frame the page, and it runs only its own scripts.
     let page = client().get(app.url()).send().await.unwrap();
     assert_eq!(page.headers()["x-frame-options"], "DENY");
-    assert!(
-        page.headers()["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .contains("frame-ancestors 'none'")
-    );
+    let policy = page.headers()["content-security-policy"].to_str().unwrap();
+    for directive in [
+        "frame-ancestors 'none'",
+        "script-src 'self'",
+        "object-src 'none'",
+    ] {
+        assert!(policy.contains(directive), "{policy}");
+    }
     app.shutdown().await;
 }
 

@@ -21,7 +21,7 @@ use crate::bot::agents::AgentError;
 use crate::bot::schedule::{RunAs, ScheduleError};
 use crate::bot::store::{MessageQuery, SpanQuery, StoreError};
 use crate::bot::tools::{ExecContext, USER_ROLE};
-use crate::model::SpanRecord;
+use crate::model::{MCP_CALL_SOURCE, SpanRecord};
 
 /// Largest request body `/api` accepts.
 pub const API_BODY_LIMIT: usize = 1024 * 1024;
@@ -381,7 +381,7 @@ async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<Strin
         ));
     }
     bot.tracer.flush().await;
-    let spans = conversation_turns_only(bot.store.trace_spans(&trace_id).await?);
+    let spans = shown_on_the_page(bot.store.trace_spans(&trace_id).await?);
     if spans.is_empty() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -393,19 +393,24 @@ async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<Strin
     Ok(Json(json!({"trace_id": trace_id, "spans": spans})))
 }
 
-/// The spans of conversations' turns only. A client's `traceparent` can give an `/mcp`
-/// call (a `run_tool`'s arguments and result, a `db_query`'s error) the trace id of a
-/// turn, and `/api` answers without a token: it shows what the page shows, the turns.
-fn conversation_turns_only(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
+/// The spans the page may show: those of turns and replays, not of `/mcp` tool calls.
+/// A client's `traceparent` can give an `/mcp` call (a `run_tool`'s arguments and
+/// result, a `db_query`'s error, an admin task it ran) the trace id of a turn, and `/api`
+/// answers without a token. An `/mcp` `send_message` is a conversation's turn: shown.
+fn shown_on_the_page(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
     let turns: HashSet<String> = spans
         .iter()
-        .filter(|s| s.is_root && s.conversation_id.is_some())
+        .filter(|s| s.is_root && (s.conversation_id.is_some() || !is_mcp_root(s)))
         .map(|s| s.span_id.clone())
         .collect();
     spans
         .into_iter()
         .filter(|s| turns.contains(&s.root_span_id))
         .collect()
+}
+
+fn is_mcp_root(span: &SpanRecord) -> bool {
+    span.source.as_deref() == Some(MCP_CALL_SOURCE)
 }
 
 async fn list_messages(

@@ -56,14 +56,21 @@ pub fn router(bot: Arc<Bot>) -> Router {
         .layer(axum::middleware::map_response(no_framing))
 }
 
-/// No other site may frame the page (clickjacking the chat or the task buttons).
+/// What the page may load and run: its own files only, so text that reached the page
+/// from a model or a tool could not run as script even if some code path rendered it
+/// as HTML (none does: the page writes text nodes). No other site may frame it
+/// (clickjacking the chat or the task buttons).
+const PAGE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+    img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+    form-action 'self'; frame-ancestors 'none'";
+
 async fn no_framing(mut response: axum::response::Response) -> axum::response::Response {
     use axum::http::{HeaderValue, header};
     let headers = response.headers_mut();
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("frame-ancestors 'none'"),
+        HeaderValue::from_static(PAGE_POLICY),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
