@@ -139,15 +139,11 @@ async fn an_attempt_whose_claim_is_lost_is_stopped_with_its_tool() {
     let tools_dir = tools.path().display().to_string();
     let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir), ("TOOL_TIMEOUT_SECS", "60")]).await;
     let client = client();
-    let created: serde_json::Value = client
-        .post(format!("{}/api/tasks", app.url()))
-        .json(&json!({"name": "slow", "schedule": "0 0 1 1 *", "action": {"tool": "slow_effect"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = create_task_through_api(
+        &app,
+        json!({"name": "slow", "schedule": "0 0 1 1 *", "action": {"tool": "slow_effect"}}),
+    )
+    .await;
     let run = tokio::spawn(
         client
             .post(format!("{}/api/tasks/{}/run", app.url(), created["id"]))

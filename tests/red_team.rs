@@ -413,15 +413,7 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
     // A scheduled run of the same tool keeps its result too.
     let task = json!({"name": "echo", "schedule": "0 0 1 1 *",
                       "action": {"tool": "echo_env", "arguments": {}}});
-    let created: Value = client()
-        .post(format!("{}/api/tasks", app.url()))
-        .json(&task)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = create_task_through_api(&app, task).await;
     let run = client()
         .post(format!("{}/api/tasks/{}/run", app.url(), created["id"]))
         .json(&json!({}))

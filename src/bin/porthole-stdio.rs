@@ -398,6 +398,50 @@ fn is_initialize(line: &str) -> bool {
         .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some())
 }
 
+/// Relays every stdin line until stdin closes, each message on a task of its own, and
+/// waits for the answers still running.
+async fn relay_stdin(relay: &Arc<Relay>) {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut in_flight = tokio::task::JoinSet::new();
+    // An unanswered `initialize`: messages written right behind it wait for its answer,
+    // which brings the session id they must carry.
+    let mut handshake: Option<tokio::sync::oneshot::Receiver<()>> = None;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        // Read as bytes: a line that is not UTF-8 is an error for that line, not the end.
+        if stdin.read_until(b'\n', &mut raw).await.unwrap_or(0) == 0 {
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&raw) else {
+            log("answering a line that is not UTF-8 text with a parse error");
+            relay.emit(&json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "Parse error: the line is not UTF-8 text"}}));
+            continue;
+        };
+        let line = line.trim_end_matches(['\n', '\r']).to_string();
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(answered) = handshake.take() {
+            let _ = answered.await;
+        }
+        if is_initialize(&line) {
+            let (done, answered) = tokio::sync::oneshot::channel();
+            handshake = Some(answered);
+            let relay = relay.clone();
+            in_flight.spawn(async move {
+                relay.relay(line).await;
+                let _ = done.send(());
+            });
+            continue;
+        }
+        // Each message goes on its own task, so a long tool call never blocks others.
+        in_flight.spawn(relay.clone().relay(line));
+    }
+    while in_flight.join_next().await.is_some() {}
+}
+
 #[tokio::main]
 async fn main() {
     let configured =
@@ -438,45 +482,7 @@ async fn main() {
         session: Mutex::new(Session::default()),
         out,
     });
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    let mut in_flight = tokio::task::JoinSet::new();
-    // An unanswered `initialize`: messages written right behind it wait for its answer,
-    // which brings the session id they must carry.
-    let mut handshake: Option<tokio::sync::oneshot::Receiver<()>> = None;
-    let mut raw = Vec::new();
-    loop {
-        raw.clear();
-        // Read as bytes: a line that is not UTF-8 is an error for that line, not the end.
-        if stdin.read_until(b'\n', &mut raw).await.unwrap_or(0) == 0 {
-            break;
-        }
-        let Ok(line) = std::str::from_utf8(&raw) else {
-            log("answering a line that is not UTF-8 text with a parse error");
-            relay.emit(&json!({"jsonrpc": "2.0", "id": null,
-                "error": {"code": -32700, "message": "Parse error: the line is not UTF-8 text"}}));
-            continue;
-        };
-        let line = line.trim_end_matches(['\n', '\r']).to_string();
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(answered) = handshake.take() {
-            let _ = answered.await;
-        }
-        if is_initialize(&line) {
-            let (done, answered) = tokio::sync::oneshot::channel();
-            handshake = Some(answered);
-            let relay = relay.clone();
-            in_flight.spawn(async move {
-                relay.relay(line).await;
-                let _ = done.send(());
-            });
-            continue;
-        }
-        // Each message goes on its own task, so a long tool call never blocks others.
-        in_flight.spawn(relay.clone().relay(line));
-    }
-    while in_flight.join_next().await.is_some() {}
+    relay_stdin(&relay).await;
     relay.end_session().await;
     drop(relay);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;

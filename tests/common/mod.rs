@@ -432,6 +432,18 @@ pub async fn start_bot_on_llm(llm_url: &str, extra: &[(&str, &str)]) -> RunningA
 pub trait SseStream: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {}
 impl<S: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin> SseStream for S {}
 
+/// Creates a scheduled task through the page's API (`POST /api/tasks`) and returns it.
+pub async fn create_task_through_api(app: &RunningApp, task: Value) -> Value {
+    let created = client()
+        .post(format!("{}/api/tasks", app.url()))
+        .json(&task)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "POST /api/tasks {task}");
+    created.json().await.unwrap()
+}
+
 /// Opens a legacy (2025-11-25) session's GET stream.
 pub async fn legacy_get_stream(app: &RunningApp, session: &str) -> reqwest::Response {
     client()
