@@ -293,3 +293,21 @@ async fn an_answer_that_breaks_off_mid_stream_is_an_error_for_its_request() {
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains("broke off"), "{message}");
 }
+
+#[tokio::test]
+async fn a_message_over_the_bots_body_limit_says_so() {
+    let app = start_bot(&[]).await;
+    let mut relay = spawn_relay(&app.url(), TOKEN);
+    let huge = "x".repeat(5 * 1024 * 1024);
+    relay
+        .send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                     "params": {"name": "server_log", "arguments": {"grep": huge},
+                                "_meta": modern_meta()}}))
+        .await;
+    let answer = relay.response().await;
+    assert_eq!(answer["id"], 3);
+    // The bot's own 413, given the request's id (the bot's refusal has none).
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("MCP_MAX_BODY_BYTES"), "{answer:.300}");
+    app.shutdown().await;
+}

@@ -24,6 +24,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+/// A message this large that fails to send most likely hit the bot's body limit
+/// (the smallest `MCP_MAX_BODY_BYTES` allows is 1 KiB; most bots keep 4 MiB).
+const LARGE_MESSAGE_BYTES: usize = 1024 * 1024;
+
 /// What the relay remembers between messages.
 #[derive(Default)]
 struct Session {
@@ -132,8 +136,17 @@ impl Relay {
             .request(reqwest::Method::POST, "application/json, text/event-stream")
             .header("content-type", "application/json");
         let request = with_routing_headers(request, &method, &message["params"]);
+        let length = line.len();
         let response = match request.body(line).send().await {
             Ok(r) => r,
+            // A bot refuses a body over its limit before reading it, which the sender
+            // sees as a broken connection, not as the 413.
+            Err(e) if length > LARGE_MESSAGE_BYTES => {
+                return self.fail(
+                    id.as_ref(),
+                    format!("the bot at {} did not take this {length}-byte message ({}): over its MCP_MAX_BODY_BYTES limit (4 MiB unless set)?", self.url, e.without_url()),
+                );
+            }
             Err(e) => {
                 return self.fail(
                     id.as_ref(),
@@ -206,11 +219,19 @@ impl Relay {
         body: &str,
     ) {
         match serde_json::from_str::<Value>(body) {
-            Ok(reply) => {
+            Ok(mut reply) => {
                 if method == "initialize"
                     && let Some(version) = reply["result"]["protocolVersion"].as_str()
                 {
                     self.session().protocol_version = Some(version.to_string());
+                }
+                // A refusal of the HTTP request itself (413, 400 on a header) carries no
+                // id; the client waits for its request's, so it gets that one.
+                if let Some(id) = id
+                    && reply.get("error").is_some()
+                    && reply.get("id").is_none_or(Value::is_null)
+                {
+                    reply["id"] = id.clone();
                 }
                 self.emit(&reply);
             }

@@ -182,14 +182,20 @@ async fn read_body(
     body: Body,
 ) -> Result<Bytes, Response> {
     let too_large = || {
-        refuse(
+        let mut refusal = refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
             jsonrpc::INVALID_REQUEST,
             format!(
                 "Payload Too Large: the body is over {} bytes (MCP_MAX_BODY_BYTES)",
                 inner.limits.max_body_bytes
             ),
-        )
+        );
+        // The rest of the body is never read: closing the connection tells a client
+        // still sending it to stop (else it blocks on a full socket, never reading this).
+        refusal
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        refusal
     };
     // A declared length over the limit is refused at once, not after waiting for it.
     let declared = headers
