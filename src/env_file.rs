@@ -57,7 +57,7 @@ impl EnvFile {
     /// Parses `.env` text: the first assignment of each name is kept.
     pub fn parse(text: &str) -> Result<Self, (usize, String)> {
         let mut values = HashMap::new();
-        for (name, value) in assignments(text)? {
+        for Assignment { name, value, .. } in assignments(text)? {
             values.entry(name).or_insert(value);
         }
         Ok(Self { values })
@@ -89,8 +89,18 @@ impl EnvFile {
     }
 }
 
-/// Every `NAME=value` of `text`, in order, or the first line that cannot be read.
-fn assignments(text: &str) -> Result<Vec<(String, String)>, (usize, String)> {
+/// One `NAME=value` of a `.env` text, and the lines it takes (a quoted value may run
+/// over several).
+pub struct Assignment {
+    pub name: String,
+    pub value: String,
+    /// Indexes of its lines in `text.lines()`.
+    pub lines: std::ops::Range<usize>,
+}
+
+/// Every `NAME=value` of `text`, in order, or the first line that cannot be read (its
+/// number, from 1, and what is wrong): how the bot reads `.env`, for a tool that edits it.
+pub fn assignments(text: &str) -> Result<Vec<Assignment>, (usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     let mut index = 0;
@@ -121,7 +131,11 @@ fn assignments(text: &str) -> Result<Vec<(String, String)>, (usize, String)> {
             }
             _ => unquoted(rest),
         };
-        found.push((name.to_string(), value));
+        found.push(Assignment {
+            name: name.to_string(),
+            value,
+            lines: number - 1..index,
+        });
     }
     Ok(found)
 }
@@ -135,10 +149,13 @@ fn check_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "`{}` is not a variable name (letters, digits, `_` and `.`, not starting with a digit)",
-            shorten(name)
-        ))
+        // The text is not echoed: a pasted secret with `=` in it (Base64 padding) reads
+        // as a name followed by a value.
+        Err(
+            "the text before `=` is not a variable name (letters, digits, `_` and `.`, \
+             not starting with a digit)"
+                .to_string(),
+        )
     }
 }
 
@@ -199,15 +216,6 @@ fn quoted(lines: &[&str], at: usize, rest: &str, quote: char) -> Result<(String,
     }
 }
 
-/// Enough of a bad line to recognise it, not a whole pasted secret.
-fn shorten(text: &str) -> String {
-    const MOST: usize = 40;
-    match text.char_indices().nth(MOST) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +250,7 @@ mod tests {
         let cases = [
             ("hello world\nPORT=40455\n", 1, "not NAME=value"),
             ("PORT=1\n\n1PORT=2\n", 3, "is not a variable name"),
+            ("AbC+dEf/GhIjKlMnOp==\n", 1, "is not a variable name"),
             ("A=1\nSECRET=\"abc\nB=2\n", 2, "never closed"),
             ("A='x' y\n", 1, "follows the closing quote"),
         ];
@@ -249,6 +258,7 @@ mod tests {
             let (number, reason) = EnvFile::parse(text).expect_err(text);
             assert_eq!(number, line, "{text:?}: {reason}");
             assert!(reason.contains(words), "{text:?}: {reason}");
+            assert!(!reason.contains("GhIj"), "the line is not echoed: {reason}");
         }
     }
 

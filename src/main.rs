@@ -215,10 +215,12 @@ impl<S: 'static> LogFilterControl for ReloadableFilter<S> {
     }
 }
 
-/// Makes sure `.env` enables MCP with a secret: keeps an existing secret (from `.env` or
-/// the environment, read as the bot reads them), otherwise writes a new random one;
-/// replaces any `MCP_SERVER_ENABLED` line (an earlier `false` would win over an appended
-/// `true`). Writes atomically. A `.env` the bot could not read is refused untouched.
+/// Makes sure `.env` enables MCP with a usable secret: keeps an existing one (from
+/// `.env` or the environment, read and checked as the bot reads them), otherwise writes
+/// a new random one (an empty or too short one is replaced); replaces every
+/// `MCP_SERVER_ENABLED` assignment, however it is written (an earlier `false` would
+/// win over an appended `true`). The result is checked as the bot will read it before
+/// it is written, atomically; a `.env` the bot could not read is refused untouched.
 fn token() -> ExitCode {
     let path = Path::new(".env");
     let env_file = match EnvFile::load(path) {
@@ -229,36 +231,30 @@ fn token() -> ExitCode {
         }
     };
     let existing = std::fs::read_to_string(path).unwrap_or_default();
-    // The port the bot will listen on: the same lookup, the same precedence.
-    let port = env_file.lookup("PORT").unwrap_or_else(|| "3000".into());
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let new_secret = env_file
-        .lookup("MCP_SERVER_SECRET")
-        .is_none()
-        .then(|| porthole::text::hex(&rand::random::<[u8; 32]>()));
-
-    let mut lines: Vec<String> = existing
-        .lines()
-        .filter(|l| {
-            let t = l.trim_start();
-            // Lines this run replaces.
-            let replaced = t.starts_with("MCP_SERVER_ENABLED=")
-                || (new_secret.is_some() && t.starts_with("MCP_SERVER_SECRET="));
-            !replaced
-        })
-        .map(str::to_string)
-        .collect();
-    lines.push("MCP_SERVER_ENABLED=true".into());
-    if let Some(secret) = &new_secret {
-        lines.push(format!("MCP_SERVER_SECRET={secret}"));
-    }
+    let keeps_secret = Config::from_env(&env_file).is_ok_and(|c| c.mcp.secret.is_some());
+    let new_secret = (!keeps_secret).then(|| porthole::text::hex(&rand::random::<[u8; 32]>()));
+    let text = with_mcp_enabled(&existing, new_secret.as_deref());
+    // What the bot will read from the new file (the environment still wins).
+    let config = match EnvFile::parse(&text)
+        .map_err(|(line, reason)| format!("line {line}: {reason}"))
+        .and_then(|file| Config::from_env(&file).map_err(|e| e.to_string()))
+    {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!(
+                "porthole: configuration error: {e}; .env was left as it was (a variable set in \
+                 the environment wins over .env: fix or unset it there), then run `porthole token` again"
+            );
+            return ExitCode::from(2);
+        }
+    };
     let temporary = Path::new(".env.porthole-tmp");
-    let written = write_private(temporary, &(lines.join("\n") + "\n"))
-        .and_then(|_| std::fs::rename(temporary, path));
+    let written = write_private(temporary, &text).and_then(|_| std::fs::rename(temporary, path));
     if let Err(e) = written {
         eprintln!("porthole: cannot write .env: {e}");
         return ExitCode::FAILURE;
     }
+    let url = format!("http://127.0.0.1:{}/mcp", config.port);
     match new_secret {
         Some(secret) => println!(
             "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env.\n\
@@ -271,6 +267,32 @@ fn token() -> ExitCode {
         ),
     }
     ExitCode::SUCCESS
+}
+
+/// `.env` text with every `MCP_SERVER_ENABLED` assignment (and, when a new secret is
+/// given, every `MCP_SERVER_SECRET` one) taken out, whole lines as the reader sees
+/// them, then `MCP_SERVER_ENABLED=true` and the new secret appended.
+fn with_mcp_enabled(existing: &str, new_secret: Option<&str>) -> String {
+    let replaced = |name: &str| {
+        name == "MCP_SERVER_ENABLED" || (new_secret.is_some() && name == "MCP_SERVER_SECRET")
+    };
+    // The caller loaded this text already, so it parses.
+    let dropped: Vec<std::ops::Range<usize>> = porthole::env_file::assignments(existing)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| replaced(&a.name))
+        .map(|a| a.lines)
+        .collect();
+    let mut lines: Vec<&str> = existing
+        .lines()
+        .enumerate()
+        .filter(|(index, _)| !dropped.iter().any(|range| range.contains(index)))
+        .map(|(_, line)| line)
+        .collect();
+    lines.push("MCP_SERVER_ENABLED=true");
+    let secret_line = new_secret.map(|secret| format!("MCP_SERVER_SECRET={secret}"));
+    lines.extend(secret_line.as_deref());
+    lines.join("\n") + "\n"
 }
 
 /// Writes a new file only its owner can read (0600 on Unix): `.env` holds the token and

@@ -790,12 +790,7 @@ fn porthole_token_keeps_env_readable_by_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     let token = |dir: &Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
-            .arg("token")
-            .current_dir(dir)
-            .env_remove("MCP_SERVER_SECRET")
-            .output()
-            .unwrap();
+        let out = run_token(dir);
         assert!(out.status.success(), "{out:?}");
     };
     // A new file is created 0600.
@@ -813,6 +808,57 @@ fn porthole_token_keeps_env_readable_by_its_owner_only() {
     assert!(
         text.contains("LLM_API_KEY=sk-keep-me-0123456789") && text.contains("MCP_SERVER_SECRET=")
     );
+}
+
+/// `porthole token` in `dir`, with no MCP or port setting from the environment.
+fn run_token(dir: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .arg("token")
+        .current_dir(dir)
+        .env_remove("MCP_SERVER_SECRET")
+        .env_remove("MCP_SERVER_ENABLED")
+        .env_remove("PORT")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn porthole_token_replaces_an_unusable_secret_and_every_enabled_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join(".env");
+    for old_secret in ["MCP_SERVER_SECRET=", "MCP_SERVER_SECRET=short"] {
+        let before = format!(
+            "export MCP_SERVER_ENABLED=false\n{old_secret}\nMCP_SERVER_ENABLED = false\n\
+             GREETING=\"multi\nMCP_SERVER_ENABLED=inside-a-value\"\nPORT=40455\n"
+        );
+        std::fs::write(&env, &before).unwrap();
+        let out = run_token(dir.path());
+        assert!(out.status.success(), "{out:?}");
+        let text = std::fs::read_to_string(&env).unwrap();
+        let file = porthole::env_file::EnvFile::parse(&text).unwrap();
+        assert_eq!(file.get("MCP_SERVER_ENABLED"), Some("true"), "{text}");
+        assert_eq!(
+            file.get("MCP_SERVER_SECRET").map(str::len),
+            Some(64),
+            "{text}"
+        );
+        assert_eq!(
+            file.get("GREETING"),
+            Some("multi\nMCP_SERVER_ENABLED=inside-a-value"),
+            "a quoted value is kept whole"
+        );
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(printed.contains("http://127.0.0.1:40455/mcp"), "{printed}");
+    }
+    // A value the bot would refuse stops it, and .env stays as it was.
+    std::fs::write(&env, "PORT=eighty\n").unwrap();
+    let out = run_token(dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("PORT"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), "PORT=eighty\n");
 }
 
 #[tokio::test]
