@@ -475,3 +475,37 @@ async fn clients_without_tasks_keep_the_blocking_call_and_a_cancelled_write_neve
     assert_eq!(mismatched.error_code(), Some(-32020), "{}", mismatched.raw);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_legacy_task_whose_tool_reports_an_error_is_failed_and_keeps_its_result() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let created = legacy(
+        &app,
+        &session,
+        2,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": "SELECT * FROM no_such_table"},
+               "task": {}}),
+    )
+    .await;
+    let task_id = created.result()["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", created.raw))
+        .to_string();
+    let result = legacy(
+        &app,
+        &session,
+        3,
+        "tasks/result",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    assert_eq!(result.result()["isError"], true, "{}", result.raw);
+    let got = legacy(&app, &session, 4, "tasks/get", json!({"taskId": task_id})).await;
+    assert_eq!(got.result()["status"], "failed", "{}", got.raw);
+    let message = got.result()["statusMessage"].as_str().unwrap();
+    assert!(message.contains("no_such_table"), "{message}");
+
+    app.shutdown().await;
+}

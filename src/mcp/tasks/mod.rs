@@ -263,6 +263,15 @@ impl TaskEngine {
     pub(crate) async fn finish(&self, id: &str, end: Option<Result<Value, RpcError>>) {
         if let Some(end) = end {
             let saved = self.change_running(id, |task| match end {
+                // 2025-11-25: a tool result with `isError` fails the task (its tasks page,
+                // "Task Execution Errors"); `tasks/result` still gives the tool's result.
+                // The 2026 extension keeps such a task `completed`.
+                Ok(result) if task.session.is_some() && result["isError"] == true => {
+                    let message = tool_error_text(&result);
+                    if task.set_status(TaskStatus::Failed, Some(message)) {
+                        task.result = Some(result);
+                    }
+                }
                 Ok(result) => {
                     if task.set_status(
                         TaskStatus::Completed,
@@ -326,6 +335,16 @@ impl TaskEngine {
             tracing::warn!(target: "porthole::mcp::tasks", error = %e, "could not purge expired tasks");
         }
     }
+}
+
+/// What a failed tool said, for a task's status message: its first text, shortened.
+fn tool_error_text(result: &Value) -> String {
+    let text = result["content"]
+        .as_array()
+        .and_then(|items| items.iter().find_map(|c| c["text"].as_str()))
+        .unwrap_or("the tool reported an error");
+    let short: String = text.chars().take(300).collect();
+    format!("The tool failed: {short}")
 }
 
 #[cfg(test)]

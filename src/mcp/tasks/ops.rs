@@ -171,11 +171,14 @@ impl TaskEngine {
         }
         let related = json!({RELATED_TASK: {"taskId": task.id}});
         match task.status {
-            TaskStatus::Completed => {
+            // A completed task's result, or the tool's own result of one that failed
+            // with `isError` (2025-11-25).
+            TaskStatus::Completed | TaskStatus::Failed if task.result.is_some() => {
                 let mut result = task.result.unwrap_or_else(|| json!({}));
                 result["_meta"] = related;
                 Ok(result)
             }
+            TaskStatus::Completed => Ok(json!({"_meta": related})),
             TaskStatus::Failed => Err(task
                 .error
                 .and_then(|e| serde_json::from_value::<ErrorShape>(e).ok())
