@@ -509,3 +509,43 @@ async fn a_legacy_task_whose_tool_reports_an_error_is_failed_and_keeps_its_resul
 
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn tasks_live_in_2025_11_25_sessions_only() {
+    let app = start_bot(&[]).await;
+    // An older session has no tasks: task metadata is ignored, tasks/* do not exist.
+    let older = legacy_session(&app, "2025-06-18", json!({})).await;
+    let headers = [
+        ("mcp-session-id", older.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "db_query", "arguments": {"query": "SELECT 1 AS one"}, "task": {}}});
+    let plain = post(&app, &call, &headers).await;
+    assert_eq!(
+        plain.result()["structuredContent"]["rows"][0][0],
+        1,
+        "{}",
+        plain.raw
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list", "params": {}});
+    assert_eq!(post(&app, &list, &headers).await.error_code(), Some(-32601));
+
+    // A 2025-11-25 session's task is not reachable from the modern era, same token.
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let created = legacy(
+        &app,
+        &session,
+        4,
+        "tools/call",
+        json!({"name": "db_query", "arguments": {"query": "SELECT 1"}, "task": {}}),
+    )
+    .await;
+    let task_id = created.result()["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reached = tasks_call(&app, "tasks/get", json!({"taskId": task_id})).await;
+    assert_eq!(reached.error_code(), Some(-32602), "{}", reached.raw);
+    app.shutdown().await;
+}

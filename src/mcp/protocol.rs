@@ -55,6 +55,12 @@ pub fn legacy_version(text: &str) -> Option<&'static str> {
     LEGACY_VERSIONS.iter().copied().find(|v| *v == text)
 }
 
+/// Whether a 2025 session of `version` has tasks (the experimental capability came
+/// with 2025-11-25; the versions compare as dates).
+pub fn legacy_has_tasks(version: &str) -> bool {
+    version >= "2025-11-25"
+}
+
 pub fn modern_version(text: &str) -> Option<&'static str> {
     MODERN_VERSIONS.iter().copied().find(|v| *v == text)
 }

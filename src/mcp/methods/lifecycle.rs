@@ -75,7 +75,7 @@ fn capabilities(inner: &ServerInner, era: &Era) -> Value {
                 caps["extensions"][SKILLS_EXTENSION] = json!({"directoryRead": true});
             }
         }
-        Era::Legacy(version) if *version >= "2025-11-25" => {
+        Era::Legacy(version) if protocol::legacy_has_tasks(version) => {
             caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
         }
         Era::Legacy(_) => {}

@@ -38,8 +38,14 @@ pub(super) async fn serve(
             return Err(missing_tasks_capability());
         }
         let id = required_str(params, "taskId")?;
+        // A 2025-11-25 session's task is that session's only (docs/tasks.md), also for
+        // the same credential speaking 2026-07-28.
+        let task = tasks.find(id, &owner).await?;
+        if task.session.is_some() {
+            return Err(not_found(id));
+        }
         return match method {
-            TaskMethod::Get => Ok(tasks.find(id, &owner).await?.detailed()),
+            TaskMethod::Get => Ok(task.detailed()),
             TaskMethod::Update => tasks.update(id, &owner, params).await,
             TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|_| json!({})),
             TaskMethod::Result | TaskMethod::List => {
@@ -52,6 +58,13 @@ pub(super) async fn serve(
             "tasks belong to a session: call initialize first",
         ));
     };
+    // Tasks came with 2025-11-25: in an older session `tasks/*` do not exist.
+    if !crate::mcp::protocol::legacy_has_tasks(ctx.era.version()) {
+        return Err(RpcError::method_not_found(&format!(
+            "tasks/* in a {} session (tasks came with protocol 2025-11-25)",
+            ctx.era.version()
+        )));
+    }
     if method == TaskMethod::List {
         return tasks.list(&session.id, &owner).await;
     }

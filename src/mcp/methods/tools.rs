@@ -112,8 +112,13 @@ pub(super) async fn call(
         let support = tool.task_support();
         let wanted = match &ctx.era {
             Era::Modern(_) => ctx.declares_tasks(),
-            // 2025-11-25: the client asks for a task with `params.task`.
-            Era::Legacy(_) => ctx.session.is_some() && task.as_ref().is_some_and(Value::is_object),
+            // 2025-11-25: the client asks for a task with `params.task`; an older
+            // session ignores it (the revision says to, without the capability).
+            Era::Legacy(version) => {
+                crate::mcp::protocol::legacy_has_tasks(version)
+                    && ctx.session.is_some()
+                    && task.as_ref().is_some_and(Value::is_object)
+            }
         };
         if support != TaskSupport::Forbidden && wanted && tool.starts_task(&args, ctx) {
             let ttl = task.as_ref().and_then(legacy_task_ttl);
