@@ -14,7 +14,8 @@ use tracing_subscriber::util::SubscriberInitExt;
 use std::sync::{Arc, Mutex};
 
 use porthole::app::Logging;
-use porthole::bot::WEB_CONSOLE_TARGET;
+use porthole::bot::store::StoreError;
+use porthole::bot::{BotError, WEB_CONSOLE_TARGET};
 use porthole::config::Config;
 use porthole::diagnostics::LogFilterControl;
 use porthole::env_file::EnvFile;
@@ -140,6 +141,16 @@ async fn run() -> ExitCode {
 
     let app = match porthole::app::start(config, logging).await {
         Ok(app) => app,
+        // A value that cannot be used is a configuration error, as for every variable.
+        Err(e)
+            if matches!(
+                e.downcast_ref::<BotError>(),
+                Some(BotError::Store(StoreError::BadUrl { .. }))
+            ) =>
+        {
+            eprintln!("porthole: configuration error: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             tracing::error!("start-up failed: {e:#}");
             return ExitCode::FAILURE;

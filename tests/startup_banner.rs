@@ -215,3 +215,27 @@ async fn the_start_up_log_in_getting_started_is_what_the_bot_prints() {
         );
     }
 }
+
+#[test]
+fn a_database_url_that_cannot_be_parsed_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_porthole"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", "postgres://user:pa55word-77@h:notaport/db")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("configuration error: DATABASE_URL="),
+        "{said}"
+    );
+    assert!(said.contains("USER:PASSWORD@"), "{said}");
+    assert!(!said.contains("pa55word-77"), "{said}");
+}

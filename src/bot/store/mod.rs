@@ -58,6 +58,9 @@ pub use traces::{Page, SpanQuery, TraceSummary, TurnRows};
 pub enum StoreError {
     #[error("cannot open the database at {path}: {reason}")]
     Open { path: String, reason: String },
+    /// `DATABASE_URL` cannot be used as written (a configuration error, exit code 2).
+    #[error("DATABASE_URL={path} cannot be used: {reason}")]
+    BadUrl { path: String, reason: String },
     #[error("{}", sqlite::explain(.0))]
     Sqlite(#[from] rusqlite::Error),
     /// A PostgreSQL error, already put in words that say what to do (see [`postgres`]).

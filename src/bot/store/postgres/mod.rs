@@ -82,11 +82,16 @@ impl Postgres {
             path: display_url.clone(),
             reason: scrub_url_password(url, &reason),
         };
-        let (driver_url, tls) = tls::from_url(url).map_err(open_error)?;
+        let bad_url = |reason: String| StoreError::BadUrl {
+            path: display_url.clone(),
+            reason: scrub_url_password(url, &reason),
+        };
+        let (driver_url, tls) = tls::from_url(url).map_err(bad_url)?;
         let mut config: tokio_postgres::Config = driver_url.parse().map_err(|e| {
-            open_error(format!(
-                "DATABASE_URL is not a valid PostgreSQL URL ({e}); \
-                 use postgres://user:password@host:port/database"
+            // The form is spelled so that no redaction takes it for credentials.
+            bad_url(format!(
+                "it is not a valid PostgreSQL URL ({e}); use the form \
+                 postgres://HOST:PORT/DATABASE, with USER:PASSWORD@ before the host"
             ))
         })?;
         if config.get_connect_timeout().is_none() {
