@@ -176,6 +176,7 @@ async fn build_mcp(
     recover_mcp_tasks(&server).await?;
 
     diagnostics::forward_tool_changes(bot, server.notifier());
+    diagnostics::forward_conversation_changes(bot, server.notifier());
     if let Some(link) = replicas {
         link.apply_to(server.clone());
     }

@@ -962,3 +962,42 @@ async fn a_repeated_mcp_header_is_refused_not_read_first_wins() {
     assert_eq!(still.status, 200, "{}", still.raw);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_subscribed_conversation_announces_its_new_messages() {
+    let app = start_bot(&[]).await;
+    let first = call_tool(&app, "send_message", json!({"content": "/help"})).await;
+    let id = first["structuredContent"]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let uri = format!("porthole://conversations/{id}");
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let subscribed = legacy(
+        &app,
+        &session,
+        2,
+        "resources/subscribe",
+        json!({"uri": uri}),
+    )
+    .await;
+    assert_eq!(subscribed.status, 200, "{}", subscribed.raw);
+    let mut stream = legacy_get_stream(&app, &session).await.bytes_stream();
+    call_tool(
+        &app,
+        "send_message",
+        json!({"content": "/help", "conversation_id": id}),
+    )
+    .await;
+    let mut seen = String::new();
+    let updated = read_sse_until(&mut stream, &mut seen, |messages| {
+        messages
+            .iter()
+            .find(|m| m["method"] == "notifications/resources/updated")
+            .cloned()
+    })
+    .await
+    .unwrap_or_else(|| panic!("no update on the stream: {seen}"));
+    assert_eq!(updated["params"]["uri"], uri.as_str());
+    app.shutdown().await;
+}

@@ -1,7 +1,8 @@
 //! The bridges from the bot's events to `/mcp`: browser console lines into the MCP log
 //! buffer, the log journal into the store (what `server_log`'s database reader shows),
-//! and changes of the bot's tools into `list_changed` notifications, on this replica and,
-//! with replicas sharing PostgreSQL, on the others (`replicas.rs`).
+//! changes of the bot's tools into `list_changed` notifications, on this replica and,
+//! with replicas sharing PostgreSQL, on the others (`replicas.rs`), and new messages into
+//! `notifications/resources/updated` for a conversation's resource.
 
 use std::sync::Arc;
 
@@ -88,6 +89,23 @@ pub fn forward_tool_changes(bot: &Arc<Bot>, notifier: Notifier) {
                 Err(TryRecvError::Empty | TryRecvError::Closed)
             ) {}
             notifier.tools_changed();
+        }
+    });
+}
+
+/// A message added to a conversation updates its resource
+/// (`porthole://conversations/{id}`): sessions subscribed to it hear so.
+pub fn forward_conversation_changes(bot: &Arc<Bot>, notifier: Notifier) {
+    let mut changes = bot.store.subscribe_conversation_changes();
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match changes.recv().await {
+                Ok(id) => notifier.resource_updated(&super::resources::conversation_uri(&id)),
+                // Missed changes cannot be named; the next message names its conversation.
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break,
+            }
         }
     });
 }

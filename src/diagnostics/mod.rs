@@ -49,7 +49,9 @@ mod trace_view;
 mod traces;
 mod typed_tool;
 
-pub use bridges::{BufferedWebLogSink, forward_tool_changes, spawn_journal_writer};
+pub use bridges::{
+    BufferedWebLogSink, forward_conversation_changes, forward_tool_changes, spawn_journal_writer,
+};
 pub use mcp_task_store::StoredTasks;
 pub use replicas::{ReplicaLink, link_replicas};
 pub use session_ledger::StoredSessionLedger;

@@ -19,6 +19,11 @@ pub struct BotResources(pub Arc<Diagnostics>);
 
 const CONVERSATION_PREFIX: &str = "porthole://conversations/";
 const CONVERSATION_TEMPLATE: &str = "porthole://conversations/{id}";
+
+/// The resource of conversation `id`.
+pub(super) fn conversation_uri(id: &str) -> String {
+    format!("{CONVERSATION_PREFIX}{id}")
+}
 const TRACE_PREFIX: &str = "porthole://traces/";
 const TRACE_TEMPLATE: &str = "porthole://traces/{id}";
 

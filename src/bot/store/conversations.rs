@@ -109,6 +109,8 @@ impl Store {
             )
             .await?;
         let id = inserted.ok_or_else(|| no_such_conversation(conversation_id))?;
+        // Nobody listening (no `/mcp`) is no error.
+        let _ = self.conversation_changes.send(conversation_id.into());
         Ok(Message {
             id,
             conversation_id: conversation_id.to_string(),

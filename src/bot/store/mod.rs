@@ -78,6 +78,9 @@ pub enum StoreError {
     ReadOnly(String),
 }
 
+/// How many conversation changes wait for a slow listener before the oldest go.
+const CONVERSATION_CHANGES: usize = 256;
+
 /// The current time as RFC 3339 UTC with milliseconds, the one timestamp format we store.
 pub fn now_rfc3339() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -157,6 +160,9 @@ pub struct Store {
     /// What conversations are stored through, once the bot knows its secrets
     /// ([`Store::redact_conversations_with`]).
     conversation_redactor: Arc<OnceLock<Arc<Redactor>>>,
+    /// The id of each conversation a message was added to, as it happens
+    /// ([`Store::subscribe_conversation_changes`]).
+    conversation_changes: tokio::sync::broadcast::Sender<Arc<str>>,
 }
 
 impl Store {
@@ -179,7 +185,14 @@ impl Store {
             path,
             activity: Arc::default(),
             conversation_redactor: Arc::default(),
+            conversation_changes: tokio::sync::broadcast::channel(CONVERSATION_CHANGES).0,
         })
+    }
+
+    /// Hears the id of every conversation a message is added to from now on (for
+    /// `/mcp` resource subscriptions). A receiver that falls behind loses the oldest.
+    pub fn subscribe_conversation_changes(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.conversation_changes.subscribe()
     }
 
     /// From now on, messages, titles and scheduled runs' results are stored redacted by
