@@ -913,3 +913,20 @@ async fn server_log_reads_older_lines_from_the_log_file() {
     assert_eq!(structured(&r)["readers"][1]["available"], false);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_whole_number_written_as_a_float_is_an_integer() {
+    let app = start_bot(&[]).await;
+    let whole = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "SELECT 1 AS one", "limit": 5.0}),
+    )
+    .await;
+    assert!(!is_error(&whole), "{whole}");
+    assert_eq!(whole["structuredContent"]["rows"][0][0], 1);
+    let fraction = call_tool(&app, "db_query", json!({"query": "SELECT 1", "limit": 2.5})).await;
+    assert!(is_error(&fraction), "{fraction}");
+    assert!(error_text(&fraction).contains("inputSchema"), "{fraction}");
+    app.shutdown().await;
+}

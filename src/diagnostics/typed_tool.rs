@@ -85,11 +85,33 @@ struct Adapted<T> {
     name: Arc<str>,
 }
 
+/// `10.0` as `10` in the top-level arguments: JSON Schema's `integer` takes a number
+/// with no fraction whatever its spelling, and some clients write every number as a
+/// float; the typed arguments would refuse it.
+fn whole_floats_as_integers(args: &mut Value) {
+    let Some(map) = args.as_object_mut() else {
+        return;
+    };
+    for value in map.values_mut() {
+        if let Some(float) = value.as_f64().filter(|_| value.is_f64())
+            && float.fract() == 0.0
+            && float.abs() < 9.0e15
+        {
+            // Exact: a float this small with no fraction is an integer.
+            *value = Value::from(float as i64);
+        }
+    }
+}
+
 impl<T: DiagnosticTool> Adapted<T> {
-    async fn run(&self, args: Value, ctx: &RequestContext) -> Answer {
+    async fn run(&self, mut args: Value, ctx: &RequestContext) -> Answer {
+        whole_floats_as_integers(&mut args);
         match serde_json::from_value(args) {
             Ok(args) => self.tool.run(&self.d, args, ctx).await,
-            Err(e) => Ok(failed(format!("Invalid arguments for {}: {e}", self.name))),
+            Err(e) => Ok(failed(format!(
+                "Invalid arguments for {}: {e}. See the tool's inputSchema (tools/list)",
+                self.name
+            ))),
         }
     }
 
