@@ -141,20 +141,7 @@ async fn run() -> ExitCode {
 
     let app = match porthole::app::start(config, logging).await {
         Ok(app) => app,
-        // A value that cannot be used is a configuration error, as for every variable.
-        Err(e)
-            if matches!(
-                e.downcast_ref::<BotError>(),
-                Some(BotError::Store(StoreError::BadUrl { .. }))
-            ) =>
-        {
-            eprintln!("porthole: configuration error: {e}");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            tracing::error!("start-up failed: {e:#}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return start_failed(&e),
     };
     if let Some(server) = &app.mcp {
         announce_mcp(&app.bot.config, app.addr, server);
@@ -224,6 +211,20 @@ impl<S: 'static> LogFilterControl for ReloadableFilter<S> {
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = filter.to_string();
         Ok(())
     }
+}
+
+/// Says why start-up failed: a value that cannot be used is a configuration error
+/// (exit code 2), as for every variable; anything else is a failure (1).
+fn start_failed(e: &anyhow::Error) -> ExitCode {
+    if matches!(
+        e.downcast_ref::<BotError>(),
+        Some(BotError::Store(StoreError::BadUrl { .. }))
+    ) {
+        eprintln!("porthole: configuration error: {e}");
+        return ExitCode::from(2);
+    }
+    tracing::error!("start-up failed: {e:#}");
+    ExitCode::FAILURE
 }
 
 /// Makes sure `.env` enables MCP with a usable secret: keeps an existing one (from
