@@ -751,6 +751,16 @@ async fn prompts_and_completion() {
     )
     .await;
     assert_eq!(r.result()["completion"]["values"], json!([c.id]));
+    for argument in [json!({}), json!("x"), json!({"name": "conversation_id"})] {
+        let r = modern(
+            &app,
+            2,
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "explain_conversation"}, "argument": argument}),
+        )
+        .await;
+        assert_eq!(r.error_code(), Some(-32602), "{argument}: {}", r.raw);
+    }
     let r = modern(
         &app,
         3,

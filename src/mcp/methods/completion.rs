@@ -19,10 +19,13 @@ pub(super) async fn complete(
     let argument = params
         .get("argument")
         .ok_or_else(|| RpcError::invalid_params("`argument` ({name, value}) is required"))?;
-    let (arg_name, value) = (
-        argument["name"].as_str().unwrap_or_default(),
-        argument["value"].as_str().unwrap_or_default(),
-    );
+    let (Some(arg_name), Some(value)) = (argument["name"].as_str(), argument["value"].as_str())
+    else {
+        return Err(RpcError::invalid_params(
+            "`argument` must be {\"name\": \"…\", \"value\": \"…\"}: the argument to complete \
+             and what the user typed of it so far (\"\" for nothing yet)",
+        ));
+    };
     let mut values = match reference["type"].as_str() {
         Some("ref/prompt") => {
             let name = reference["name"].as_str().unwrap_or_default();
