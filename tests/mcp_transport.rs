@@ -1001,3 +1001,26 @@ async fn a_subscribed_conversation_announces_its_new_messages() {
     assert_eq!(updated["params"]["uri"], uri.as_str());
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn initialize_inside_a_session_is_refused_and_with_an_ended_one_is_not_found() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let again = post(&app, &init, &[("mcp-session-id", &session)]).await;
+    assert_eq!(again.status, 400, "{}", again.raw);
+    assert!(again.raw.contains("already initialized"), "{}", again.raw);
+    let ended = client()
+        .delete(format!("{}/mcp", app.url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
+    let after = post(&app, &init, &[("mcp-session-id", &session)]).await;
+    assert_eq!(after.status, 404, "{}", after.raw);
+    app.shutdown().await;
+}

@@ -105,7 +105,11 @@ async fn initialize(
     id: &Value,
     params: &Map<String, Value>,
 ) -> Response {
-    if session_id.is_some() {
+    if let Some(session_id) = session_id {
+        // An ended or unknown session is 404, as for any other request that names it.
+        if !matches!(inner.sessions.get_for(session_id, access), Lookup::Found(_)) {
+            return session_not_found();
+        }
         return rpc_error(
             StatusCode::BAD_REQUEST,
             Some(id),
