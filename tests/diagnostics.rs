@@ -451,12 +451,8 @@ async fn tool_agent_task_and_skill_tools_reach_real_services() {
     let skills = skills.display().to_string();
     let app = start_bot(&[("SKILLS_DIR", &skills)]).await;
 
-    let r = call_tool(
-        &app,
-        "list_tools",
-        json!({"source": "native", "include_schemas": true}),
-    )
-    .await;
+    // With name, description and input schema, as the design lists them.
+    let r = call_tool(&app, "list_tools", json!({"source": "native"})).await;
     let native = structured(&r)["native"].as_array().unwrap();
     let status = native
         .iter()
@@ -464,6 +460,9 @@ async fn tool_agent_task_and_skill_tools_reach_real_services() {
         .unwrap();
     assert_eq!(status["internal"], false);
     assert!(native.iter().all(|t| t["input_schema"].is_object()));
+    let short = call_tool(&app, "list_tools", json!({"include_schemas": false})).await;
+    let short = structured(&short)["native"].as_array().unwrap();
+    assert!(short.iter().all(|t| t.get("input_schema").is_none()));
     let r = call_tool(&app, "get_tool_schema", json!({"name": "calculator"})).await;
     assert_eq!(
         structured(&r)["input_schema"]["required"],

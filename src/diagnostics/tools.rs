@@ -17,8 +17,14 @@ pub(super) struct ListTools;
 #[derive(Deserialize)]
 pub(super) struct ListToolsArgs {
     source: Option<String>,
-    #[serde(default)]
+    /// The design lists each tool "with name, description, and input schema"; `false`
+    /// gives a shorter list.
+    #[serde(default = "included")]
     include_schemas: bool,
+}
+
+fn included() -> bool {
+    true
 }
 
 impl DiagnosticTool for ListTools {
@@ -29,13 +35,13 @@ impl DiagnosticTool for ListTools {
             "list_tools",
             "List the bot's tools",
             "Lists every tool the bot's agents can use, grouped by source (native, user, mcp), with description, \
-             required roles, internal/enabled flags and usage stats (invocations, errors, mean and p95 latency). \
-             Set include_schemas for input schemas, or use get_tool_schema for one tool.",
+             required roles, internal/enabled flags, usage stats (invocations, errors, mean and p95 latency) and \
+             input schema. Set include_schemas to false for a shorter list; get_tool_schema gives one tool's.",
         )
         .input(
             json!({
                 "source": {"type": "string", "enum": ["native", "user", "mcp"], "description": "Only tools from this source"},
-                "include_schemas": {"type": "boolean", "default": false}
+                "include_schemas": {"type": "boolean", "default": true}
             }),
             &[],
         )
