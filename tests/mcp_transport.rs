@@ -218,15 +218,7 @@ async fn legacy_session_lifecycle() {
     assert_eq!(r.error_code(), Some(-32601));
 
     // DELETE ends it; afterwards 404.
-    let c = client();
-    let del = c
-        .delete(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert!(del.status().is_success());
+    assert_eq!(end_session(&app, &session).await, 204);
     let r = legacy(&app, &session, 9, "tools/list", json!({})).await;
     assert_eq!(r.status, 404);
     app.shutdown().await;
@@ -601,14 +593,7 @@ async fn legacy_get_stream_receives_list_changed() {
     .expect("notification on the GET stream");
     assert!(got.contains("id: "), "events carry ids for resumption");
     // Ending the session closes its GET stream instead of idling on keep-alives.
-    let deleted = client()
-        .delete(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 204);
+    assert_eq!(end_session(&app, &session).await, 204);
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(Ok(_)) = stream.next().await {}
     })
@@ -1012,14 +997,7 @@ async fn initialize_inside_a_session_is_refused_and_with_an_ended_one_is_not_fou
     let again = post(&app, &init, &[("mcp-session-id", &session)]).await;
     assert_eq!(again.status, 400, "{}", again.raw);
     assert!(again.raw.contains("already initialized"), "{}", again.raw);
-    let ended = client()
-        .delete(format!("{}/mcp", app.url()))
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(ended.status(), 204);
+    assert_eq!(end_session(&app, &session).await, 204);
     let after = post(&app, &init, &[("mcp-session-id", &session)]).await;
     assert_eq!(after.status, 404, "{}", after.raw);
     app.shutdown().await;

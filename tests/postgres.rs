@@ -513,14 +513,7 @@ async fn a_session_ended_on_one_replica_is_refused_on_another_within_a_second() 
     let session = legacy_session(&a, "2025-11-25", json!({})).await;
     let listed = legacy(&b, &session, 2, "tools/list", json!({})).await;
     assert_eq!(listed.status, 200, "b restored it: {}", listed.raw);
-    let ended = client()
-        .delete(format!("{}/mcp", a.url()))
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(ended.status(), 204);
+    assert_eq!(end_session(&a, &session).await, 204);
     let started = Instant::now();
     let refused = eventually(Duration::from_secs(1), || {
         let (b, session) = (&b, &session);

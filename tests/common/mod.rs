@@ -297,6 +297,20 @@ pub async fn legacy(
     .await
 }
 
+/// Ends a legacy session with `DELETE /mcp`; returns the HTTP status.
+pub async fn end_session(app: &impl BotUrl, session: &str) -> u16 {
+    client()
+        .delete(format!("{}/mcp", app.bot_url()))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 /// Opens a 2026 `subscriptions/listen` stream with request id `id` and this filter.
 pub async fn listen(app: &RunningApp, id: Value, notifications: Value) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
