@@ -48,6 +48,14 @@ async fn poll_until_settled(app: &impl BotUrl, task_id: &str) -> Value {
     panic!("task {task_id} did not settle within 10 s");
 }
 
+/// The id of the task a 2025-11-25 task-augmented call created.
+fn legacy_task_id(created: &Reply) -> String {
+    created.result()["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {}", created.raw))
+        .to_string()
+}
+
 fn start_send_message(reply: &Reply) -> String {
     assert_eq!(reply.status, 200, "{}", reply.raw);
     let created = reply.result();
@@ -291,10 +299,7 @@ async fn legacy_tasks_are_listed_per_session_and_cancelled() {
         "name": "send_message", "arguments": {"content": "hi"}, "task": {}}),
     )
     .await;
-    let task_id = first.result()["task"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_string();
+    let task_id = legacy_task_id(&first);
     let done = legacy(
         &app,
         &session,
@@ -319,10 +324,7 @@ async fn legacy_tasks_are_listed_per_session_and_cancelled() {
         "name": "send_message", "arguments": {"content": "hang"}, "task": {}}),
     )
     .await;
-    let hanging_id = hanging.result()["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let hanging_id = legacy_task_id(&hanging);
     let cancelled = legacy(
         &app,
         &session,
@@ -401,10 +403,7 @@ async fn a_legacy_session_hears_its_task_status_on_its_get_stream() {
         "name": "send_message", "arguments": {"content": "hi"}, "task": {}}),
     )
     .await;
-    let task_id = created.result()["task"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_string();
+    let task_id = legacy_task_id(&created);
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
     let status = read_sse_until(&mut stream, &mut seen, |messages| {
@@ -489,10 +488,7 @@ async fn a_legacy_task_whose_tool_reports_an_error_is_failed_and_keeps_its_resul
                "task": {}}),
     )
     .await;
-    let task_id = created.result()["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{}", created.raw))
-        .to_string();
+    let task_id = legacy_task_id(&created);
     let result = legacy(
         &app,
         &session,
@@ -541,10 +537,7 @@ async fn tasks_live_in_2025_11_25_sessions_only() {
         json!({"name": "db_query", "arguments": {"query": "SELECT 1"}, "task": {}}),
     )
     .await;
-    let task_id = created.result()["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let task_id = legacy_task_id(&created);
     let reached = tasks_call(&app, "tasks/get", json!({"taskId": task_id})).await;
     assert_eq!(reached.error_code(), Some(-32602), "{}", reached.raw);
     app.shutdown().await;

@@ -66,7 +66,8 @@ pub struct RedactedLine;
 impl Write for RedactedLine {
     fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(line);
-        let clean = current().redact_text(&text).into_owned();
+        let redactor = current();
+        let clean = redactor.redact_text(&text);
         std::io::stdout().lock().write_all(clean.as_bytes())?;
         Ok(line.len())
     }
