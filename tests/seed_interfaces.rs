@@ -316,3 +316,61 @@ async fn the_seeds_example_queries_run_as_written() {
     assert_eq!(rows[0][0], conversation.as_str());
     app.shutdown().await;
 }
+
+/// The seed's "simulate corrupted state" example on a real conversation: the title
+/// becomes NULL, and every reader of conversations copes and shows it as null.
+#[tokio::test]
+async fn a_title_set_to_null_as_the_seed_shows_is_read_everywhere() {
+    let app = start_bot(&[]).await;
+    let sent = call_tool(&app, "send_message", json!({"content": "hello"})).await;
+    let id = structured(&sent)["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let query = format!("UPDATE conversations SET title = NULL WHERE id = '{id}'");
+    let updated = call_tool(&app, "db_query", json!({"query": query})).await;
+    assert!(!is_error(&updated), "{updated}");
+    assert_eq!(structured(&updated)["rows_affected"], 1, "{updated}");
+
+    let listed = call_tool(&app, "list_conversations", json!({})).await;
+    assert!(!is_error(&listed), "{listed}");
+    let entry = structured(&listed)["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("the conversation is listed: {listed}"));
+    assert!(entry["title"].is_null(), "{entry}");
+
+    let again = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "still there?", "conversation_id": id}),
+    )
+    .await;
+    assert!(!is_error(&again), "{again}");
+    let read = modern(
+        &app,
+        2,
+        "resources/read",
+        json!({"uri": format!("porthole://conversations/{id}")}),
+    )
+    .await;
+    assert!(read.error_code().is_none(), "{}", read.raw);
+    let prompt = modern(
+        &app,
+        3,
+        "prompts/get",
+        json!({"name": "explain_conversation", "arguments": {"conversation_id": id}}),
+    )
+    .await;
+    assert!(prompt.raw.contains("(title NULL)"), "{}", prompt.raw);
+    let api = reqwest::get(format!("{}/api/conversations", app.bot_url()))
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 200);
+    let api: Value = api.json().await.unwrap();
+    assert!(api.to_string().contains(&id), "{api}");
+    app.shutdown().await;
+}

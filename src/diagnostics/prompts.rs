@@ -81,8 +81,11 @@ impl Prompt for DiagnoseRecentErrors {
             .iter()
             .map(|c| {
                 format!(
-                    "- {} \"{}\" ({} messages, updated {})",
-                    c.id, c.title, c.message_count, c.updated_at
+                    "- {} {} ({} messages, updated {})",
+                    c.id,
+                    quoted_title(c),
+                    c.message_count,
+                    c.updated_at
                 )
             })
             .collect();
@@ -195,9 +198,9 @@ impl Prompt for ExplainConversation {
         .unwrap_or_default();
         let body = format!(
             "Explain this conversation with the Porthole bot: what the user wanted, what the agent did (tools it called and \
-             what they returned), and whether anything went wrong.\n\nConversation {} \"{}\" ({} messages{}):\n{}{traces}",
+             what they returned), and whether anything went wrong.\n\nConversation {} {} ({} messages{}):\n{}{traces}",
             conversation.id,
-            conversation.title,
+            quoted_title(&conversation),
             conversation.message_count,
             if page.has_more {
                 ", latest 100 shown"
@@ -214,5 +217,13 @@ impl Prompt for ExplainConversation {
             return Vec::new();
         }
         complete_conversation_ids(&self.0, value).await
+    }
+}
+
+/// A conversation's title in quotes, or a note that it has none (set to NULL by hand).
+fn quoted_title(conversation: &crate::bot::store::Conversation) -> String {
+    match &conversation.title {
+        Some(title) => format!("\"{title}\""),
+        None => "(title NULL)".to_string(),
     }
 }

@@ -12,6 +12,15 @@ use crate::model::{ConversationLimits, NewMessage, Role, SpanKind, SpanRecord, T
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How `db_query` SQL names its first parameter on this backend.
+fn first_placeholder(store: &Store) -> &'static str {
+    if store.backend_name() == "postgres" {
+        "$1"
+    } else {
+        "?1"
+    }
+}
+
 /// Runs `check` on every test store, naming the backend when it fails.
 macro_rules! on_every_backend {
     ($check:ident) => {
@@ -46,7 +55,21 @@ async fn conversations_and_titles_on(store: Store) {
     assert_eq!(listed[0].id, first.id);
     assert_eq!(listed[0].message_count, 1);
     let renamed = store.get_conversation(&second.id).await.unwrap().unwrap();
-    assert_eq!(renamed.title, "renamed");
+    assert_eq!(renamed.title.as_deref(), Some("renamed"));
+    // The design documents' "simulate corrupted state" example, on a real id.
+    let placeholder = first_placeholder(&store);
+    store
+        .run_sql(
+            &format!("UPDATE conversations SET title = NULL WHERE id = {placeholder}"),
+            vec![json!(second.id)],
+            10,
+            false,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    let untitled = store.get_conversation(&second.id).await.unwrap().unwrap();
+    assert_eq!(untitled.title, None);
     assert!(store.get_conversation("missing").await.unwrap().is_none());
     let tool_message = NewMessage {
         role: Role::Assistant,
@@ -772,11 +795,7 @@ async fn db_query_on(store: Store) {
     ] {
         store.run_sql(sql, vec![], 10, true, TIMEOUT).await.unwrap();
     }
-    let placeholder = if store.backend_name() == "postgres" {
-        "$1"
-    } else {
-        "?1"
-    };
+    let placeholder = first_placeholder(&store);
     let typed = store
         .run_sql(
             &format!("SELECT 1 AS i, 2.5 AS f, 'x' AS t, NULL AS n, content FROM messages WHERE role = {placeholder}"),

@@ -45,7 +45,7 @@ impl Store {
         self.count_created_conversation();
         Ok(Conversation {
             id,
-            title: title.to_string(),
+            title: Some(title.to_string()),
             created_at: now.clone(),
             updated_at: now,
             message_count: 0,
@@ -177,7 +177,7 @@ impl FromRow for Conversation {
     fn from_row<R: RowRead>(r: &R) -> Result<Conversation, R::Error> {
         Ok(Conversation {
             id: r.text(0)?,
-            title: r.text(1)?,
+            title: r.optional_text(1)?,
             created_at: r.text(2)?,
             updated_at: r.text(3)?,
             message_count: r.int(4)?,

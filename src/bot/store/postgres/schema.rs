@@ -244,6 +244,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );",
     // 17: the traces of /mcp tool calls, kept under a count of their own.
     "CREATE INDEX trace_turns_mcp_calls ON trace_turns(id) WHERE source = 'mcp';",
+    // 18: a conversation's title may be NULL (the design documents' "simulate corrupted
+    // state" example).
+    "ALTER TABLE conversations ALTER COLUMN title DROP NOT NULL;",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

@@ -281,6 +281,24 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
     // 17: the traces of /mcp tool calls, kept under a count of their own: an index in
     // the traces file (its migration 3), so nothing here.
     "",
+    // 18: a conversation's title may be NULL, so the design documents' example
+    // `UPDATE conversations SET title = NULL WHERE id = '…'` ("simulate corrupted state")
+    // runs as written. SQLite drops a NOT NULL only by rebuilding the table; `migrate`
+    // runs this with foreign keys off, so dropping the old table does not cascade to the
+    // messages, and checks them before it commits.
+    "CREATE TABLE conversations_rebuilt (
+        id TEXT PRIMARY KEY,
+        title TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        createdAt TEXT GENERATED ALWAYS AS (created_at) VIRTUAL,
+        updatedAt TEXT GENERATED ALWAYS AS (updated_at) VIRTUAL
+    );
+    INSERT INTO conversations_rebuilt (id, title, created_at, updated_at)
+        SELECT id, title, created_at, updated_at FROM conversations;
+    DROP TABLE conversations;
+    ALTER TABLE conversations_rebuilt RENAME TO conversations;
+    CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
@@ -369,13 +387,46 @@ pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Runs every one of `migrations` newer than the database's `user_version`, each in its
 /// own transaction, so a failure leaves the database at the last good version.
+///
+/// Foreign keys are off while they run (SQLite's own procedure for changing a table by
+/// rebuilding it: with them on, dropping the old table would delete the rows that point
+/// at it), and a migration commits only if it left no more references without their row
+/// than there were before it (a database may hold such rows already, put there by hand).
 pub(super) fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<usize> {
     let current: usize =
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
+    if current >= migrations.len() {
+        return Ok(0);
+    }
+    let foreign_keys: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let applied = apply_in_order(conn, migrations, current);
+    conn.pragma_update(None, "foreign_keys", foreign_keys)?;
+    applied
+}
+
+fn apply_in_order(
+    conn: &mut Connection,
+    migrations: &[&str],
+    current: usize,
+) -> rusqlite::Result<usize> {
+    const BROKEN_REFERENCES: &str = "SELECT COUNT(*) FROM pragma_foreign_key_check";
     let mut applied = 0;
     for (index, sql) in migrations.iter().enumerate().skip(current) {
         let tx = conn.transaction()?;
+        let broken_before: i64 = tx.query_row(BROKEN_REFERENCES, [], |r| r.get(0))?;
         tx.execute_batch(sql)?;
+        let broken_after: i64 = tx.query_row(BROKEN_REFERENCES, [], |r| r.get(0))?;
+        if broken_after > broken_before {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+                Some(format!(
+                    "migration {} would leave {} rows whose foreign key finds no row",
+                    index + 1,
+                    broken_after - broken_before
+                )),
+            ));
+        }
         tx.pragma_update(None, "user_version", (index + 1) as i64)?;
         tx.commit()?;
         applied += 1;
