@@ -352,17 +352,23 @@ async fn read_only_sql_changes_nothing_that_outlives_the_call() {
         .call(|c| {
             let journal: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
             let keys: i64 = c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
-            // The bot's file and the traces' own, attached at start-up; nothing else.
+            // The bot's file and the traces' own, attached at start-up; nothing else (an
+            // empty `temp`, opened by a migration's rename, holds nothing).
             let databases: String = c.query_row(
-                "SELECT group_concat(name, ',') FROM pragma_database_list",
+                "SELECT group_concat(name, ',') FROM pragma_database_list WHERE name <> 'temp'",
                 [],
                 |r| r.get(0),
             )?;
-            Ok((journal, keys, databases))
+            let temporary: i64 =
+                c.query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| r.get(0))?;
+            Ok((journal, keys, format!("{databases}; {temporary} temporary")))
         })
         .await
         .unwrap();
-    assert_eq!(settings, ("wal".to_string(), 1, "main,traces".to_string()));
+    assert_eq!(
+        settings,
+        ("wal".to_string(), 1, "main,traces; 0 temporary".to_string())
+    );
     let r = call_tool(&app, "list_conversations", json!({})).await;
     assert_eq!(
         r["structuredContent"]["conversations"]

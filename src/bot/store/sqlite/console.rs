@@ -12,6 +12,11 @@
 //!   outside the database, and PRAGMAs that only report. `ATTACH`/`DETACH`,
 //!   transactions, savepoints, temporary tables, `VACUUM` and every write are refused.
 //!
+//! Full mode runs every statement on the bot's writer connection, which the rest of the
+//! store takes turns on, except a plain read of what every connection sees: that runs on
+//! a read-only connection of its own, so a long `SELECT` holds nothing up (see
+//! [`full_mode_connection`] for when a read stays on the writer).
+//!
 //! `describe_statement` compiles a statement without running it and says what it
 //! would write, so `db_query` can show the user exactly that before a write.
 
@@ -191,6 +196,19 @@ enum ReadOnlyConnection {
     Shared(Arc<WriterConnection>),
 }
 
+/// Where a statement in full mode runs. The writer is one connection that every store
+/// call takes turns on, so a long query there holds up the bot (and `tasks/get`); a query
+/// that only reads what any connection sees runs on a read-only connection of its own
+/// instead, with the same answer.
+enum FullModeConnection {
+    Reader(Connection),
+    Writer,
+}
+
+/// Functions whose answer is the connection's own state: on another connection they
+/// would answer for that one (`INSERT …` then `SELECT last_insert_rowid()`).
+const CONNECTION_STATE_FUNCTIONS: &[&str] = &["last_insert_rowid", "changes", "total_changes"];
+
 #[async_trait]
 impl Console for Sqlite {
     async fn run_sql(&self, request: SqlRequest) -> Result<SqlOutcome, StoreError> {
@@ -207,24 +225,24 @@ impl Console for Sqlite {
         let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
         let work = tokio::task::spawn_blocking(move || {
             if !read_only {
-                let mut guard = writer.lock();
-                let _ = interrupt_tx.send(guard.get_interrupt_handle());
-                let outcome = execute_one(&mut guard, &sql, &params, limit);
-                attach_traces(&guard, &traces_location)?;
-                return outcome;
+                return match full_mode_connection(&writer, &path, &traces_location, &sql) {
+                    FullModeConnection::Reader(mut own) => {
+                        let _ = interrupt_tx.send(own.get_interrupt_handle());
+                        execute_one(&mut own, &sql, &params, limit)
+                    }
+                    FullModeConnection::Writer => {
+                        let mut guard = writer.lock();
+                        let _ = interrupt_tx.send(guard.get_interrupt_handle());
+                        let outcome = execute_one(&mut guard, &sql, &params, limit);
+                        attach_traces(&guard, &traces_location)?;
+                        outcome
+                    }
+                };
             }
             let connection = if path == ":memory:" {
                 ReadOnlyConnection::Shared(writer)
             } else {
-                let own = Connection::open_with_flags(
-                    &path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
-                own.busy_timeout(BUSY_TIMEOUT)?;
-                // Attached before the authorizer, which refuses `ATTACH`; read-only
-                // too, as an attached file takes its connection's flags.
-                attach_traces(&own, &traces_location)?;
-                ReadOnlyConnection::Own(own)
+                ReadOnlyConnection::Own(open_reader(&path, &traces_location)?)
             };
             match connection {
                 ReadOnlyConnection::Own(mut own) => {
@@ -274,6 +292,79 @@ impl Console for Sqlite {
         })
         .await
     }
+}
+
+/// A read-only connection to the database file, the traces file attached as on the
+/// writer (before any authorizer, which refuses `ATTACH`; read-only too, as an attached
+/// file takes its connection's flags).
+fn open_reader(path: &str, traces_location: &str) -> Result<Connection, StoreError> {
+    let own = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    own.busy_timeout(BUSY_TIMEOUT)?;
+    attach_traces(&own, traces_location)?;
+    Ok(own)
+}
+
+/// A read-only connection for a full-mode statement that reads only what every
+/// connection sees: a `SELECT`, `WITH` or `VALUES` that SQLite compiles as read-only
+/// there, naming no connection-state function, while the writer holds nothing of its own
+/// (no open transaction, no temporary table, nothing attached beyond the traces file).
+/// Anything else, or any doubt (the statement does not compile there), is the writer's.
+fn full_mode_connection(
+    writer: &WriterConnection,
+    path: &str,
+    traces_location: &str,
+    sql: &str,
+) -> FullModeConnection {
+    let lowered = sql.to_ascii_lowercase();
+    let reads_only_shared_state = path != ":memory:"
+        && matches!(statement_kind(sql).as_str(), "SELECT" | "WITH" | "VALUES")
+        && !CONNECTION_STATE_FUNCTIONS
+            .iter()
+            .any(|f| lowered.contains(f));
+    if !reads_only_shared_state || writer_holds_its_own_state(writer) {
+        return FullModeConnection::Writer;
+    }
+    let Ok(own) = open_reader(path, traces_location) else {
+        return FullModeConnection::Writer;
+    };
+    own.authorizer(Some(read_only_rule));
+    let compiles_read_only = own.prepare(sql).is_ok_and(|stmt| stmt.readonly());
+    own.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+    if compiles_read_only {
+        FullModeConnection::Reader(own)
+    } else {
+        FullModeConnection::Writer
+    }
+}
+
+/// Whether the writer connection has state no other connection shares: an open
+/// transaction, a temporary table, view or trigger, or a database attached by an
+/// earlier statement.
+fn writer_holds_its_own_state(writer: &WriterConnection) -> bool {
+    let c = writer.lock();
+    if !c.is_autocommit() {
+        return true;
+    }
+    // `temp` is listed once anything opened it (a migration's `ALTER TABLE … RENAME`
+    // does); naming `temp.sqlite_master` before that would open it.
+    let own_state = || -> rusqlite::Result<bool> {
+        let (others, temp): (i64, i64) = c.query_row(
+            "SELECT coalesce(sum(name NOT IN ('main', 'temp', 'traces')), 0), \
+             coalesce(sum(name = 'temp'), 0) FROM pragma_database_list",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let temporary_objects = || {
+            c.query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        };
+        Ok(others > 0 || (temp > 0 && temporary_objects()? > 0))
+    };
+    own_state().unwrap_or(true)
 }
 
 /// Runs a statement under the read-only authorizer, refusing any statement SQLite does
@@ -357,4 +448,73 @@ fn execute_one(
         rows_affected: None,
         last_insert_rowid: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use crate::bot::store::Store;
+
+    const TIMEOUT: Duration = Duration::from_secs(10);
+
+    fn file_store(dir: &tempfile::TempDir) -> Store {
+        Store::open(dir.path().join("bot.db").to_str().unwrap()).unwrap()
+    }
+
+    /// A query that runs until its time limit stops it.
+    const ENDLESS: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
+        SELECT max(i) FROM n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_full_mode_select_leaves_the_writer_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir);
+        store.create_conversation("during").await.unwrap();
+        let long = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .run_sql(ENDLESS, vec![], 10, false, Duration::from_secs(3))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        store.create_conversation("meanwhile").await.unwrap();
+        assert_eq!(store.list_conversations(5).await.unwrap().len(), 2);
+        assert!(
+            !long.is_finished(),
+            "the store answered while the long SELECT still ran"
+        );
+        let stopped = long.await.unwrap().unwrap_err();
+        assert!(stopped.to_string().contains("interrupt"), "{stopped}");
+    }
+
+    #[tokio::test]
+    async fn full_mode_reads_still_see_the_writers_own_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir);
+        let run = |sql: &'static str| {
+            let store = store.clone();
+            async move { store.run_sql(sql, vec![], 10, false, TIMEOUT).await }
+        };
+        run("INSERT INTO memories (key, value, updated_at) VALUES ('k', 'v', 't')")
+            .await
+            .unwrap();
+        let rowid = run("SELECT last_insert_rowid()").await.unwrap();
+        assert_ne!(rowid.rows[0][0], json!(0), "the writer's last insert");
+        run("CREATE TEMP TABLE scratch AS SELECT 42 AS x")
+            .await
+            .unwrap();
+        let scratch = run("SELECT x FROM scratch").await.unwrap();
+        assert_eq!(scratch.rows, vec![vec![json!(42)]]);
+        // With a temporary table on the writer, a table it might shadow is read there.
+        run("CREATE TEMP TABLE memories AS SELECT 'temp' AS key")
+            .await
+            .unwrap();
+        let shadowed = run("SELECT key FROM memories").await.unwrap();
+        assert_eq!(shadowed.rows, vec![vec![json!("temp")]]);
+    }
 }
