@@ -209,7 +209,27 @@ async fn health_reports_live_figures() {
     assert_eq!(h["agents"]["active"], 1, "the supervisor");
     assert_eq!(h["log_buffer"]["capacity"], 1000);
     assert_eq!(h["websocket_clients"], 0);
+    assert!(
+        h["memory_heap_bytes"].is_null(),
+        "the test harness's allocator is not mimalloc, so no heap figure: {h}"
+    );
     app.shutdown().await;
+}
+
+/// The binary's allocator is mimalloc: `health` gives its heap (committed bytes), which
+/// the resident memory contains.
+#[tokio::test]
+async fn health_reports_the_binarys_heap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bot, lines) = spawn_porthole(dir.path(), &[("MCP_SERVER_SECRET", TOKEN)]);
+    let url = format!("http://127.0.0.1:{}", listening_port(lines).await);
+    let r = call_tool(&url, "health", json!({})).await;
+    let h = structured(&r);
+    let heap = h["memory_heap_bytes"].as_u64().unwrap_or_default();
+    let rss = h["memory_rss_bytes"].as_u64().unwrap_or_default();
+    assert!(heap > 100_000, "{h}");
+    assert!(heap < rss * 4, "committed heap in line with RSS: {h}");
+    let _ = bot.kill().await;
 }
 
 #[tokio::test]

@@ -85,6 +85,28 @@ pub fn resident_memory_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The memory the heap holds from the OS (mimalloc's committed bytes) when mimalloc is
+/// the process's allocator, as in the `porthole` binary; `None` under any other (the
+/// test harness's), whose heap mimalloc cannot see.
+pub fn heap_committed_bytes() -> Option<u64> {
+    static MIMALLOC_IS_THE_ALLOCATOR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let is_mimalloc = *MIMALLOC_IS_THE_ALLOCATOR.get_or_init(|| {
+        let probe = std::hint::black_box(Box::new(0u64));
+        // SAFETY: only compares an address against mimalloc's own regions.
+        unsafe { libmimalloc_sys::mi_is_in_heap_region(std::ptr::from_ref(&*probe).cast()) }
+    });
+    if !is_mimalloc {
+        return None;
+    }
+    let mut committed = 0usize;
+    let null = std::ptr::null_mut();
+    // SAFETY: every out-pointer but `current_commit` is null, which mimalloc skips.
+    unsafe {
+        libmimalloc_sys::mi_process_info(null, null, null, null, null, &mut committed, null, null);
+    }
+    Some(committed as u64)
+}
+
 /// The limits and switches `get_bot_status` reports: numbers, flags and the model's
 /// name, never a key, a token or a URL that could carry credentials.
 fn operational_settings(config: &Config) -> serde_json::Value {

@@ -15,7 +15,7 @@ impl DiagnosticTool for Health {
         ToolSpec::new(
             "health",
             "Bot health",
-            "The bot's vital signs: uptime, resident memory, WebSocket clients, LLM provider and model, \
+            "The bot's vital signs: uptime, memory (resident, and the heap's committed bytes), WebSocket clients, LLM provider and model, \
              active agents and what the supervisor is doing, live MCP sessions, log buffer fill, database size and how often writers queued for it (the bot's file and the traces' own), and turn tracing \
              (spans recorded, dropped because the writer fell behind, dropped by the OpenTelemetry exporter).",
         )
@@ -23,6 +23,7 @@ impl DiagnosticTool for Health {
             json!({
                 "uptime_secs": {"type": "integer"},
                 "memory_rss_bytes": {"type": ["integer", "null"]},
+                "memory_heap_bytes": {"type": ["integer", "null"]},
                 "websocket_clients": {"type": "integer"},
                 "llm": {"type": "object"},
                 "agents": {"type": "object"},
@@ -44,6 +45,7 @@ impl DiagnosticTool for Health {
         Ok(done(json!({
             "uptime_secs": bot.started.elapsed().as_secs(),
             "memory_rss_bytes": crate::bot::resident_memory_bytes(),
+            "memory_heap_bytes": crate::bot::heap_committed_bytes(),
             "websocket_clients": bot.web.connected_clients(),
             "llm": {"provider": bot.llm.provider(), "model": bot.llm.model()},
             "agents": {
