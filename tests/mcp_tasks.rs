@@ -542,3 +542,45 @@ async fn tasks_live_in_2025_11_25_sessions_only() {
     assert_eq!(reached.error_code(), Some(-32602), "{}", reached.raw);
     app.shutdown().await;
 }
+
+/// 2025-11-25's `tasks/list` pages as every list does: 100 tasks a page, `nextCursor`
+/// to the rest, and a cursor the server did not give refused with -32602.
+#[tokio::test]
+async fn legacy_tasks_list_pages_with_a_cursor() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let mut created = Vec::new();
+    for n in 0..101 {
+        let call = legacy(
+            &app,
+            &session,
+            10 + n,
+            "tools/call",
+            json!({"name": "db_query", "arguments": {"query": "SELECT 1"}, "task": {}}),
+        )
+        .await;
+        created.push(legacy_task_id(&call));
+    }
+    let first = legacy(&app, &session, 1, "tasks/list", json!({})).await;
+    let page = first.result()["tasks"].as_array().unwrap();
+    assert_eq!(page.len(), 100, "{}", first.raw);
+    let cursor = first.result()["nextCursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("more follow: {}", first.raw));
+    let rest = legacy(&app, &session, 2, "tasks/list", json!({"cursor": cursor})).await;
+    let last = rest.result()["tasks"].as_array().unwrap();
+    assert_eq!(last.len(), 1, "{}", rest.raw);
+    assert!(rest.result().get("nextCursor").is_none(), "{}", rest.raw);
+    let mut listed: Vec<&str> = page
+        .iter()
+        .chain(last)
+        .filter_map(|t| t["taskId"].as_str())
+        .collect();
+    listed.sort_unstable();
+    let mut expected: Vec<&str> = created.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected, "every task once, across the pages");
+    let bad = legacy(&app, &session, 3, "tasks/list", json!({"cursor": "page-2"})).await;
+    assert_eq!(bad.error_code(), Some(-32602), "{}", bad.raw);
+    app.shutdown().await;
+}

@@ -66,7 +66,7 @@ pub(super) async fn serve(
         )));
     }
     if method == TaskMethod::List {
-        return tasks.list(&session.id, &owner).await;
+        return tasks.list(&session.id, &owner, params).await;
     }
     let id = required_str(params, "taskId")?;
     let task = tasks.find(id, &owner).await?;

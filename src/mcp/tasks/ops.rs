@@ -131,8 +131,13 @@ impl TaskEngine {
         Ok(task)
     }
 
-    /// Legacy `tasks/list`: the session's tasks (newest first).
-    pub(crate) async fn list(&self, session: &str, owner: &str) -> Result<Value, RpcError> {
+    /// Legacy `tasks/list`: the session's tasks (newest first), a page at a time.
+    pub(crate) async fn list(
+        &self,
+        session: &str,
+        owner: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
         let tasks = self
             .config
             .store
@@ -143,10 +148,9 @@ impl TaskEngine {
         let listed: Vec<Value> = tasks
             .iter()
             .filter(|t| t.owner == owner && !t.is_expired(now))
-            .take(100)
             .map(TaskRecord::legacy)
             .collect();
-        Ok(json!({"tasks": listed}))
+        crate::mcp::params::page("tasks", &listed, params)
     }
 
     /// Legacy `tasks/result`: waits until the task ends, then answers what the request
