@@ -584,3 +584,44 @@ async fn legacy_tasks_list_pages_with_a_cursor() {
     assert_eq!(bad.error_code(), Some(-32602), "{}", bad.raw);
     app.shutdown().await;
 }
+
+/// 2025-11-25: a task asked of a tool that lists no `execution.taskSupport` gets -32601,
+/// as the revision says a server should; the same call without `task` runs.
+#[tokio::test]
+async fn a_task_asked_of_a_tool_without_task_support_is_refused() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let listed = legacy(&app, &session, 1, "tools/list", json!({})).await;
+    let health = listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "health")
+        .cloned()
+        .unwrap();
+    assert!(health.get("execution").is_none(), "{health}");
+    let asked = legacy(
+        &app,
+        &session,
+        2,
+        "tools/call",
+        json!({"name": "health", "arguments": {}, "task": {}}),
+    )
+    .await;
+    assert_eq!(asked.error_code(), Some(-32601), "{}", asked.raw);
+    assert!(asked.raw.contains("without `task`"), "{}", asked.raw);
+    let plain = legacy(
+        &app,
+        &session,
+        3,
+        "tools/call",
+        json!({"name": "health", "arguments": {}}),
+    )
+    .await;
+    assert!(
+        plain.result()["structuredContent"]["uptime_secs"].is_u64(),
+        "{}",
+        plain.raw
+    );
+    app.shutdown().await;
+}

@@ -120,6 +120,14 @@ pub(super) async fn call(
                     && task.as_ref().is_some_and(Value::is_object)
             }
         };
+        // 2025-11-25: a task asked of a tool that lists no `execution.taskSupport` SHOULD
+        // get -32601 (the 2026 extension has no `task` parameter to ask with).
+        if wanted && support == TaskSupport::Forbidden && !ctx.era.is_modern() {
+            return Err(RpcError::method_not_found(&format!(
+                "`{name}` as a task: it lists no execution.taskSupport, so it runs only as a \
+                 plain call; send it without `task`"
+            )));
+        }
         if support != TaskSupport::Forbidden && wanted && tool.starts_task(&args, ctx) {
             let ttl = task.as_ref().and_then(legacy_task_ttl);
             let task = tool_task::start(inner, name, args, ctx, ttl).await?;
