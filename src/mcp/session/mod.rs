@@ -451,14 +451,15 @@ impl Sessions {
         }
     }
 
-    /// Ends sessions idle longer than the idle timeout; returns how many.
+    /// Ends sessions idle longer than the idle timeout; returns how many. A session whose
+    /// client holds its GET stream open is listening, not idle, and stays.
     pub fn evict_idle(&self) -> usize {
         let cutoff = self
             .now()
             .saturating_sub(self.config.idle_timeout.as_millis() as u64);
         let expired: Vec<String> = lock(&self.live)
             .values()
-            .filter(|s| s.idle_since() < cutoff)
+            .filter(|s| s.idle_since() < cutoff && !s.listening())
             .map(|s| s.id.clone())
             .collect();
         for id in &expired {

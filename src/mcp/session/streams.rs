@@ -110,6 +110,16 @@ impl Session {
         }
     }
 
+    /// Whether a client holds the session's GET stream open right now.
+    pub(super) fn listening(&self) -> bool {
+        let streams = lock(&self.streams);
+        streams
+            .notifications
+            .and_then(|id| streams.map.get(&id))
+            .and_then(|stream| stream.live.as_ref())
+            .is_some_and(|live| !live.is_closed())
+    }
+
     /// Sends a session-wide notification, but only on the newest GET stream: a message
     /// must go out on one stream, not be broadcast to several.
     pub fn push_if_current(&self, stream: u64, message: &Value) {

@@ -170,3 +170,25 @@ async fn resume_replays_events_after_the_last_seen_id() {
         "a finished stream closes after replay"
     );
 }
+
+#[test]
+fn a_session_holding_its_get_stream_open_is_not_idle() {
+    let sessions = Sessions::new(
+        Some("0123456789abcdef0123456789abcdef"),
+        SessionConfig {
+            idle_timeout: Duration::from_millis(1),
+            ..config(10)
+        },
+    );
+    let listening = sessions.create("2025-11-25", json!({}), Access::Full);
+    let quiet = sessions.create("2025-11-25", json!({}), Access::Full);
+    let (_, receiver) = listening.open_stream(true);
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(sessions.evict_idle(), 1, "only the quiet one");
+    assert!(matches!(sessions.get(&listening.id), Lookup::Found(_)));
+    assert!(!matches!(sessions.get(&quiet.id), Lookup::Found(_)));
+    // Once the client lets go of the stream, the session is idle like any other.
+    drop(receiver);
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(sessions.evict_idle(), 1);
+}
