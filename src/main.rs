@@ -60,14 +60,18 @@ fn return_freed_memory_periodically() {
 async fn main() -> ExitCode {
     return_freed_memory_periodically();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        None => run().await,
-        Some("token") => token(),
-        Some("-h" | "--help" | "help") => {
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => run().await,
+        ["token"] => token(),
+        ["-h" | "--help" | "help"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        Some(other) => {
+        [command @ ("token" | "-h" | "--help" | "help"), _, ..] => {
+            eprintln!("porthole: `{command}` takes no arguments\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        [other, ..] => {
             eprintln!("porthole: unknown command `{other}`\n\n{USAGE}");
             ExitCode::from(2)
         }

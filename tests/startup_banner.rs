@@ -239,3 +239,12 @@ fn a_database_url_that_cannot_be_parsed_is_a_configuration_error() {
     assert!(said.contains("USER:PASSWORD@"), "{said}");
     assert!(!said.contains("pa55word-77"), "{said}");
 }
+
+#[test]
+fn a_command_given_arguments_it_does_not_take_is_refused() {
+    let (out, env_after) = run_with_env_file(&["token", "extra"], "PORT=40455\n", &[]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("takes no arguments"), "{stderr}");
+    assert_eq!(env_after, "PORT=40455\n", ".env is left as it was");
+}
