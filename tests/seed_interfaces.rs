@@ -374,3 +374,52 @@ async fn a_title_set_to_null_as_the_seed_shows_is_read_everywhere() {
     assert!(api.to_string().contains(&id), "{api}");
     app.shutdown().await;
 }
+
+/// The design's full name of a user tool, `user.my_tool`, reaches the user tool
+/// `my_tool` in `run_tool`, `get_tool_schema` (also by the design's `tool_name`) and
+/// `toggle_tool`.
+#[tokio::test]
+async fn a_user_tool_answers_to_its_full_name_as_the_seed_writes_it() {
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tools.path().join("my_tool.json"),
+        json!({"name": "my_tool", "description": "Says hello.",
+               "command": ["sh", "-c", "echo hello"]})
+        .to_string(),
+    )
+    .unwrap();
+    let tools_dir = tools.path().display().to_string();
+    let app = start_bot(&[("USER_TOOLS_DIR", &tools_dir)]).await;
+    let ran = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "user.my_tool", "parameters": {}}),
+    )
+    .await;
+    assert!(!is_error(&ran), "{ran}");
+    assert_eq!(structured(&ran)["tool"], "my_tool", "{ran}");
+    assert!(ran.to_string().contains("hello"), "{ran}");
+    let schema = call_tool(
+        &app,
+        "get_tool_schema",
+        json!({"tool_name": "user.my_tool"}),
+    )
+    .await;
+    assert_eq!(structured(&schema)["source"], "user", "{schema}");
+    let off = call_tool(
+        &app,
+        "toggle_tool",
+        json!({"name": "user.my_tool", "enabled": false}),
+    )
+    .await;
+    assert_eq!(structured(&off)["tool"]["enabled"], false, "{off}");
+    // A native tool is not reached through `user.`.
+    let native = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "user.calculator", "parameters": {"expression": "1+1"}}),
+    )
+    .await;
+    assert!(is_error(&native), "{native}");
+    app.shutdown().await;
+}

@@ -112,7 +112,8 @@ impl DiagnosticTool for GetToolSchema {
             "The JSON Schema of one bot tool's input, plus its source, flags and description. Use before run_tool.",
         )
         .input(
-            json!({"name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"}}),
+            json!({"name": {"type": "string", "minLength": 1, "x-aliases": ["tool_name"],
+                            "description": "Tool name, e.g. calculator, user.my_tool or mcp.files__read"}}),
             &["name"],
         )
         .output(
@@ -123,7 +124,7 @@ impl DiagnosticTool for GetToolSchema {
     }
 
     async fn run(&self, d: &Diagnostics, args: NameArgs, _: &RequestContext) -> Answer {
-        match d.bot.tools.get(&args.name) {
+        match d.bot.tools.get(d.bot.tools.canonical_name(&args.name)) {
             Some(tool) => Ok(done(json!({
                 "name": tool.def.name,
                 "source": tool.def.source,
@@ -187,7 +188,7 @@ impl DiagnosticTool for RunTool {
 
     async fn run(&self, d: &Diagnostics, args: RunToolArgs, ctx: &RequestContext) -> Answer {
         let runner = &d.bot.tools;
-        let name = args.tool_name;
+        let name = runner.canonical_name(&args.tool_name).to_string();
         if runner.get(&name).is_none() {
             return Ok(unknown_tool(d, &name));
         }
@@ -241,7 +242,8 @@ impl DiagnosticTool for ToggleTool {
     }
 
     async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
-        match d.bot.set_tool_enabled(&args.name, args.enabled).await {
+        let name = d.bot.tools.canonical_name(&args.name);
+        match d.bot.set_tool_enabled(name, args.enabled).await {
             Ok(tool) => Ok(done(json!({
                 "tool": {"name": tool.def.name, "source": tool.def.source, "enabled": tool.enabled},
                 "saved": true,

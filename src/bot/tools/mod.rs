@@ -21,7 +21,7 @@ use crate::bot::lock;
 use crate::bot::stats::Recorder;
 use crate::bot::trace::TraceScope;
 use crate::model::SpanKind;
-use crate::model::ToolDef;
+use crate::model::{ToolDef, ToolSource};
 use crate::tool_filter::ToolFilter;
 
 use async_trait::async_trait;
@@ -308,6 +308,25 @@ impl ToolRunner {
 
     pub fn get(&self, name: &str) -> Option<ToolInfo> {
         self.read().get(name).map(|e| info(e))
+    }
+
+    /// The registered name a caller means: `name` itself, or for `user.<name>` (the
+    /// design documents' full name of a user tool) the user tool `<name>`.
+    pub fn canonical_name<'a>(&self, name: &'a str) -> &'a str {
+        let tools = self.read();
+        if tools.contains_key(name) {
+            return name;
+        }
+        match name.strip_prefix("user.") {
+            Some(bare)
+                if tools
+                    .get(bare)
+                    .is_some_and(|e| e.def.source == ToolSource::User) =>
+            {
+                bare
+            }
+            _ => name,
+        }
     }
 
     /// The tools a caller with `ctx`'s roles may use (enabled ones, internal included
