@@ -22,7 +22,21 @@ fn spawn_relay(url: &str, token: &str) -> Relay {
 /// The relay with extra environment variables (proxy settings); inherited proxy
 /// variables are removed so only `env` decides.
 fn spawn_relay_with(url: &str, token: &str, env: &[(&str, &str)]) -> Relay {
+    let settings = [("PORTHOLE_URL", url), ("PORTHOLE_TOKEN", token)];
+    spawn_relay_set(&[&settings[..], env].concat())
+}
+
+/// The relay with exactly `env` among its settings and proxy variables.
+fn spawn_relay_set(env: &[(&str, &str)]) -> Relay {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_porthole-stdio"));
+    for inherited in [
+        "PORTHOLE_URL",
+        "PORTHOLE_TOKEN",
+        "OLLIEBOT_URL",
+        "OLLIEBOT_TOKEN",
+    ] {
+        command.env_remove(inherited);
+    }
     for proxy in [
         "HTTP_PROXY",
         "http_proxy",
@@ -37,8 +51,6 @@ fn spawn_relay_with(url: &str, token: &str, env: &[(&str, &str)]) -> Relay {
     }
     let mut child = command
         .envs(env.iter().copied())
-        .env("PORTHOLE_URL", url)
-        .env("PORTHOLE_TOKEN", token)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -106,6 +118,20 @@ async fn relays_a_legacy_session_and_exits_on_eof() {
         .expect("exits on EOF")
         .unwrap();
     assert!(status.success());
+    app.shutdown().await;
+}
+
+/// The design documents configure the shim with `OLLIEBOT_URL` and `OLLIEBOT_TOKEN`: a
+/// configuration copied from them works as written.
+#[tokio::test]
+async fn the_design_documents_variable_names_work() {
+    let app = start_bot(&[]).await;
+    let mut relay = spawn_relay_set(&[("OLLIEBOT_URL", &app.url()), ("OLLIEBOT_TOKEN", TOKEN)]);
+    relay
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}))
+        .await;
+    let init = relay.response().await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "porthole", "{init}");
     app.shutdown().await;
 }
 

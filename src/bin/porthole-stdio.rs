@@ -4,7 +4,8 @@
 //! It reads newline-delimited JSON-RPC from stdin and POSTs each message to
 //! `PORTHOLE_URL` (default `http://127.0.0.1:3000/mcp`; a base URL such as
 //! `http://127.0.0.1:3000` gets `/mcp` added) with `PORTHOLE_TOKEN` as the bearer
-//! token, keeping the session id the bot hands out. Messages that arrive while an
+//! token (the design documents' `OLLIEBOT_URL` and `OLLIEBOT_TOKEN` are read when these
+//! are unset), keeping the session id the bot hands out. Messages that arrive while an
 //! `initialize` is unanswered wait for its answer, so they carry the new session id.
 //! A loopback URL is never sent through `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: the
 //! token must not leave the machine on its way to a bot on the same machine. Replies — plain JSON or SSE
@@ -333,15 +334,28 @@ impl Relay {
     }
 }
 
-/// The `/mcp` endpoint for `PORTHOLE_URL`: a base URL gets `/mcp` appended, a URL
-/// that already ends in `/mcp` is kept. The error says what to set.
-fn endpoint_url(text: &str) -> Result<reqwest::Url, String> {
+/// A setting by its name, or by the name the design documents give it (`OLLIEBOT_URL`,
+/// `OLLIEBOT_TOKEN`, for a configuration copied from them): the value, and the name it
+/// was found under, for messages. An empty value counts as unset.
+fn setting(name: &'static str, design_name: &'static str) -> Option<(String, &'static str)> {
+    [name, design_name].into_iter().find_map(|n| {
+        std::env::var(n)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| (v, n))
+    })
+}
+
+/// The `/mcp` endpoint for `PORTHOLE_URL` (`name`: the variable it came from): a base
+/// URL gets `/mcp` appended, a URL that already ends in `/mcp` is kept. The error says
+/// what to set.
+fn endpoint_url(text: &str, name: &str) -> Result<reqwest::Url, String> {
     let mut url = reqwest::Url::parse(text.trim()).map_err(|e| {
-        format!("PORTHOLE_URL=\"{text}\" is not a URL ({e}); use e.g. http://127.0.0.1:3000")
+        format!("{name}=\"{text}\" is not a URL ({e}); use e.g. http://127.0.0.1:3000")
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err(format!(
-            "PORTHOLE_URL=\"{text}\" must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:3000"
+            "{name}=\"{text}\" must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:3000"
         ));
     }
     let path = url.path().trim_end_matches('/').to_string();
@@ -465,18 +479,16 @@ async fn relay_stdin(relay: &Arc<Relay>) {
 
 #[tokio::main]
 async fn main() {
-    let configured =
-        std::env::var("PORTHOLE_URL").unwrap_or_else(|_| "http://127.0.0.1:3000/mcp".into());
-    let url = match endpoint_url(&configured) {
+    let (configured, url_name) = setting("PORTHOLE_URL", "OLLIEBOT_URL")
+        .unwrap_or_else(|| ("http://127.0.0.1:3000/mcp".into(), "PORTHOLE_URL"));
+    let url = match endpoint_url(&configured, url_name) {
         Ok(url) => url,
         Err(message) => {
             log(&message);
             std::process::exit(2);
         }
     };
-    let token = std::env::var("PORTHOLE_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty());
+    let token = setting("PORTHOLE_TOKEN", "OLLIEBOT_TOKEN").map(|(token, _)| token);
     if token.is_none() {
         log(
             "PORTHOLE_TOKEN is not set; requests go without a token (fine only if the bot runs with MCP_SERVER_AUTH_DISABLED=true)",
@@ -525,11 +537,15 @@ mod tests {
                 "https://bot.example/porthole/mcp",
             ),
         ] {
-            assert_eq!(endpoint_url(given).unwrap().as_str(), expected, "{given}");
+            assert_eq!(
+                endpoint_url(given, "PORTHOLE_URL").unwrap().as_str(),
+                expected,
+                "{given}"
+            );
         }
-        assert!(endpoint_url("127.0.0.1:3000").is_err());
+        assert!(endpoint_url("127.0.0.1:3000", "PORTHOLE_URL").is_err());
         assert!(
-            endpoint_url("ftp://127.0.0.1/")
+            endpoint_url("ftp://127.0.0.1/", "PORTHOLE_URL")
                 .unwrap_err()
                 .contains("http://")
         );
