@@ -628,6 +628,15 @@ async fn toggle_mcp_server_notifies_both_eras() {
     };
     let r = call_tool(&app, "list_mcp_servers", json!({})).await;
     assert_eq!(structured(&r)["servers"][0]["state"], "connected");
+    // The design's `id` field and argument name the server too.
+    assert_eq!(structured(&r)["servers"][0]["id"], "fixture", "{r}");
+    let r = call_tool(
+        &app,
+        "toggle_mcp_server",
+        json!({"id": "fixture", "enabled": true}),
+    )
+    .await;
+    assert_eq!(structured(&r)["server"]["state"], "connected", "{r}");
     let r = call_tool(
         &app,
         "run_tool",

@@ -17,7 +17,7 @@ impl DiagnosticTool for ListMcpServers {
         ToolSpec::new(
             "list_mcp_servers",
             "List the bot's MCP servers",
-            "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): name, transport (stdio/http/sse), \
+            "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): id and name (its key in the file), transport (stdio/http/sse), \
              enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool.",
         )
         .output(
@@ -56,7 +56,8 @@ impl DiagnosticTool for ToggleMcpServer {
         )
         .input(
             json!({
-                "name": {"type": "string", "minLength": 1, "description": "Server name from list_mcp_servers"},
+                "name": {"type": "string", "minLength": 1, "x-aliases": ["id"],
+                         "description": "Server name (or id) from list_mcp_servers"},
                 "enabled": {"type": "boolean"}
             }),
             &["name", "enabled"],

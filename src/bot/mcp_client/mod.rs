@@ -66,6 +66,9 @@ pub use stats::{ServerStats, ToolStatsEntry};
 /// One configured server as reported to admins and the status tool.
 #[derive(Debug, Clone, Serialize)]
 pub struct McpServerStatus {
+    /// The server's key in the config file, as the design documents call it; the same
+    /// as `name`, which is what the bot calls it everywhere else.
+    pub id: String,
     pub name: String,
     /// `"stdio"`, `"http"` or `"sse"`.
     pub transport: &'static str,

@@ -128,6 +128,7 @@ impl ServerEntry {
         let stats = lock(&self.stats);
         let status = self.status_mut();
         McpServerStatus {
+            id: self.config.name.clone(),
             name: self.config.name.clone(),
             transport: self.config.transport.kind(),
             enabled: status.enabled,
