@@ -323,6 +323,8 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
     };
     assert_eq!(hello["type"], "hello");
     assert_eq!(app.bot.web.connected_clients(), 1);
+    let (status, clients) = get(format!("{}/api/clients", app.url())).await;
+    assert_eq!((status, clients), (200, json!({"count": 1})));
 
     let send = |v: &str| Message::Text(v.to_string().into());
     ws.send(send("this is not json")).await.unwrap();

@@ -157,6 +157,7 @@ pub fn router(bot: Arc<Bot>) -> Router {
         .route("/messages", post(send_message))
         .route("/tools", get(list_tools))
         .route("/agents", get(list_agents))
+        .route("/clients", get(count_clients))
         .route("/tasks", get(list_tasks).post(create_task))
         .route("/tasks/{id}/run", post(run_task))
         .route("/skills", get(list_skills))
@@ -463,6 +464,12 @@ async fn send_message(
 /// The tools a chat user may use: internal and admin-only ones are not the page's business.
 async fn list_tools(State(bot): State<Arc<Bot>>) -> Json<Value> {
     Json(json!({"tools": bot.tools.available_to(&ExecContext::new(&[USER_ROLE]))}))
+}
+
+/// How many pages hold a WebSocket open (the design's `GET /api/clients`; `health`
+/// reports the same count).
+async fn count_clients(State(bot): State<Arc<Bot>>) -> Json<Value> {
+    Json(json!({"count": bot.web.connected_clients()}))
 }
 
 async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
