@@ -1,5 +1,6 @@
 //! Small text helpers shared by both layers: "did you mean" suggestions, keeping
-//! messages short, spelling out an error's causes, and bytes as hex.
+//! messages short, spelling out an error's causes, bytes as hex, and times as people
+//! write them.
 
 /// Levenshtein distance between two strings, by characters.
 pub fn edit_distance(a: &str, b: &str) -> usize {
@@ -106,8 +107,63 @@ pub fn hex(bytes: &[u8]) -> String {
     text
 }
 
+/// A time written in ISO 8601 as people and programs write it: RFC 3339
+/// (`2026-01-31T12:00:00Z`, `…+01:00`), an offset without its colon (`…+0100`), a date
+/// and time without an offset (`2026-01-31T12:00:00`, Python's `isoformat()`; a space
+/// for the `T` too), read as UTC, or a date alone (midnight UTC).
+pub fn parse_iso8601(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+    let text = text.trim();
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Some(time.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z"] {
+        if let Ok(time) = DateTime::parse_from_str(text, format) {
+            return Some(time.with_timezone(&Utc));
+        }
+    }
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Ok(time) = NaiveDateTime::parse_from_str(text, format) {
+            return Some(time.and_utc());
+        }
+    }
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|date| date.and_hms_opt(0, 0, 0))
+        .map(|time| time.and_utc())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn iso8601_times_as_people_write_them() {
+        let utc = |text: &str| super::parse_iso8601(text).map(|t| t.to_rfc3339());
+        let noon = Some("2026-01-31T12:00:00+00:00".to_string());
+        for text in [
+            "2026-01-31T12:00:00Z",
+            "2026-01-31T13:00:00+01:00",
+            "2026-01-31T13:00:00+0100",
+            "2026-01-31T12:00:00",
+            "2026-01-31 12:00:00",
+            "2026-01-31T12:00",
+            " 2026-01-31T12:00:00.000 ",
+        ] {
+            assert_eq!(utc(text), noon, "{text}");
+        }
+        assert_eq!(
+            utc("2026-01-31"),
+            Some("2026-01-31T00:00:00+00:00".to_string())
+        );
+        for bad in ["yesterday", "2026-13-01", "12:00", ""] {
+            assert_eq!(utc(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

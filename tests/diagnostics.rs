@@ -108,7 +108,7 @@ async fn bad_arguments_name_the_field() {
     let r = call_tool(&app, "server_log", json!({"level": "loud"})).await;
     assert!(error_text(&r).contains("level"), "{}", error_text(&r));
     let r = call_tool(&app, "server_log", json!({"since": "yesterday"})).await;
-    assert!(error_text(&r).contains("RFC 3339"), "{}", error_text(&r));
+    assert!(error_text(&r).contains("ISO 8601"), "{}", error_text(&r));
     let r = call_tool(&app, "db_query", json!({})).await;
     assert!(
         error_text(&r).contains("\"query\" is a required property"),

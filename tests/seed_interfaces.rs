@@ -160,6 +160,16 @@ async fn log_tools_take_the_seeds_levels() {
     }
     let web = call_tool(&app, "web_log", json!({"level": "log"})).await;
     assert!(!is_error(&web), "web_log takes `log` too: {web}");
+    // `since` is "ISO 8601": without an offset (UTC), or a date alone.
+    for (since, count) in [("2000-01-01T00:00:00", 3), ("2999-01-01", 0)] {
+        let r = call_tool(
+            &app,
+            "server_log",
+            json!({"level": "log", "grep": "seed-level", "since": since}),
+        )
+        .await;
+        assert_eq!(messages(&r).len(), count, "since {since}: {r}");
+    }
     app.shutdown().await;
 }
 

@@ -462,7 +462,7 @@ async fn run_tool_in_a_legacy_session_joins_the_callers_trace_and_old_traces_are
 async fn bad_arguments_say_what_to_fix() {
     let (app, _llm) = bot_with(vec![], &[]).await;
     for (tool, args, expected) in [
-        ("list_traces", json!({"since": "yesterday"}), "RFC 3339"),
+        ("list_traces", json!({"since": "yesterday"}), "ISO 8601"),
         ("list_traces", json!({"cursor": "nonsense"}), "next_cursor"),
         (
             "get_trace",

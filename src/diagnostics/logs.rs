@@ -61,7 +61,7 @@ impl LogArgs {
     }
 }
 
-/// `since` is a sequence number (the `cursor` of an earlier result) or an RFC 3339 time.
+/// `since` is a sequence number (the `cursor` of an earlier result) or an ISO 8601 time.
 enum Since {
     Seq(u64),
     Time(DateTime<Utc>),
@@ -70,7 +70,7 @@ enum Since {
 fn parse_since(value: &Value) -> Result<Since, String> {
     let bad = || {
         format!(
-            "`since` must be a sequence number (the `cursor` of an earlier result) or an RFC 3339 time such as 2026-01-31T12:00:00Z, not {value}"
+            "`since` must be a sequence number (the `cursor` of an earlier result) or an ISO 8601 time such as 2026-01-31T12:00:00Z (without an offset: UTC), not {value}"
         )
     };
     match value {
@@ -79,9 +79,9 @@ fn parse_since(value: &Value) -> Result<Since, String> {
             if let Ok(n) = s.trim().parse::<u64>() {
                 Ok(Since::Seq(n))
             } else {
-                DateTime::parse_from_rfc3339(s.trim())
-                    .map(|t| Since::Time(t.with_timezone(&Utc)))
-                    .map_err(|_| bad())
+                crate::text::parse_iso8601(s)
+                    .map(Since::Time)
+                    .ok_or_else(bad)
             }
         }
         _ => Err(bad()),
@@ -126,7 +126,7 @@ impl DiagnosticTool for ReadLog {
                 "grep": {"type": "string", "maxLength": 1000, "description": "Only lines containing this text (message, target or fields)"},
                 "case_insensitive": {"type": "boolean", "default": false, "description": "Match grep ignoring case"},
                 "since": {"type": ["string", "integer"],
-                          "description": "Only lines after this: an RFC 3339 time, or the `cursor` returned by an earlier call"},
+                          "description": "Only lines after this: an ISO 8601 time (UTC when it has no offset), or the `cursor` returned by an earlier call"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50,
                           "description": "Most lines to return (the newest win)"},
                 "max_bytes": {"type": "integer", "minimum": 256, "maximum": MAX_MAX_BYTES,

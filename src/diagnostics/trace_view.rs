@@ -30,14 +30,14 @@ pub fn max_bytes_property() -> Value {
 /// The `since` property every trace tool shares.
 pub fn since_property() -> Value {
     json!({"type": "string", "minLength": 1,
-           "description": "Only what started at or after this: an RFC 3339 time, or an age such as 30s, 15m, 2h, 7d"})
+           "description": "Only what started at or after this: an ISO 8601 time (UTC when it has no offset), or an age such as 30s, 15m, 2h, 7d"})
 }
 
-/// `since`: an RFC 3339 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
+/// `since`: an ISO 8601 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
 /// the epoch.
 pub fn parse_since(text: &str) -> Result<i64, String> {
     let text = text.trim();
-    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+    if let Some(time) = crate::text::parse_iso8601(text) {
         return Ok(time.timestamp_micros());
     }
     let split = text.len().saturating_sub(1);
@@ -56,7 +56,7 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
     match seconds {
         Some(seconds) => Ok(Utc::now().timestamp_micros() - seconds * 1_000_000),
         _ => Err(format!(
-            "`since` must be an RFC 3339 time such as 2026-01-31T12:00:00Z or an age such as 30s, 15m, 2h or 7d, not `{text}`"
+            "`since` must be an ISO 8601 time such as 2026-01-31T12:00:00Z or an age such as 30s, 15m, 2h or 7d, not `{text}`"
         )),
     }
 }
