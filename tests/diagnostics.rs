@@ -911,6 +911,24 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
         result["result"]["structuredContent"]["rows_affected"], 0,
         "{result}"
     );
+    // A call that accepts only JSON has no stream to put the question on: the write
+    // runs as it does for a client that cannot ask.
+    let json_only = client()
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(json!({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"db_query","arguments":{"sql":"DELETE FROM tasks"}}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = json_only.json().await.unwrap();
+    assert_eq!(
+        answer["result"]["structuredContent"]["rows_affected"], 0,
+        "{answer}"
+    );
     app.shutdown().await;
 }
 

@@ -88,7 +88,7 @@ impl DiagnosticTool for DbQuery {
         let settings = &d.settings;
         // A write on a client that can ask its user: ask first, showing what it writes.
         // Clients that cannot ask get the full-access behaviour unchanged.
-        if !settings.db_query_readonly && ctx.has_capability("elicitation") {
+        if !settings.db_query_readonly && ctx.can_ask_client("elicitation") {
             let summary = match d.bot.store.describe_statement(&sql).await {
                 Ok(summary) => summary,
                 Err(e) => return Ok(failed(sql_error_text(&e, settings))),

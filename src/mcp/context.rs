@@ -148,6 +148,20 @@ impl RequestContext {
         }
     }
 
+    /// Whether this request can put a question to the client (elicitation, sampling):
+    /// the client declared `capability`, and the request has a way to reach it (the
+    /// modern era's input requests; in the legacy era, this request's SSE stream, which
+    /// a client that accepts only JSON, or a 2025-11-25 task, does not have).
+    pub fn can_ask_client(&self, capability: &str) -> bool {
+        self.has_capability(capability)
+            && match self.era {
+                Era::Modern(_) => true,
+                Era::Legacy(_) => {
+                    self.session.is_some() && self.outbound.is_some() && !self.in_task
+                }
+            }
+    }
+
     /// Legacy era: sends a request to the client on this request's stream and waits for
     /// its answer (sampling, elicitation, roots). Fails when the client did not declare
     /// the capability, when there is no session, or in the modern era (use MRTR).
@@ -163,12 +177,17 @@ impl RequestContext {
                  call the tool without `task`, or use protocol 2026-07-28, whose tasks take input through tasks/update"
             )));
         }
-        let (Era::Legacy(_), Some(session), Some(_)) = (&self.era, &self.session, &self.outbound)
-        else {
+        let (Era::Legacy(_), Some(session)) = (&self.era, &self.session) else {
             return Err(RpcError::internal(format!(
                 "`{method}` can only be sent to a client in a legacy session"
             )));
         };
+        if self.outbound.is_none() {
+            return Err(RpcError::internal(format!(
+                "`{method}` needs an SSE stream to the client: send the request with \
+                 `Accept: application/json, text/event-stream`"
+            )));
+        }
         if !self.has_capability(capability) {
             return Err(RpcError::new(
                 jsonrpc::INVALID_REQUEST,
