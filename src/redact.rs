@@ -31,7 +31,7 @@ const SHORTEST_MATCH: usize = 7;
 /// The secret shapes and what replaces each. Word boundaries are ASCII ones: a Unicode
 /// `\b` makes the regex engine fall back to a slow path on any non-ASCII text (an emoji
 /// in a tool result is enough), and every secret shape here is ASCII anyway.
-const SHAPE_PATTERNS: [(&str, &str); 10] = [
+const SHAPE_PATTERNS: [(&str, &str); 12] = [
     (
         r"(?i)(?-u:\b)bearer\s+[A-Za-z0-9._~+/=-]{8,}",
         "Bearer [REDACTED]",
@@ -57,6 +57,16 @@ const SHAPE_PATTERNS: [(&str, &str); 10] = [
         r#"(?i)(?-u:\b)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|auth[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret))(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
         "${1}${2}[REDACTED]",
     ),
+    // `token = …`, `"github_token": "…"`: a name that is, or ends in, `token` (the
+    // by-key net's rule; `max_tokens: 5` is not one).
+    (
+        r#"(?i)(?-u:\b)((?:[A-Za-z0-9.-]*[_.-])?token)(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
+        "${1}${2}[REDACTED]",
+    ),
+    // `key`, a name the design documents list, alone as a member of JSON text
+    // (`"key": "…"`); prose ("the key: …") and SQL (`WHERE key = 'old'`, the memories
+    // table's column) are left alone.
+    (r#"(?i)(["']key["']\s*:\s*["']?)[^\s"',;&]+"#, "${1}[REDACTED]"),
 ];
 
 /// Every shape at once, for a redactor that knows no secret values.
@@ -538,6 +548,33 @@ mod tests {
         let redactor = Redactor::new(["clé-secrète-ÿÿÿ-über".to_string()]);
         assert_eq!(redactor.redact_text("x clé-secrè"), "x [REDACTED]");
         assert_eq!(redactor.redact_text("ète-ÿÿÿ-über y"), "[REDACTED] y");
+    }
+
+    /// The design's `key` and `token` are redacted in JSON held as text (a `db_query`
+    /// row built with `json_object`, a stored memory) as in a JSON object.
+    #[test]
+    fn key_and_token_members_of_json_text_are_redacted() {
+        let redactor = Redactor::default();
+        for (text, leaked) in [
+            (
+                r#"{"token":"abcdef1234567890abcd"}"#,
+                "abcdef1234567890abcd",
+            ),
+            (r#"{"key": "hunter2-value"}"#, "hunter2-value"),
+            (r#"{"github_token":"abc123xyz"}"#, "abc123xyz"),
+            ("token=abc123xyz&x=1", "abc123xyz"),
+        ] {
+            let redacted = redactor.redact_text(text);
+            assert!(!redacted.contains(leaked), "{text} -> {redacted}");
+        }
+        for kept in [
+            r#"{"max_tokens": 100, "input_tokens": 5}"#,
+            "the key: press enter",
+            r#"{"primary_key": "id", "monkey": "banana"}"#,
+            "DELETE FROM memories WHERE key = 'old'",
+        ] {
+            assert_eq!(redactor.redact_text(kept), kept);
+        }
     }
 
     #[test]

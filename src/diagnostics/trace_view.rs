@@ -279,7 +279,7 @@ mod tests {
             "99999999999d",
             "9223372036854775807d",
         ] {
-            assert!(parse_since(bad).unwrap_err().contains("RFC 3339"), "{bad}");
+            assert!(parse_since(bad).unwrap_err().contains("ISO 8601"), "{bad}");
         }
     }
 
