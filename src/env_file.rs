@@ -1,6 +1,6 @@
 //! `.env`: the one reader of the file, shared by the bot and `porthole token`, so both see
 //! the same values with the same precedence (a non-empty variable in the real environment
-//! wins over the file; within the file, the first line that sets a name wins).
+//! wins over the file; within the file, a name is set once, or twice to the same value).
 //!
 //! The reader is strict on purpose: a line it cannot read stops start-up with its line
 //! number and what is wrong, instead of dropping that line and every line after it.
@@ -54,12 +54,34 @@ impl EnvFile {
         Self::parse(&text).map_err(|(line, reason)| EnvFileError { file, line, reason })
     }
 
-    /// Parses `.env` text: the first assignment of each name is kept.
+    /// Parses `.env` text. A name set twice to the same value is set once; set twice to
+    /// different values, it is an error at the second line: readers differ on which one
+    /// counts (the bot took the first, Node's dotenv takes the last), and a block pasted
+    /// with both `MCP_SERVER_ENABLED=false` and `=true` in it means neither for sure.
     pub fn parse(text: &str) -> Result<Self, (usize, String)> {
-        let mut values = HashMap::new();
-        for Assignment { name, value, .. } in assignments(text)? {
-            values.entry(name).or_insert(value);
+        let mut values: HashMap<String, (String, usize)> = HashMap::new();
+        for Assignment { name, value, lines } in assignments(text)? {
+            let line = lines.start + 1;
+            match values.get(&name) {
+                Some((first, _)) if *first == value => {}
+                Some((_, first_line)) => {
+                    return Err((
+                        line,
+                        format!(
+                            "`{name}` is set again here to another value (line {first_line} set it \
+                             first); keep the one you mean and delete the other"
+                        ),
+                    ));
+                }
+                None => {
+                    values.insert(name, (value, line));
+                }
+            }
         }
+        let values = values
+            .into_iter()
+            .map(|(name, (value, _))| (name, value))
+            .collect();
         Ok(Self { values })
     }
 
@@ -238,8 +260,8 @@ mod tests {
     }
 
     #[test]
-    fn a_hash_inside_a_value_is_kept_and_the_first_line_wins() {
-        let file = values("TOKEN=abc#def\nTOKEN=second\nMULTI=\"a\nb\"\nAFTER=1\n");
+    fn a_hash_inside_a_value_is_kept_and_a_repeated_line_is_one() {
+        let file = values("TOKEN=abc#def\nTOKEN=abc#def\nMULTI=\"a\nb\"\nAFTER=1\n");
         assert_eq!(file.get("TOKEN"), Some("abc#def"));
         assert_eq!(file.get("MULTI"), Some("a\nb"));
         assert_eq!(file.get("AFTER"), Some("1"));
@@ -253,6 +275,11 @@ mod tests {
             ("AbC+dEf/GhIjKlMnOp==\n", 1, "is not a variable name"),
             ("A=1\nSECRET=\"abc\nB=2\n", 2, "never closed"),
             ("A='x' y\n", 1, "follows the closing quote"),
+            (
+                "# MCP\nMCP_SERVER_ENABLED=false\nMCP_SERVER_ENABLED=true\n",
+                3,
+                "(line 2 set it first)",
+            ),
         ];
         for (text, line, words) in cases {
             let (number, reason) = EnvFile::parse(text).expect_err(text);
