@@ -66,7 +66,10 @@ const SHAPE_PATTERNS: [(&str, &str); 12] = [
     // `key`, a name the design documents list, alone as a member of JSON text
     // (`"key": "…"`); prose ("the key: …") and SQL (`WHERE key = 'old'`, the memories
     // table's column) are left alone.
-    (r#"(?i)(["']key["']\s*:\s*["']?)[^\s"',;&]+"#, "${1}[REDACTED]"),
+    (
+        r#"(?i)(["']key["']\s*:\s*["']?)[^\s"',;&]+"#,
+        "${1}[REDACTED]",
+    ),
 ];
 
 /// Every shape at once, for a redactor that knows no secret values.

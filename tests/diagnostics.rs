@@ -871,15 +871,18 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
     // 2025: the question travels as a server request on the call's SSE stream.
     let session = legacy_session(&app, "2025-11-25", json!({"elicitation": {}})).await;
     let url = format!("{}/mcp", app.url());
-    let response = client()
-        .post(&url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"db_query","arguments":{"sql":"DELETE FROM tasks"}}}).to_string())
-        .send()
+    let delete_tasks = |id: u32, accept: &'static str| {
+        client()
+            .post(&url)
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"db_query","arguments":{"sql":"DELETE FROM tasks"}}}).to_string())
+            .send()
+    };
+    let response = delete_tasks(9, "application/json, text/event-stream")
         .await
         .unwrap();
     let mut stream = response.bytes_stream();
@@ -913,17 +916,7 @@ async fn db_query_writes_ask_clients_that_can_confirm() {
     );
     // A call that accepts only JSON has no stream to put the question on: the write
     // runs as it does for a client that cannot ask.
-    let json_only = client()
-        .post(&url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(json!({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"db_query","arguments":{"sql":"DELETE FROM tasks"}}}).to_string())
-        .send()
-        .await
-        .unwrap();
+    let json_only = delete_tasks(10, "application/json").await.unwrap();
     let answer: Value = json_only.json().await.unwrap();
     assert_eq!(
         answer["result"]["structuredContent"]["rows_affected"], 0,
