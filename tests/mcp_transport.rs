@@ -686,6 +686,21 @@ async fn batches_only_in_2025_03_26_sessions() {
     assert_eq!(answers[1]["id"], "two");
     assert!(answers[1]["result"]["tools"].is_array());
     assert_eq!(answers[2]["error"]["code"], -32601);
+    // What one small request can make the server hold is bounded: 32 messages a batch.
+    let too_many: Vec<Value> = (0..33)
+        .map(|id| json!({"jsonrpc":"2.0","id":id,"method":"ping"}))
+        .collect();
+    let r = post(
+        &app,
+        &Value::Array(too_many),
+        &[
+            ("mcp-session-id", &old),
+            ("mcp-protocol-version", "2025-03-26"),
+        ],
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32600)), "{}", r.raw);
+    assert!(r.raw.contains("at most 32"), "{}", r.raw);
 
     let new = legacy_session(&app, "2025-11-25", json!({})).await;
     let r = post(

@@ -39,6 +39,10 @@ pub(super) struct LogArgs {
     include_mcp: bool,
 }
 
+/// The size budget of a log read that names none: room for 500 ordinary lines, not for
+/// 500 lines of the longest kind.
+pub(super) const DEFAULT_LOG_BYTES: usize = 256 * 1024;
+
 impl LogArgs {
     /// The query these arguments ask of `source`; an unreadable `since` is the error.
     fn query(self, source: LogSource) -> Result<LogQuery, String> {
@@ -49,7 +53,7 @@ impl LogArgs {
             source: Some(source),
             include_mcp: self.include_mcp,
             limit: self.limit.unwrap_or(50).clamp(1, 500),
-            byte_budget: self.max_bytes,
+            byte_budget: Some(self.max_bytes.unwrap_or(DEFAULT_LOG_BYTES)),
             ..LogQuery::default()
         };
         match self.since.as_ref().map(parse_since).transpose()? {
@@ -130,6 +134,7 @@ impl DiagnosticTool for ReadLog {
                 "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50,
                           "description": "Most lines to return (the newest win)"},
                 "max_bytes": {"type": "integer", "minimum": 256, "maximum": MAX_MAX_BYTES,
+                              "default": DEFAULT_LOG_BYTES,
                               "description": "Approximate size budget for the returned lines"},
                 "include_mcp": {"type": "boolean", "default": false,
                                 "description": "Also include lines caused by MCP requests (audit of tools/call etc.)"}

@@ -40,12 +40,13 @@ impl BotResources {
         let page = self.0.logs.query(&LogQuery {
             source: Some(source),
             limit: 200,
+            byte_budget: Some(super::logs::DEFAULT_LOG_BYTES),
             ..LogQuery::default()
         });
         json!({
             "lines": page.records.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
             "cursor": page.cursor,
-            "truncated": page.truncated_by_limit,
+            "truncated": page.truncated_by_limit || page.truncated_by_budget,
         })
     }
 }

@@ -37,6 +37,11 @@ impl LogSource {
     }
 }
 
+/// A log line's message (or one field's value) longer than this many bytes is cut to
+/// [`MAX_LINE_CHARS`] characters, its middle left out: 1,000 lines stay a few MiB.
+const MAX_LINE_BYTES: usize = 16 * 1024;
+const MAX_LINE_CHARS: usize = 8 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct LogRecord {
     pub seq: u64,
@@ -243,6 +248,16 @@ impl LogBuffer {
     }
 
     fn push(&self, mut record: LogRecord) {
+        // A line past the cap keeps its two ends: the buffer's size stays bounded by
+        // its line count, whatever a browser or a child process writes.
+        if record.message.len() > MAX_LINE_BYTES {
+            record.message = crate::text::elide_middle(&record.message, MAX_LINE_CHARS);
+        }
+        for (_, value) in record.fields.iter_mut() {
+            if value.len() > MAX_LINE_BYTES {
+                *value = crate::text::elide_middle(value, MAX_LINE_CHARS);
+            }
+        }
         let mut records = self.lock();
         // Numbered under the lock so sequence order is buffer order.
         record.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
@@ -465,6 +480,24 @@ mod tests {
             vec![(Cow::Borrowed("n"), "2".to_string())]
         );
         assert_eq!(page.dropped, 2);
+    }
+
+    #[test]
+    fn a_line_past_the_cap_keeps_its_two_ends() {
+        let buffer = with_buffer(10, || {
+            tracing::info!(target: "porthole::bot", detail = %"d".repeat(100_000), "server");
+        });
+        let huge = format!("start-{}-end", "B".repeat(300_000));
+        buffer.push_web("log", &huge, None);
+        let page = buffer.query(&LogQuery::default());
+        let web = &page.records[1].message;
+        assert!(web.len() < 2 * MAX_LINE_BYTES, "{}", web.len());
+        assert!(
+            web.starts_with("start-") && web.ends_with("-end"),
+            "the two ends stay"
+        );
+        assert!(web.contains("characters]"), "says what was cut");
+        assert!(page.records[0].fields[0].1.len() < 2 * MAX_LINE_BYTES);
     }
 
     #[test]

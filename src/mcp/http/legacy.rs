@@ -218,6 +218,9 @@ pub(super) async fn run_legacy(
 }
 
 /// 2025-03-26 batches: every message handled in turn, responses returned as an array.
+/// The most messages one 2025-03-26 batch may carry.
+const MAX_BATCH_ITEMS: usize = 32;
+
 pub(super) async fn legacy_batch(
     inner: &Arc<ServerInner>,
     headers: &HeaderMap,
@@ -252,6 +255,14 @@ pub(super) async fn legacy_batch(
     }
     if items.is_empty() {
         return batch_error("an empty batch has nothing to do");
+    }
+    // Every answer of a batch is held until the last is ready: a bound on their number
+    // is a bound on what one small request can make the server hold.
+    if items.len() > MAX_BATCH_ITEMS {
+        return batch_error(&format!(
+            "a batch holds at most {MAX_BATCH_ITEMS} messages, this one {}; send the rest in another",
+            items.len()
+        ));
     }
     let mut responses = Vec::new();
     for item in items {
