@@ -510,3 +510,81 @@ async fn a_redirect_from_the_provider_takes_the_api_key_nowhere() {
     );
     app.shutdown().await;
 }
+
+/// A conversation started with admin rights (an `/mcp` `send_message`, a task that runs
+/// as admin) is not the web surface's business: `/api` neither lists nor opens it, nor
+/// its traces, and a chat user's turn cannot continue it. Before, the page (no token)
+/// read an admin task's prompt, its answer and the LLM request behind it.
+#[tokio::test]
+async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
+    let app = start_bot(&[]).await;
+    let base = app.url();
+    let sent = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "/run calculator {\"expression\": \"6*7\"}"}),
+    )
+    .await;
+    let admin_id = sent["structuredContent"]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let page: Value = client()
+        .post(format!("{base}/api/messages"))
+        .json(&json!({"content": "/help"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let user_id = page["conversation_id"].as_str().unwrap().to_string();
+    assert_ne!(admin_id, user_id);
+
+    let listed: Value = reqwest::get(format!("{base}/api/conversations"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = listed["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![user_id.as_str()], "{listed}");
+    for path in ["messages", "traces"] {
+        let status = reqwest::get(format!("{base}/api/conversations/{admin_id}/{path}"))
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404, "{path}");
+    }
+    let traces = call_tool(&app, "list_traces", json!({"conversation_id": admin_id})).await;
+    let trace_id = traces["structuredContent"]["traces"][0]["trace_id"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the admin turn is traced: {traces}"));
+    let status = reqwest::get(format!("{base}/api/traces/{trace_id}"))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 404);
+    let continued = client()
+        .post(format!("{base}/api/messages"))
+        .json(&json!({"content": "what did you say?", "conversation_id": admin_id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(continued.status(), 404);
+    // The admin conversation is still the admin's: /mcp lists it and may continue it.
+    let mine = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "/help", "conversation_id": admin_id}),
+    )
+    .await;
+    assert!(!is_error(&mine), "{mine}");
+    app.shutdown().await;
+}

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::bot::lock;
+use crate::bot::store::is_admin_conversation;
 
 /// The supervisor's instructions for one turn: a scheduled prompt also reads which
 /// task, due time and attempt it runs as.
@@ -126,6 +127,11 @@ impl Supervisor {
         // Held from before the turn first reads or writes it until the turn ends, so
         // conversation retention never deletes it under the turn.
         let (conversation, _held) = match conversation_id {
+            // A chat user's turn cannot continue a conversation started with admin
+            // rights: to it, that conversation does not exist.
+            Some(id) if is_admin_conversation(id) && !ctx.is_admin() => {
+                return Err(AgentError::UnknownConversation(id.to_string()));
+            }
             Some(id) => {
                 let held = self.store.hold_conversation(id).await;
                 let conversation = self
@@ -137,7 +143,9 @@ impl Supervisor {
             }
             None => {
                 let title: String = content.chars().take(60).collect();
-                self.store.create_held_conversation(&title).await?
+                self.store
+                    .create_held_conversation(&title, ctx.is_admin())
+                    .await?
             }
         };
         emit(&events, AgentEvent::Conversation(conversation.id.clone()));

@@ -1021,7 +1021,10 @@ async fn held_conversation_on(store: Store) {
         .unwrap();
     let held = store.hold_conversation(&ids[0]).await;
     let second_turn = store.hold_conversation(&ids[0]).await;
-    let (new, new_held) = store.create_held_conversation("new turn").await.unwrap();
+    let (new, new_held) = store
+        .create_held_conversation("new turn", false)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let newest = chats(&store, 1).await;
     assert_eq!(store.prune_conversations(only_one).await.unwrap(), 2);

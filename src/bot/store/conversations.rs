@@ -19,6 +19,17 @@ const TOUCH_CONVERSATION: &str = "UPDATE conversations SET updated_at = ?2 WHERE
 const INSERT_MESSAGE: &str = "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, name, created_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
 
+/// How the id of a conversation started with admin rights begins (an `/mcp`
+/// `send_message`, a task that runs as admin): its turns may hold what only an admin may
+/// read, so the web surface, which answers without a token, neither lists nor opens it,
+/// and a chat user's turn cannot continue it.
+pub const ADMIN_CONVERSATION_PREFIX: &str = "admin-";
+
+/// Whether conversation `id` was started with admin rights.
+pub fn is_admin_conversation(id: &str) -> bool {
+    id.starts_with(ADMIN_CONVERSATION_PREFIX)
+}
+
 impl Store {
     pub async fn create_conversation(&self, title: &str) -> Result<Conversation, StoreError> {
         self.insert_conversation(uuid::Uuid::new_v4().to_string(), title)
@@ -61,6 +72,19 @@ impl Store {
     pub async fn list_conversations(&self, limit: usize) -> Result<Vec<Conversation>, StoreError> {
         let sql = Sql::fixed(format!(
             "{CONVERSATION_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT ?1"
+        ));
+        self.db.query(sql, vec![(limit as i64).into()]).await
+    }
+
+    /// The conversations a chat user may see: every one but those started with admin
+    /// rights (see [`is_admin_conversation`]).
+    pub async fn list_user_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let sql = Sql::fixed(format!(
+            "{CONVERSATION_SELECT} WHERE c.id NOT LIKE '{ADMIN_CONVERSATION_PREFIX}%' \
+             ORDER BY c.updated_at DESC, c.id LIMIT ?1"
         ));
         self.db.query(sql, vec![(limit as i64).into()]).await
     }

@@ -45,6 +45,7 @@ mod traces;
 
 use backend::Database;
 pub use console::{SqlOutcome, StatementSummary};
+pub use conversations::{ADMIN_CONVERSATION_PREFIX, is_admin_conversation};
 pub use mcp_tasks::StoredTaskRow;
 pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;

@@ -84,8 +84,14 @@ impl Store {
     pub async fn create_held_conversation(
         &self,
         title: &str,
+        admin: bool,
     ) -> Result<(Conversation, ConversationHold), StoreError> {
         let id = uuid::Uuid::new_v4().to_string();
+        let id = if admin {
+            format!("{}{id}", super::conversations::ADMIN_CONVERSATION_PREFIX)
+        } else {
+            id
+        };
         let hold = self.hold_conversation(&id).await;
         let conversation = self.insert_conversation(id, title).await?;
         Ok((conversation, hold))
@@ -154,7 +160,7 @@ mod tests {
     async fn conversations_created_are_counted() {
         let store = Store::open(":memory:").unwrap();
         store.create_conversation("a").await.unwrap();
-        let _held = store.create_held_conversation("b").await.unwrap();
+        let _held = store.create_held_conversation("b", false).await.unwrap();
         assert_eq!(store.conversations_created(), 2);
     }
 }

@@ -19,7 +19,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use crate::bot::Bot;
 use crate::bot::agents::AgentError;
 use crate::bot::schedule::{RunAs, ScheduleError};
-use crate::bot::store::{MessageQuery, SpanQuery, StoreError};
+use crate::bot::store::{MessageQuery, SpanQuery, StoreError, is_admin_conversation};
 use crate::bot::tools::{ExecContext, USER_ROLE};
 use crate::model::{MCP_CALL_SOURCE, SpanRecord};
 
@@ -302,7 +302,7 @@ async fn list_conversations(
 ) -> ApiResult {
     let Query(query) = query?;
     let limit = query.limit.unwrap_or(50).clamp(1, 500);
-    let conversations = bot.store.list_conversations(limit).await?;
+    let conversations = bot.store.list_user_conversations(limit).await?;
     Ok(Json(json!({"conversations": conversations})))
 }
 
@@ -342,12 +342,7 @@ async fn conversation_traces(
     State(bot): State<Arc<Bot>>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult {
-    if bot.store.get_conversation(&id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("conversation {id} does not exist"),
-        ));
-    }
+    shown_conversation(&bot, &id).await?;
     bot.tracer.flush().await;
     let page = bot
         .store
@@ -402,6 +397,11 @@ fn shown_on_the_page(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
     let turns: HashSet<String> = spans
         .iter()
         .filter(|s| s.is_root && (s.conversation_id.is_some() || !is_mcp_root(s)))
+        .filter(|s| {
+            !s.conversation_id
+                .as_deref()
+                .is_some_and(is_admin_conversation)
+        })
         .map(|s| s.span_id.clone())
         .collect();
     spans
@@ -414,18 +414,25 @@ fn is_mcp_root(span: &SpanRecord) -> bool {
     span.source.as_deref() == Some(MCP_CALL_SOURCE)
 }
 
+/// Conversation `id` when a chat user may see it; otherwise the same 404 as for an id
+/// that never existed (one started with admin rights is not the page's business).
+pub(super) async fn shown_conversation(bot: &Bot, id: &str) -> Result<(), ApiError> {
+    if is_admin_conversation(id) || bot.store.get_conversation(id).await?.is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("conversation {id} does not exist"),
+        ));
+    }
+    Ok(())
+}
+
 async fn list_messages(
     State(bot): State<Arc<Bot>>,
     ApiPath(id): ApiPath<String>,
     query: Result<Query<MessagesQuery>, QueryRejection>,
 ) -> ApiResult {
     let Query(query) = query?;
-    if bot.store.get_conversation(&id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("conversation {id} does not exist"),
-        ));
-    }
+    shown_conversation(&bot, &id).await?;
     let page = bot
         .store
         .list_messages(

@@ -71,12 +71,7 @@ async fn belongs_to(bot: &Bot, id: &str, span_id: &str) -> Result<SpanRecord, Ap
             format!("`{span_id}` is not a span id (16 lowercase hex digits)"),
         ));
     }
-    if bot.store.get_conversation(id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("conversation {id} does not exist"),
-        ));
-    }
+    super::api::shown_conversation(bot, id).await?;
     let Some(span) = replay::find_span(bot, span_id).await? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
