@@ -382,21 +382,20 @@ async fn websocket_chat_streams_and_console_lines_reach_the_sink() {
 #[tokio::test]
 async fn the_page_sees_a_turns_trace_but_no_mcp_call_that_shares_its_id() {
     let app = start_bot(&[]).await;
-    let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    let base = format!("http://{}", app.addr);
+    // A page turn, then an /mcp call whose client names the turn's trace id.
+    let (status, sent) = post(
+        format!("{base}/api/messages"),
+        &json!({"content": "hi"}).to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{sent}");
+    let trace = sent["trace_id"].as_str().unwrap().to_string();
     let meta = json!({"traceparent": format!("00-{trace}-00f067aa0ba902b7-01")});
     let failing = json!({"name": "db_query", "_meta": meta,
                          "arguments": {"query": "SELECT * FROM no_such_admin_table"}});
     common::modern(&app, 1, "tools/call", failing).await;
-    let turn = json!({"name": "send_message", "_meta": meta, "arguments": {"content": "hi"}});
-    let sent = common::modern(&app, 2, "tools/call", turn).await;
-    assert_eq!(
-        sent.result()["structuredContent"]["trace_id"],
-        trace,
-        "{}",
-        sent.raw
-    );
 
-    let base = format!("http://{}", app.addr);
     let (status, body) = get(format!("{base}/api/traces/{trace}")).await;
     assert_eq!(status, 200, "{body}");
     let text = body.to_string();
