@@ -239,3 +239,61 @@ async fn list_skills_and_skills_list_agree_on_a_folder() {
     assert_eq!(listed, expected, "{tool}");
     app.shutdown().await;
 }
+
+/// A skill's front matter and files are the author's text, secrets included: every way
+/// of reading them is redacted (`skills/list`, `skills/get`, `resources/list`), and a
+/// file that is not UTF-8 but holds a secret is served as redacted text, not Base64.
+#[tokio::test]
+async fn a_skills_secrets_are_redacted_on_every_way_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("leaky");
+    std::fs::create_dir_all(&skill).unwrap();
+    let planted = "sk-proj-PLANTEDabcdefghijklmnop";
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!("---\nname: leaky\ndescription: uses {planted}\nmetadata:\n  api_key: plain-value-123\n---\nBody.\n"),
+    )
+    .unwrap();
+    let mut binary = format!("key {planted}\n").into_bytes();
+    binary.push(0xff);
+    std::fs::write(skill.join("notes.bin"), &binary).unwrap();
+    let skills_dir = dir.path().display().to_string();
+    let app = start_bot(&[("SKILLS_DIR", &skills_dir)]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    for reply in [
+        modern(&app, 1, "skills/list", json!({})).await,
+        modern(
+            &app,
+            2,
+            "skills/get",
+            json!({"uri": "skill://leaky/SKILL.md"}),
+        )
+        .await,
+        modern(&app, 3, "resources/list", json!({})).await,
+        legacy(&app, &session, 4, "resources/list", json!({})).await,
+        modern(
+            &app,
+            5,
+            "resources/read",
+            json!({"uri": "skill://leaky/notes.bin"}),
+        )
+        .await,
+    ] {
+        assert!(reply.error_code().is_none(), "{}", reply.raw);
+        assert!(!reply.raw.contains("PLANTED"), "{}", reply.raw);
+        assert!(!reply.raw.contains("plain-value-123"), "{}", reply.raw);
+    }
+    let read = modern(
+        &app,
+        6,
+        "resources/read",
+        json!({"uri": "skill://leaky/notes.bin"}),
+    )
+    .await;
+    let content = &read.result()["contents"][0];
+    assert!(
+        content["text"].as_str().unwrap().contains("[REDACTED]"),
+        "{content}"
+    );
+    app.shutdown().await;
+}

@@ -230,7 +230,10 @@ pub(crate) async fn dispatch(
             Outcome::Complete(tasks::serve(inner, task_method, params, ctx).await?)
         }
         Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead => {
-            Outcome::Complete(skills::serve(inner, method, params)?)
+            // A skill's front matter is whatever its author wrote, secrets included.
+            let mut served = skills::serve(inner, method, params)?;
+            inner.redactor.redact(&mut served);
+            Outcome::Complete(served)
         }
     };
     shape(inner, method, outcome, &ctx.era).map(MethodResult::Value)

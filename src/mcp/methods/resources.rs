@@ -30,6 +30,9 @@ pub(super) async fn serve(
         Method::ResourcesRead => return read(inner, params, ctx).await,
         _ => subscribe(method, params, ctx)?,
     };
+    // Listings carry text from outside the code too (a skill's description).
+    let mut listed = listed;
+    inner.redactor.redact(&mut listed);
     Ok(Outcome::Complete(listed))
 }
 

@@ -180,7 +180,7 @@ impl ResourceProvider for SkillCatalog {
     async fn read(
         &self,
         uri: &str,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
     ) -> Result<Option<Outcome<Vec<Value>>>, RpcError> {
         let Some(path) = uri.strip_prefix(SCHEME) else {
             return Ok(None);
@@ -207,10 +207,22 @@ impl ResourceProvider for SkillCatalog {
         content.insert("mimeType".into(), json!(mime));
         match String::from_utf8(bytes) {
             Ok(text) => content.insert("text".into(), json!(text)),
-            Err(e) => content.insert(
-                "blob".into(),
-                json!(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
-            ),
+            Err(e) => {
+                // Redaction cannot see into Base64: a file that is not UTF-8 but holds
+                // text a secret is found in is served as that text, redacted.
+                let bytes = e.into_bytes();
+                let as_text = String::from_utf8_lossy(&bytes);
+                match ctx.redactor.redact_text(&as_text) {
+                    std::borrow::Cow::Owned(redacted) => {
+                        content.insert("mimeType".into(), json!("text/plain"));
+                        content.insert("text".into(), json!(redacted))
+                    }
+                    std::borrow::Cow::Borrowed(_) => content.insert(
+                        "blob".into(),
+                        json!(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+                    ),
+                }
+            }
         };
         Ok(Some(Outcome::Complete(vec![Value::Object(content)])))
     }
