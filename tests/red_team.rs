@@ -402,6 +402,11 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
     let tools_dir = dir.path().display().to_string();
     let llm = fake_llm::start(vec![
         Turn::ToolCall("echo_env", json!({"note": TOOL_SECRET})),
+        // What the model saw, kept in long-term memory.
+        Turn::ToolCall(
+            "remember",
+            json!({"key": "upstream", "value": format!("upstream is {TOOL_SECRET}")}),
+        ),
         // A tool name is the model's to choose: any text it saw.
         Turn::ToolCall(TOOL_SECRET, json!({})),
         Turn::Text(vec!["it says ", TOOL_SECRET]),
@@ -431,6 +436,7 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
         ("last_result", "tasks"),
         ("name", "messages WHERE name IS NOT NULL"),
         ("spans", "trace_turns"),
+        ("value", "memories"),
     ] {
         let query = format!("SELECT hex({column}) FROM {rows}");
         let r = call_tool(&app, "db_query", json!({"query": query})).await;
@@ -446,7 +452,10 @@ async fn a_secret_a_turn_saw_is_stored_redacted_so_no_sql_transform_brings_it_ba
     }
     assert!(!stored.contains(&TOOL_SECRET[3..]), "{stored}");
     let runs = stored.matches("upstream is [REDACTED]").count();
-    assert!(runs >= 2, "the turn's tool result and the run's: {stored}");
+    assert!(
+        runs >= 3,
+        "the turn's tool result, the memory and the run's: {stored}"
+    );
     for redacted in ["it says [REDACTED]", "is [REDACTED] yours?"] {
         assert!(stored.contains(redacted), "{redacted} in {stored}");
     }
