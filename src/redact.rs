@@ -54,7 +54,7 @@ const SHAPE_PATTERNS: [(&str, &str); 12] = [
     // `NAME = value` where the name ends in a secret word: `aws_secret_access_key = …`,
     // `DB_PASSWORD: …`, `"client_secret": "…"`.
     (
-        r#"(?i)(?-u:\b)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|auth[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret))(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
+        r#"(?i)(?-u:\b)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|auth[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret|credentials?|cookie))(["']?\s*[=:]\s*["']?)[^\s"',;&]+"#,
         "${1}${2}[REDACTED]",
     ),
     // `token = …`, `"github_token": "…"`: a name that is, or ends in, `token` (the
@@ -566,6 +566,9 @@ mod tests {
             (r#"{"key": "hunter2-value"}"#, "hunter2-value"),
             (r#"{"github_token":"abc123xyz"}"#, "abc123xyz"),
             ("token=abc123xyz&x=1", "abc123xyz"),
+            (r#"{"session_token":"tok-9f8e7d"}"#, "tok-9f8e7d"),
+            (r#"{"credentials":"cred-5a4b3c"}"#, "cred-5a4b3c"),
+            ("Cookie: sessionid=abc123def", "abc123def"),
         ] {
             let redacted = redactor.redact_text(text);
             assert!(!redacted.contains(leaked), "{text} -> {redacted}");
