@@ -407,3 +407,53 @@ async fn the_page_sees_a_turns_trace_but_no_mcp_call_that_shares_its_id() {
     assert!(!text.contains("db_query"), "{text}");
     app.shutdown().await;
 }
+
+/// One connection, no token: at most four chats in flight, each a turn with calls to
+/// the model. The fifth is refused with an error naming its request; the others go on.
+#[tokio::test]
+async fn a_connection_has_at_most_four_chats_in_flight() {
+    let llm_never_answers = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        format!("http://{addr}/v1")
+    };
+    let app = common::start_bot(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", &llm_never_answers),
+    ])
+    .await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", app.addr))
+        .await
+        .unwrap();
+    for n in 1..=5 {
+        let chat = json!({"type": "chat", "content": format!("question {n}"), "request_id": format!("r{n}")});
+        ws.send(Message::Text(chat.to_string().into()))
+            .await
+            .unwrap();
+    }
+    let refused = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(frame)) = ws.next().await {
+            if let Message::Text(text) = frame {
+                let frame: Value = serde_json::from_str(&text).unwrap();
+                if frame["type"] == "error" {
+                    return frame;
+                }
+            }
+        }
+        panic!("the connection closed");
+    })
+    .await
+    .expect("the fifth chat is refused");
+    assert_eq!(refused["request_id"], "r5", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("in flight"),
+        "{refused}"
+    );
+    app.shutdown().await;
+}

@@ -24,6 +24,9 @@ use crate::redact::RedactedStream;
 
 /// Largest frame accepted from a browser.
 const MAX_FRAME_BYTES: usize = 256 * 1024;
+/// Chats one connection may have in flight: each is a turn with calls to the model,
+/// and the connection needs no token.
+const MAX_CHATS_IN_FLIGHT: usize = 4;
 /// Console levels the page may forward.
 const LEVELS: [&str; 4] = ["log", "info", "warn", "error"];
 
@@ -168,6 +171,17 @@ fn handle_frame(
             conversation_id,
             request_id,
         } => {
+            if chats.len() >= MAX_CHATS_IN_FLIGHT {
+                let _ = out.send(json!({
+                    "type": "error",
+                    "request_id": request_id,
+                    "message": format!(
+                        "{MAX_CHATS_IN_FLIGHT} chats are already in flight on this connection; \
+                         send this one once an answer has come"
+                    ),
+                }));
+                return;
+            }
             let bot = bot.clone();
             let out = out.clone();
             chats.spawn(async move { chat(bot, content, conversation_id, request_id, out).await });
