@@ -116,6 +116,7 @@ fn sessions() {
         ids.push(
             sessions
                 .create("2025-11-25", json!({}), porthole::mcp::Access::Full)
+                .expect("a full session always has room")
                 .id
                 .clone(),
         );

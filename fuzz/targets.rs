@@ -429,17 +429,20 @@ fn session_state() -> &'static Mutex<SessionState> {
                 let caps = json!({"sampling": if n % 2 == 0 { json!({}) } else { Value::Null }});
                 sessions
                     .create(harness::LEGACY, caps, Access::Full)
+                    .expect("a full session always has room")
                     .id
                     .clone()
             })
             .collect();
         let gone = sessions
             .create(harness::LEGACY, json!({}), Access::Full)
+            .expect("a full session always has room")
             .id
             .clone();
         assert!(sessions.end(&gone));
         let foreign = Sessions::new(Some("another secret"), config)
             .create(harness::LEGACY, json!({}), Access::Full)
+            .expect("a full session always has room")
             .id
             .clone();
         Mutex::new(SessionState {
@@ -516,6 +519,7 @@ fn session_id(data: &[u8]) -> String {
             let fresh = state
                 .sessions
                 .create(harness::LEGACY, json!({}), Access::Full)
+                .expect("a full session always has room")
                 .id
                 .clone();
             state.live.push(fresh);

@@ -127,7 +127,16 @@ async fn initialize(
         .get("capabilities")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let session = inner.sessions.create(version, caps, access);
+    let session = match inner.sessions.create(version, caps, access) {
+        Ok(session) => session,
+        Err(full) => {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                &RpcError::internal(full.to_string()),
+            );
+        }
+    };
     let client = params
         .get("clientInfo")
         .and_then(|c| c.get("name"))

@@ -102,6 +102,8 @@ pub trait SessionLedger: Send + Sync {
 pub struct Session {
     pub id: String,
     pub version: &'static str,
+    /// What the token that opened it may do.
+    pub access: Access,
     pub client_capabilities: Value,
     /// Restored from its id after a restart rather than created by `initialize`.
     pub restored: bool,
@@ -125,6 +127,7 @@ impl Session {
         Session {
             id,
             version: minted.version,
+            access: minted.access,
             client_capabilities: minted.client_capabilities,
             restored,
             minted_ms: minted.minted_ms,
@@ -229,6 +232,17 @@ impl Session {
     }
 }
 
+/// Every session is taken, and none may give way to a new one of this credential.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "all {cap} MCP sessions are taken by the full-access token's clients, and a read-only \
+     token's session may not end one of them: end an idle session (DELETE /mcp) or raise \
+     MCP_MAX_SESSIONS"
+)]
+pub struct SessionsFull {
+    pub cap: usize,
+}
+
 /// The outcome of looking up a session id.
 pub enum Lookup {
     Found(Arc<Session>),
@@ -283,8 +297,14 @@ impl Sessions {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Mints a session for a client that just initialized.
-    pub fn create(&self, version: &'static str, caps: Value, access: Access) -> Arc<Session> {
+    /// Mints a session for a client that just initialized; `Err` when every session is
+    /// taken and none may give way to this one (see [`Sessions::insert`]).
+    pub fn create(
+        &self,
+        version: &'static str,
+        caps: Value,
+        access: Access,
+    ) -> Result<Arc<Session>, SessionsFull> {
         let version_index = LEGACY_VERSIONS
             .iter()
             .position(|v| *v == version)
@@ -309,18 +329,29 @@ impl Sessions {
             instance: self.instance,
         };
         let session = Arc::new(Session::new(id.clone(), minted, false, self.now()));
-        self.insert(session.clone());
-        session
+        if !self.insert(session.clone()) {
+            return Err(SessionsFull {
+                cap: self.config.max_sessions,
+            });
+        }
+        Ok(session)
     }
 
-    fn insert(&self, session: Arc<Session>) {
+    /// Makes `session` live. At the cap, the session idle the longest gives way, but
+    /// never to a lesser credential: a read-only token's session evicts only read-only
+    /// ones, so that token cannot end the full token's sessions by opening many. `false`
+    /// when nothing may give way (the session is not kept).
+    fn insert(&self, session: Arc<Session>) -> bool {
         let mut live = lock(&self.live);
         if live.len() >= self.config.max_sessions {
-            // Evict the session idle the longest.
-            if let Some(oldest) = live
+            let oldest = live
                 .values()
+                .filter(|s| session.access == Access::Full || s.access == session.access)
                 .min_by_key(|s| s.idle_since())
-                .map(|s| s.id.clone())
+                .map(|s| s.id.clone());
+            let Some(oldest) = oldest else {
+                return false;
+            };
             {
                 if let Some(evicted) = live.remove(&oldest) {
                     evicted.close_streams();
@@ -334,6 +365,7 @@ impl Sessions {
             }
         }
         live.insert(session.id.clone(), session);
+        true
     }
 
     /// After a session ends: its id must answer 404 from now on. Ids minted here do so
@@ -387,8 +419,11 @@ impl Sessions {
             return Lookup::Ended;
         }
         let session = Arc::new(Session::new(id.to_string(), minted, true, self.now()));
+        if !self.insert(session.clone()) {
+            // No room for it: the client starts over, and `initialize` says why.
+            return Lookup::Ended;
+        }
         tracing::info!(session = %short(id), version = session.version, "restored an MCP session minted before a restart or by another replica");
-        self.insert(session.clone());
         Lookup::Found(session)
     }
 

@@ -33,8 +33,8 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
         ..config(10)
     };
     let first = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
-    let ended = first.create("2025-11-25", json!({}), Access::Full);
-    let kept = first.create("2025-11-25", json!({}), Access::Full);
+    let ended = first.create("2025-11-25", json!({}), Access::Full).unwrap();
+    let kept = first.create("2025-11-25", json!({}), Access::Full).unwrap();
     assert!(first.end(&ended.id));
     std::thread::sleep(Duration::from_millis(2));
     let second = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
@@ -43,7 +43,9 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
 
     // Past its maximum age an id ends, live or restored.
     let strict = Sessions::new(secret, with_ledger(Duration::from_millis(1)));
-    let young = strict.create("2025-11-25", json!({}), Access::Full);
+    let young = strict
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(5));
     assert!(matches!(strict.get(&young.id), Lookup::Ended));
     assert!(matches!(strict.get(&kept.id), Lookup::Ended));
@@ -68,6 +70,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
     let b = Sessions::new(secret, config(10));
     let id = a
         .create("2025-11-25", json!({"elicitation": {}}), Access::Full)
+        .unwrap()
         .id
         .clone();
     let Lookup::Found(restored) = b.get(&id) else {
@@ -79,7 +82,11 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
     assert!(b.end(&id));
     assert!(matches!(b.get(&id), Lookup::Ended));
     // An id b minted itself and ended is not restored either.
-    let own = b.create("2025-11-25", json!({}), Access::Full).id.clone();
+    let own = b
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap()
+        .id
+        .clone();
     assert!(b.end(&own));
     assert!(matches!(b.get(&own), Lookup::Ended));
 }
@@ -88,7 +95,9 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
 fn ids_survive_a_restart_but_not_tampering_or_deletion() {
     let secret = Some("0123456789abcdef0123456789abcdef");
     let before = Sessions::new(secret, config(10));
-    let session = before.create("2025-06-18", json!({"sampling": {}}), Access::Full);
+    let session = before
+        .create("2025-06-18", json!({"sampling": {}}), Access::Full)
+        .unwrap();
     assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
 
     // A restart takes longer than the millisecond an id's mint time counts in.
@@ -116,13 +125,19 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 #[test]
 fn cap_evicts_the_longest_idle_session() {
     let sessions = Sessions::new(None, config(2));
-    let a = sessions.create("2025-11-25", json!({}), Access::Full);
+    let a = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(5));
-    let b = sessions.create("2025-11-25", json!({}), Access::Full);
+    let b = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(5));
     // Touch `a` so `b` becomes the longest idle.
     assert!(matches!(sessions.get(&a.id), Lookup::Found(_)));
-    let _c = sessions.create("2025-11-25", json!({}), Access::Full);
+    let _c = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     assert_eq!(sessions.live_count(), 2);
     assert!(matches!(sessions.get(&b.id), Lookup::Ended));
 }
@@ -131,13 +146,19 @@ fn cap_evicts_the_longest_idle_session() {
 fn ended_ids_are_not_stored_unless_restored() {
     let secret = Some("0123456789abcdef0123456789abcdef");
     let before = Sessions::new(secret, config(10));
-    let old = before.create("2025-11-25", json!({}), Access::Full);
+    let old = before
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(2));
 
     let sessions = Sessions::new(secret, config(10));
-    let first = sessions.create("2025-11-25", json!({}), Access::Full);
+    let first = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     for _ in 0..1000 {
-        sessions.create("2025-11-25", json!({}), Access::Full);
+        sessions
+            .create("2025-11-25", json!({}), Access::Full)
+            .unwrap();
     }
     assert_eq!(sessions.live_count(), 10);
     assert!(matches!(sessions.get(&first.id), Lookup::Ended));
@@ -153,7 +174,9 @@ fn ended_ids_are_not_stored_unless_restored() {
 #[tokio::test]
 async fn resume_replays_events_after_the_last_seen_id() {
     let sessions = Sessions::new(None, config(2));
-    let s = sessions.create("2025-11-25", json!({}), Access::Full);
+    let s = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     let (stream, mut first) = s.open_stream(false);
     s.push(stream, &json!({"n": 1}));
     drop(first.recv().await); // priming event
@@ -180,8 +203,12 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
             ..config(10)
         },
     );
-    let listening = sessions.create("2025-11-25", json!({}), Access::Full);
-    let quiet = sessions.create("2025-11-25", json!({}), Access::Full);
+    let listening = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
+    let quiet = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
     let (_, receiver) = listening.open_stream(true);
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(sessions.evict_idle(), 1, "only the quiet one");
@@ -191,4 +218,36 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
     drop(receiver);
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(sessions.evict_idle(), 1);
+}
+
+#[test]
+fn a_read_only_session_never_ends_a_full_one() {
+    let sessions = Sessions::new(Some("0123456789abcdef0123456789abcdef"), config(2));
+    let full = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
+    let first = sessions
+        .create("2025-11-25", json!({}), Access::ReadOnly)
+        .unwrap();
+    // At the cap: a read-only newcomer evicts a read-only session only.
+    let second = sessions
+        .create("2025-11-25", json!({}), Access::ReadOnly)
+        .unwrap();
+    assert!(matches!(sessions.get(&full.id), Lookup::Found(_)));
+    assert!(!matches!(sessions.get(&first.id), Lookup::Found(_)));
+    assert!(matches!(sessions.get(&second.id), Lookup::Found(_)));
+    // With only full sessions left, a read-only one is refused; a full one still fits.
+    let full_again = sessions
+        .create("2025-11-25", json!({}), Access::Full)
+        .unwrap();
+    assert!(matches!(sessions.get(&full_again.id), Lookup::Found(_)));
+    let refused = sessions.create("2025-11-25", json!({}), Access::ReadOnly);
+    let Err(no_room) = refused else {
+        panic!("a read-only session took a full one's place");
+    };
+    assert!(
+        no_room.to_string().contains("MCP_MAX_SESSIONS"),
+        "{no_room}"
+    );
+    assert!(matches!(sessions.get(&full.id), Lookup::Found(_)));
 }
