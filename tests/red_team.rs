@@ -520,21 +520,36 @@ async fn a_redirect_from_the_provider_takes_the_api_key_nowhere() {
     app.shutdown().await;
 }
 
-/// A conversation started with admin rights (an `/mcp` `send_message`, a task that runs
-/// as admin) is not the web surface's business: `/api` neither lists nor opens it, nor
-/// its traces, and a chat user's turn cannot continue it. Before, the page (no token)
+/// A conversation started with admin rights (a task that runs as admin, an `/mcp`
+/// `send_message`) is not the web surface's business: `/api` neither lists nor opens it,
+/// nor its traces, and a chat user's turn cannot continue it. Before, the page (no token)
 /// read an admin task's prompt, its answer and the LLM request behind it.
 #[tokio::test]
 async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
     let app = start_bot(&[]).await;
     let base = app.url();
-    let sent = call_tool(
+    let inserted = call_tool(
         &app,
-        "send_message",
-        json!({"content": "/run calculator {\"expression\": \"6*7\"}"}),
+        "db_query",
+        json!({"query": "INSERT INTO tasks (name, schedule, action, created_at, run_as) \
+                         VALUES ('report', '0 0 1 1 *', '{\"prompt\":\"CONFIDENTIAL admin prompt\"}', \
+                         '2026-01-01', 'admin')"}),
     )
     .await;
-    let admin_id = sent["structuredContent"]["conversation_id"]
+    let task_id = inserted["structuredContent"]["last_insert_rowid"].clone();
+    let ran = call_tool(&app, "run_task", json!({"id": task_id})).await;
+    assert!(!is_error(&ran), "{ran}");
+    let all = call_tool(&app, "list_conversations", json!({})).await;
+    let admin_id = all["structuredContent"]["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .find(|id| id.starts_with("admin-"))
+        .unwrap_or_else(|| panic!("/mcp sees the task's conversation: {all}"))
+        .to_string();
+    let sent = call_tool(&app, "send_message", json!({"content": "/help"})).await;
+    let mcp_id = sent["structuredContent"]["conversation_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -547,8 +562,7 @@ async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
         .json()
         .await
         .unwrap();
-    let user_id = page["conversation_id"].as_str().unwrap().to_string();
-    assert_ne!(admin_id, user_id);
+    let page_id = page["conversation_id"].as_str().unwrap().to_string();
 
     let listed: Value = reqwest::get(format!("{base}/api/conversations"))
         .await
@@ -556,25 +570,28 @@ async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
         .json()
         .await
         .unwrap();
+    assert!(!listed.to_string().contains("CONFIDENTIAL"), "{listed}");
     let ids: Vec<&str> = listed["conversations"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|c| c["id"].as_str())
         .collect();
-    assert_eq!(ids, vec![user_id.as_str()], "{listed}");
-    for path in ["messages", "traces"] {
-        let status = reqwest::get(format!("{base}/api/conversations/{admin_id}/{path}"))
-            .await
-            .unwrap()
-            .status();
-        assert_eq!(status, 404, "{path}");
+    assert_eq!(ids, vec![page_id.as_str()], "{listed}");
+    for id in [&admin_id, &mcp_id] {
+        for path in ["messages", "traces"] {
+            let status = reqwest::get(format!("{base}/api/conversations/{id}/{path}"))
+                .await
+                .unwrap()
+                .status();
+            assert_eq!(status, 404, "{id} {path}");
+        }
     }
     let traces = call_tool(&app, "list_traces", json!({"conversation_id": admin_id})).await;
     let trace_id = traces["structuredContent"]["traces"][0]["trace_id"]
         .as_str()
         .map(str::to_string)
-        .unwrap_or_else(|| panic!("the admin turn is traced: {traces}"));
+        .unwrap_or_else(|| panic!("the task's turn is traced: {traces}"));
     let status = reqwest::get(format!("{base}/api/traces/{trace_id}"))
         .await
         .unwrap()
@@ -587,7 +604,7 @@ async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
         .await
         .unwrap();
     assert_eq!(continued.status(), 404);
-    // The admin conversation is still the admin's: /mcp lists it and may continue it.
+    // /mcp may continue it.
     let mine = call_tool(
         &app,
         "send_message",

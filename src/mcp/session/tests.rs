@@ -222,32 +222,32 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
 
 #[test]
 fn a_read_only_session_never_ends_a_full_one() {
-    let sessions = Sessions::new(Some("0123456789abcdef0123456789abcdef"), config(2));
-    let full = sessions
-        .create("2025-11-25", json!({}), Access::Full)
-        .unwrap();
-    let first = sessions
-        .create("2025-11-25", json!({}), Access::ReadOnly)
-        .unwrap();
-    // At the cap: a read-only newcomer evicts a read-only session only.
-    let second = sessions
-        .create("2025-11-25", json!({}), Access::ReadOnly)
-        .unwrap();
+    let secret = Some("0123456789abcdef0123456789abcdef");
+    let new = |access| ("2025-11-25", json!({}), access);
+    // At the cap, a read-only newcomer evicts a read-only session, never a full one.
+    let sessions = Sessions::new(secret, config(2));
+    let create = |(version, caps, access)| sessions.create(version, caps, access);
+    let full = create(new(Access::Full)).unwrap();
+    let first = create(new(Access::ReadOnly)).unwrap();
+    let second = create(new(Access::ReadOnly)).unwrap();
     assert!(matches!(sessions.get(&full.id), Lookup::Found(_)));
     assert!(!matches!(sessions.get(&first.id), Lookup::Found(_)));
     assert!(matches!(sessions.get(&second.id), Lookup::Found(_)));
-    // With only full sessions left, a read-only one is refused; a full one still fits.
-    let full_again = sessions
-        .create("2025-11-25", json!({}), Access::Full)
-        .unwrap();
-    assert!(matches!(sessions.get(&full_again.id), Lookup::Found(_)));
-    let refused = sessions.create("2025-11-25", json!({}), Access::ReadOnly);
-    let Err(no_room) = refused else {
+    // With only full sessions live, a read-only one is refused, saying why.
+    let sessions = Sessions::new(secret, config(2));
+    let create = |(version, caps, access)| sessions.create(version, caps, access);
+    let kept = [
+        create(new(Access::Full)).unwrap(),
+        create(new(Access::Full)).unwrap(),
+    ];
+    let Err(no_room) = create(new(Access::ReadOnly)) else {
         panic!("a read-only session took a full one's place");
     };
     assert!(
         no_room.to_string().contains("MCP_MAX_SESSIONS"),
         "{no_room}"
     );
-    assert!(matches!(sessions.get(&full.id), Lookup::Found(_)));
+    for session in &kept {
+        assert!(matches!(sessions.get(&session.id), Lookup::Found(_)));
+    }
 }
