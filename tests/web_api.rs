@@ -236,6 +236,33 @@ async fn api_bad_input_gets_json_errors() {
     assert_eq!(s, 404);
     let (s, _) = get(format!("{base}/api/conversations/nope/messages")).await;
     assert_eq!(s, 404);
+    // A task from the page: at most once a minute, a short schedule, a plain-text name.
+    for (task, words) in [
+        (
+            json!({"name": "flood", "schedule": "* * * * * *", "action": {"prompt": "hi"}}),
+            "at most once a minute",
+        ),
+        (
+            json!({"name": "long", "schedule": format!("{} * * * *", "0,".repeat(150) + "0"),
+                   "action": {"prompt": "hi"}}),
+            "schedule",
+        ),
+        (
+            json!({"name": "x\n\u{1b}[2Jforged", "schedule": "0 0 * * *", "action": {"prompt": "hi"}}),
+            "control character",
+        ),
+    ] {
+        let (s, e) = post(format!("{base}/api/tasks"), &task.to_string()).await;
+        assert_eq!(s, 400, "{task}: {e}");
+        assert!(e["error"].as_str().unwrap().contains(words), "{e}");
+    }
+    let (s, e) = post(
+        format!("{base}/api/tasks"),
+        &json!({"name": "half-minutely", "schedule": "30 * * * * *", "action": {"prompt": "hi"}})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(s, 201, "a single second in 6 fields is once a minute: {e}");
     let (s, e) = get(format!("{base}/api/conversations?limit=lots")).await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("query"));

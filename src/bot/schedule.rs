@@ -70,6 +70,8 @@ pub const MAX_TASKS: usize = 1000;
 /// characters: every task is listed whole by `GET /api/tasks` and `list_tasks`, and
 /// the page's form accepts tasks without a token, so a task must stay a few lines.
 const MAX_NAME_CHARS: usize = 200;
+/// A schedule is five or six cron fields: this is room for long lists in each.
+const MAX_SCHEDULE_CHARS: usize = 200;
 const MAX_DESCRIPTION_CHARS: usize = 2_000;
 const MAX_ACTION_CHARS: usize = 16_384;
 
@@ -105,6 +107,13 @@ pub enum ScheduleError {
     },
     #[error("no task with id {0}")]
     NotFound(i64),
+    #[error(
+        "`{0}` runs more than once a minute; a task a chat user creates runs at most once a \
+         minute: use 5 fields (`min hour day month weekday`), or a single second first in 6 or 7"
+    )]
+    TooOften(String),
+    #[error("`{0}` holds a control character (a line break, an escape); use plain text")]
+    ControlCharacter(&'static str),
     #[error("task {0} is already running")]
     AlreadyRunning(i64),
     #[error("task {0} runs with admin rights; run it through /mcp (`run_task`) instead")]
@@ -127,6 +136,13 @@ pub fn parse_schedule(schedule: &str) -> Result<cron::Schedule, ScheduleError> {
         schedule: schedule.to_string(),
         reason: e.to_string(),
     })
+}
+
+/// Whether a schedule with seconds (6 or 7 fields) names more than one second (`*`,
+/// `*/5`, `0,30`): a task that could run many times a minute.
+fn runs_every_second(schedule: &str) -> bool {
+    let fields: Vec<&str> = schedule.split_whitespace().collect();
+    fields.len() >= 6 && fields[0].parse::<u8>().is_err()
 }
 
 fn next_run(schedule: &str) -> Option<String> {
@@ -197,7 +213,23 @@ impl Scheduler {
         action: Value,
         run_as: RunAs,
     ) -> Result<Task, ScheduleError> {
+        let length = schedule.chars().count();
+        if length > MAX_SCHEDULE_CHARS {
+            return Err(ScheduleError::TooLong {
+                field: "schedule",
+                length,
+                max: MAX_SCHEDULE_CHARS,
+            });
+        }
         parse_schedule(schedule)?;
+        if run_as == RunAs::User && runs_every_second(schedule) {
+            return Err(ScheduleError::TooOften(schedule.to_string()));
+        }
+        for (field, text) in [("name", name), ("schedule", schedule)] {
+            if text.chars().any(char::is_control) {
+                return Err(ScheduleError::ControlCharacter(field));
+            }
+        }
         let action_text = action.to_string();
         for (field, text, max) in [
             ("name", name, MAX_NAME_CHARS),
