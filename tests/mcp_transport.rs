@@ -1017,3 +1017,60 @@ async fn initialize_inside_a_session_is_refused_and_with_an_ended_one_is_not_fou
     assert_eq!(after.status, 404, "{}", after.raw);
     app.shutdown().await;
 }
+
+/// What a session keeps for its life is bounded: the capabilities it declared (64 KiB of
+/// JSON), and the resources it follows (256, each URI at most 2 KiB). A read-only token
+/// grew the server by 290 MB with 60 subscriptions to 3.9 MB URIs.
+#[tokio::test]
+async fn what_a_session_keeps_is_bounded() {
+    let app = start_bot(&[]).await;
+    let huge = json!({"experimental": {"x": "y".repeat(100_000)}});
+    let init = post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": huge,
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (init.status, init.error_code()),
+        (400, Some(-32602)),
+        "{}",
+        init.raw
+    );
+    assert!(init.header("mcp-session-id").is_none());
+
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let long = format!("porthole://conversations/{}", "a".repeat(5000));
+    let refused = legacy(
+        &app,
+        &session,
+        2,
+        "resources/subscribe",
+        json!({"uri": long}),
+    )
+    .await;
+    assert_eq!(refused.error_code(), Some(-32602), "{}", refused.raw);
+    for n in 0..256 {
+        let uri = format!("porthole://conversations/c{n}");
+        let ok = legacy(
+            &app,
+            &session,
+            10 + n,
+            "resources/subscribe",
+            json!({"uri": uri}),
+        )
+        .await;
+        assert!(ok.error_code().is_none(), "{}", ok.raw);
+    }
+    let one_more = json!({"uri": "porthole://conversations/extra"});
+    let full = legacy(&app, &session, 3, "resources/subscribe", one_more.clone()).await;
+    assert_eq!(full.error_code(), Some(-32602), "{}", full.raw);
+    assert!(full.raw.contains("unsubscribe"), "{}", full.raw);
+    let gone = json!({"uri": "porthole://conversations/c0"});
+    legacy(&app, &session, 4, "resources/unsubscribe", gone).await;
+    let room = legacy(&app, &session, 5, "resources/subscribe", one_more).await;
+    assert!(room.error_code().is_none(), "{}", room.raw);
+    app.shutdown().await;
+}

@@ -12,6 +12,9 @@ use crate::mcp::protocol::{self, Era, SKILLS_EXTENSION, TASKS_EXTENSION};
 /// version asked for, the client's capabilities and who the client is. A session is
 /// opened only for a request that has them, so a client that sends `protocolVersion: 5`
 /// learns what to fix instead of getting a session negotiated on a guess.
+/// The most JSON a client's declared capabilities may take.
+const MAX_CAPABILITIES_BYTES: usize = 64 * 1024;
+
 pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<(), RpcError> {
     let wrong = |what: &str| {
         Err(RpcError::invalid_params(format!(
@@ -22,8 +25,14 @@ pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<(), RpcErr
     if !params.get("protocolVersion").is_some_and(Value::is_string) {
         return wrong("`protocolVersion` must be a string");
     }
-    if !params.get("capabilities").is_some_and(Value::is_object) {
+    let Some(capabilities) = params.get("capabilities").filter(|c| c.is_object()) else {
         return wrong("`capabilities` must be an object (empty when the client offers none)");
+    };
+    // The session keeps them for its life: they must stay a declaration, not a store.
+    if capabilities.to_string().len() > MAX_CAPABILITIES_BYTES {
+        return wrong(&format!(
+            "`capabilities` is over {MAX_CAPABILITIES_BYTES} bytes of JSON; declare what the client supports, nothing more"
+        ));
     }
     let Some(client) = params.get("clientInfo").and_then(Value::as_object) else {
         return wrong("`clientInfo` must be an object");

@@ -36,6 +36,10 @@ pub(super) async fn serve(
     Ok(Outcome::Complete(listed))
 }
 
+/// The longest URI a session may subscribe to, and how many it may follow at once.
+const MAX_SUBSCRIBED_URI_BYTES: usize = 2048;
+const MAX_SUBSCRIPTIONS: usize = 256;
+
 /// `resources/subscribe` and `resources/unsubscribe`: the session's interest in one URI.
 fn subscribe(
     method: Method,
@@ -45,7 +49,17 @@ fn subscribe(
     let uri = required_str(params, "uri")?;
     if let Some(session) = &ctx.session {
         if method == Method::ResourcesSubscribe {
-            session.subscribe(uri);
+            // Each one lives as long as the session: both their size and number are bounded.
+            if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+                return Err(RpcError::invalid_params(format!(
+                    "`uri` is over {MAX_SUBSCRIBED_URI_BYTES} bytes; no resource of this server has such a URI"
+                )));
+            }
+            if !session.subscribe(uri, MAX_SUBSCRIPTIONS) {
+                return Err(RpcError::invalid_params(format!(
+                    "a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe from one first"
+                )));
+            }
         } else {
             session.unsubscribe(uri);
         }

@@ -211,8 +211,14 @@ impl Session {
 
     // ---- resource subscriptions ------------------------------------------------------
 
-    pub fn subscribe(&self, uri: &str) {
-        lock(&self.subscriptions).insert(uri.to_string());
+    /// Follows `uri`, unless the session already follows `max` others; `false` then.
+    pub fn subscribe(&self, uri: &str, max: usize) -> bool {
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscriptions.len() >= max && !subscriptions.contains(uri) {
+            return false;
+        }
+        subscriptions.insert(uri.to_string());
+        true
     }
 
     pub fn unsubscribe(&self, uri: &str) {
