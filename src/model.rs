@@ -212,6 +212,9 @@ pub struct SpanRecord {
 /// for, and never `last_error`'s answer.
 pub const MCP_CALL_SOURCE: &str = "mcp";
 
+/// The source of a replay's trace (`replay_llm_calls`, the page's Replay button).
+pub const REPLAY_SOURCE: &str = "replay";
+
 /// The `/mcp` request a root span answers, as the OpenTelemetry MCP semantic conventions
 /// name it. The session id is not part of it: it is a credential.
 #[derive(Debug, Clone, PartialEq)]

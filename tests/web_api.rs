@@ -422,6 +422,10 @@ async fn the_page_sees_a_turns_trace_but_no_mcp_call_that_shares_its_id() {
     let failing = json!({"name": "db_query", "_meta": meta,
                          "arguments": {"query": "SELECT * FROM no_such_admin_table"}});
     common::modern(&app, 1, "tools/call", failing).await;
+    // A run_tool is a trace root of its own (source run_tool), with no conversation.
+    let ran = json!({"name": "run_tool", "_meta": meta,
+                     "arguments": {"tool_name": "calculator", "parameters": {"expression": "123456*7"}}});
+    common::modern(&app, 2, "tools/call", ran).await;
 
     let (status, body) = get(format!("{base}/api/traces/{trace}")).await;
     assert_eq!(status, 200, "{body}");
@@ -431,6 +435,7 @@ async fn the_page_sees_a_turns_trace_but_no_mcp_call_that_shares_its_id() {
         "the turn's spans: {text}"
     );
     assert!(!text.contains("no_such_admin_table"), "{text}");
+    assert!(!text.contains("864192"), "the run_tool's result: {text}");
     assert!(!text.contains("db_query"), "{text}");
     app.shutdown().await;
 }
@@ -482,5 +487,33 @@ async fn a_connection_has_at_most_four_chats_in_flight() {
         refused["message"].as_str().unwrap().contains("in flight"),
         "{refused}"
     );
+    app.shutdown().await;
+}
+
+/// What admin work leaves in shared state stays off the page: a tool's last error from an
+/// `/mcp` `run_tool` (it named a private file), counted but not quoted in `/api/tools`.
+#[tokio::test]
+async fn the_page_gets_tool_counts_not_an_admins_errors() {
+    let app = start_bot(&[]).await;
+    let base = app.url();
+    let failed = common::call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "read_file", "parameters": {"path": "hr/salary-of-alice.txt"}}),
+    )
+    .await;
+    assert!(failed.to_string().contains("salary-of-alice"), "{failed}");
+    let (status, tools) = get(format!("{base}/api/tools")).await;
+    assert_eq!(status, 200);
+    let read_file = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .cloned()
+        .unwrap_or_else(|| panic!("read_file is a user tool: {tools}"));
+    assert_eq!(read_file["stats"]["errors"], 1, "{read_file}");
+    assert!(read_file["stats"]["last_error"].is_null(), "{read_file}");
+    assert!(!tools.to_string().contains("salary-of-alice"), "{tools}");
     app.shutdown().await;
 }

@@ -107,7 +107,14 @@ async fn an_unchanged_replay_from_the_page_sends_the_recorded_request() {
     assert_eq!(body["replays"][0]["finish_reason"], "stop");
     assert_eq!(body["replays"][0]["output_tokens"], 5);
     assert_eq!(body["comparison"][0]["text_changed"], true);
-    assert!(body["replay_trace_id"].is_string());
+    // The page opens the replay's trace in its panel.
+    let replay_trace = body["replay_trace_id"].as_str().unwrap();
+    let trace = client()
+        .get(format!("{}/api/traces/{replay_trace}", app.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(trace.status(), 200);
     app.shutdown().await;
 }
 

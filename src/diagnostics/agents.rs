@@ -129,6 +129,7 @@ mod tests {
             started_at: "2026-11-26T00:00:00Z".into(),
             status: "idle".into(),
             task: Some("say \"hi\"".into()),
+            admin_task: false,
         };
         let agents = BTreeMap::from([(agent.id.clone(), agent)]);
         let listing = Listing {

@@ -47,6 +47,19 @@ pub struct AgentInfo {
     pub started_at: String,
     pub status: String,
     pub task: Option<String>,
+    /// The task came from a turn with admin rights: not for chat users' eyes.
+    #[serde(skip)]
+    pub admin_task: bool,
+}
+
+impl AgentInfo {
+    /// The agent as a chat user may see it: an admin turn's task is left out.
+    pub fn for_chat_users(mut self) -> AgentInfo {
+        if self.admin_task {
+            self.task = None;
+        }
+        self
+    }
 }
 
 /// Every agent that currently exists.
@@ -146,6 +159,7 @@ fn new_agent(name: &str, emoji: &str, role: &str, parent: Option<String>) -> Age
         parent,
         status: "working".into(),
         task: None,
+        admin_task: false,
         started_at: now_rfc3339(),
     }
 }
@@ -211,5 +225,14 @@ mod tests {
         assert_eq!(context[1].tool_calls.len(), 1);
         assert_eq!(context[1].tool_calls[0].id, "a");
         assert_eq!(context[2].tool_call_id.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn chat_users_see_no_admin_turns_task() {
+        let mut worker = new_agent("w", "🛠", "worker", None);
+        worker.task = Some("summarise the private table".into());
+        assert_eq!(worker.clone().for_chat_users().task, worker.task);
+        worker.admin_task = true;
+        assert_eq!(worker.for_chat_users().task, None);
     }
 }

@@ -43,6 +43,7 @@ impl Delegation for Workers {
     ) -> Result<String, String> {
         let mut info = new_agent(name, "🛠", "worker", Some(self.supervisor_id.clone()));
         info.task = Some(task.to_string());
+        info.admin_task = ctx.is_admin();
         let mut span = ctx.trace.start(SpanKind::Agent, format!("agent {name}"));
         span.set_attribute("agent_id", info.id.as_str());
         span.set_attribute("task", task);
@@ -79,7 +80,11 @@ impl Delegation for Workers {
         }
     }
 
-    fn agents(&self) -> Value {
-        serde_json::to_value(self.registry.list()).unwrap_or_default()
+    fn agents(&self, ctx: &ExecContext) -> Value {
+        let mut agents = self.registry.list();
+        if !ctx.is_admin() {
+            agents = agents.into_iter().map(AgentInfo::for_chat_users).collect();
+        }
+        serde_json::to_value(agents).unwrap_or_default()
     }
 }

@@ -377,11 +377,15 @@ async fn send(
     changes: &Changes,
     runs: u32,
 ) -> (Option<String>, Vec<Answer>) {
+    // Whose call it was decides who may see the replay (the page shows replays of its
+    // own conversations only); the replay itself belongs to no conversation.
+    let replayed_conversation = conversation_of(bot, span).await.ok().flatten();
     let scope = bot
         .tracer
-        .root("replay", None)
+        .root(crate::model::REPLAY_SOURCE, None)
         .with_root_attribute("replay.span_id", span.span_id.clone())
-        .with_root_attribute("replay.trace_id", span.trace_id.clone());
+        .with_root_attribute("replay.trace_id", span.trace_id.clone())
+        .with_root_attribute("replay.conversation_id", replayed_conversation);
     // No conversation: a batch selecting a conversation's calls must not find replays.
     let mut root = scope.start(SpanKind::Turn, format!("replay {}", span.span_id));
     root.set_attribute("input", json!(changes));

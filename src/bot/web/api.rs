@@ -17,11 +17,11 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::bot::Bot;
-use crate::bot::agents::AgentError;
+use crate::bot::agents::{AgentError, AgentInfo};
 use crate::bot::schedule::{RunAs, ScheduleError};
 use crate::bot::store::{MessageQuery, SpanQuery, StoreError, is_admin_conversation};
 use crate::bot::tools::{ExecContext, USER_ROLE};
-use crate::model::{MCP_CALL_SOURCE, SpanRecord};
+use crate::model::{REPLAY_SOURCE, SpanRecord};
 
 /// Largest request body `/api` accepts.
 pub const API_BODY_LIMIT: usize = 1024 * 1024;
@@ -389,19 +389,16 @@ async fn get_trace(State(bot): State<Arc<Bot>>, ApiPath(trace_id): ApiPath<Strin
     Ok(Json(json!({"trace_id": trace_id, "spans": spans})))
 }
 
-/// The spans the page may show: those of turns and replays, not of `/mcp` tool calls.
-/// A client's `traceparent` can give an `/mcp` call (a `run_tool`'s arguments and
-/// result, a `db_query`'s error, an admin task it ran) the trace id of a turn, and `/api`
-/// answers without a token. An `/mcp` `send_message` is a conversation's turn: shown.
+/// The spans the page may show: those of the turns of conversations it may show, and of
+/// replays of their calls. A client's `traceparent` can give an `/mcp` call (a
+/// `run_tool`'s arguments and result, a `db_query`'s error) the trace id of a turn, and
+/// `/api` answers without a token: a root that belongs to no conversation the page
+/// shows (an `/mcp` call, a `run_tool`, a tool task, an admin conversation's turn, a
+/// replay of one) is left out with its spans.
 fn shown_on_the_page(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
     let turns: HashSet<String> = spans
         .iter()
-        .filter(|s| s.is_root && (s.conversation_id.is_some() || !is_mcp_root(s)))
-        .filter(|s| {
-            !s.conversation_id
-                .as_deref()
-                .is_some_and(is_admin_conversation)
-        })
+        .filter(|s| s.is_root && conversation_of_root(s).is_some_and(|c| !is_admin_conversation(c)))
         .map(|s| s.span_id.clone())
         .collect();
     spans
@@ -410,8 +407,13 @@ fn shown_on_the_page(spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
         .collect()
 }
 
-fn is_mcp_root(span: &SpanRecord) -> bool {
-    span.source.as_deref() == Some(MCP_CALL_SOURCE)
+/// The conversation a root belongs to: its own, or for a replay the one whose call it
+/// replayed.
+fn conversation_of_root(root: &SpanRecord) -> Option<&str> {
+    if root.source.as_deref() == Some(REPLAY_SOURCE) {
+        return root.attributes["replay.conversation_id"].as_str();
+    }
+    root.conversation_id.as_deref()
 }
 
 /// Conversation `id` when a chat user may see it; otherwise the same 404 as for an id
@@ -470,7 +472,13 @@ async fn send_message(
 
 /// The tools a chat user may use: internal and admin-only ones are not the page's business.
 async fn list_tools(State(bot): State<Arc<Bot>>) -> Json<Value> {
-    Json(json!({"tools": bot.tools.available_to(&ExecContext::new(&[USER_ROLE]))}))
+    let mut tools = bot.tools.available_to(&ExecContext::new(&[USER_ROLE]));
+    // A tool's last error may come from anyone's call (an admin's `run_tool` naming a
+    // private file): the page gets the counts, not the text.
+    for tool in &mut tools {
+        tool.stats.last_error = None;
+    }
+    Json(json!({"tools": tools}))
 }
 
 /// How many pages hold a WebSocket open (the design's `GET /api/clients`; `health`
@@ -479,8 +487,25 @@ async fn count_clients(State(bot): State<Arc<Bot>>) -> Json<Value> {
     Json(json!({"count": bot.web.connected_clients()}))
 }
 
+/// The agents as a chat user may see them: what a turn with admin rights asked a worker
+/// to do, and which admin conversations are in progress, are left out.
 async fn list_agents(State(bot): State<Arc<Bot>>) -> Json<Value> {
-    Json(json!({"agents": bot.agents.list(), "supervisor": bot.supervisor.state()}))
+    let agents: Vec<AgentInfo> = bot
+        .agents
+        .list()
+        .into_iter()
+        .map(AgentInfo::for_chat_users)
+        .collect();
+    let mut supervisor = bot.supervisor.state();
+    supervisor
+        .processing
+        .retain(|(conversation, _)| !is_admin_conversation(conversation));
+    supervisor.active_workers = supervisor
+        .active_workers
+        .into_iter()
+        .map(AgentInfo::for_chat_users)
+        .collect();
+    Json(json!({"agents": agents, "supervisor": supervisor}))
 }
 
 /// Every task, but what an admin task does and returned stays with `/mcp`: the page

@@ -57,8 +57,9 @@ pub trait Delegation: Send + Sync {
         ctx: &ExecContext,
     ) -> Result<String, String>;
 
-    /// The agents at work now, as `get_bot_status` lists them.
-    fn agents(&self) -> Value;
+    /// The agents at work now, as `get_bot_status` lists them to a caller with `ctx`'s
+    /// rights.
+    fn agents(&self, ctx: &ExecContext) -> Value;
 }
 
 /// A native tool: its definition and what runs it.

@@ -77,7 +77,7 @@ impl ToolHandler for BotStatusTool {
             "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
             "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
             "settings": self.0.settings,
-            "agents": self.0.workers.agents(),
+            "agents": self.0.workers.agents(call.ctx),
             "mcp_servers": (self.0.mcp_servers)(),
             "tools": {
                 "total": tools.len(),
