@@ -176,11 +176,17 @@ grep -q '^porthole: .*✔ Connected' "$OUT/claude-mcp-list.txt" || fail "claude 
 pass "claude mcp list through nginx: porthole ✔ Connected"
 
 # --- 5. a task every 5 s, one run per due time, while a replica dies and comes back --------
-# More often than a task made from the page may run (once a minute), so it is an admin's,
-# made through /mcp's db_query, first due at the next multiple of 5 s.
-NEXT_DUE="$(python3 -c 'import datetime as d; t = d.datetime.now(d.timezone.utc).replace(microsecond=0); t += d.timedelta(seconds=5 - t.second % 5); print(t.strftime("%Y-%m-%dT%H:%M:%S.000Z"))')"
-INSERT="INSERT INTO tasks (name, schedule, action, next_run, created_at, run_as) VALUES ('every-5s', '*/5 * * * * *', '{\"tool\": \"current_time\"}', '$NEXT_DUE', '$NEXT_DUE', 'admin')"
-python3 scripts/replicas/mcp.py call "$URL" db_query "$(python3 -c 'import json, sys; print(json.dumps({"query": sys.argv[1]}))' "$INSERT")" >/dev/null \
+# admin_task NAME SCHEDULE ACTION PERIOD: makes a task through /mcp's db_query, as an
+# admin's (a task made from the page runs at most once a minute; these run every few
+# seconds), first due at the next multiple of PERIOD seconds; prints its id.
+admin_task() {
+  local due insert
+  due="$(python3 -c 'import datetime as d, sys; p = int(sys.argv[1]); t = d.datetime.now(d.timezone.utc).replace(microsecond=0); t += d.timedelta(seconds=p - t.second % p); print(t.strftime("%Y-%m-%dT%H:%M:%S.000Z"))' "$4")"
+  insert="INSERT INTO tasks (name, schedule, action, next_run, created_at, run_as) VALUES ('$1', '$2', '$3', '$due', '$due', 'admin') RETURNING id"
+  python3 scripts/replicas/mcp.py call "$URL" db_query "$(python3 -c 'import json, sys; print(json.dumps({"query": sys.argv[1]}))' "$insert")" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["rows"][0][0])'
+}
+admin_task every-5s '*/5 * * * * *' '{"tool": "current_time"}' 5 >/dev/null \
   || fail "creating the task through nginx"
 log "task every-5s created; watching it for ${TASK_SECS} s"
 WATCH_START=$SECONDS
@@ -228,9 +234,8 @@ kill_replica() {
   wait "${REPLICA_PIDS[$1]}" 2>/dev/null || true
   REPLICA_PIDS[$1]=""
 }
-EFFECT_TASK="$(curl -fsS -X POST "http://127.0.0.1:$NGINX_PORT/api/tasks" -H 'content-type: application/json' \
-  -d '{"name": "slow-effect", "schedule": "*/10 * * * * *", "action": {"tool": "slow_effect"}}' \
-  | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')" || fail "creating the slow-effect task"
+EFFECT_TASK="$(admin_task slow-effect '*/10 * * * * *' '{"tool": "slow_effect"}' 10)" \
+  || fail "creating the slow-effect task"
 # effect_runs: the task's runs from task_runs, one `due_at replica attempts status` a line.
 effect_runs() {
   local query="SELECT due_at, replica, attempts, status FROM task_runs WHERE task_id = $EFFECT_TASK ORDER BY due_at"
