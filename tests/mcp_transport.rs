@@ -719,18 +719,7 @@ async fn batches_only_in_2025_03_26_sessions() {
 
 #[tokio::test]
 async fn legacy_cancellation_stops_the_work() {
-    let llm_never_answers = {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        // Accepts connections and never answers: the agent waits on the model.
-        tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                held.push(socket);
-            }
-        });
-        format!("http://{addr}/v1")
-    };
+    let llm_never_answers = llm_that_never_answers().await;
     let app = start_bot(&[
         ("LLM_PROVIDER", "openai"),
         ("LLM_BASE_URL", &llm_never_answers),

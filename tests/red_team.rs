@@ -553,15 +553,7 @@ async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
         .as_str()
         .unwrap()
         .to_string();
-    let page: Value = client()
-        .post(format!("{base}/api/messages"))
-        .json(&json!({"content": "/help"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = page_message(&app, json!({"content": "/help"})).await;
     let page_id = page["conversation_id"].as_str().unwrap().to_string();
 
     let listed: Value = reqwest::get(format!("{base}/api/conversations"))

@@ -333,15 +333,7 @@ async fn the_seeds_example_queries_run_as_written() {
 async fn a_title_set_to_null_as_the_seed_shows_is_read_everywhere() {
     let app = start_bot(&[]).await;
     // Started on the page, so both /mcp and the page's /api read it.
-    let sent: Value = client()
-        .post(format!("{}/api/messages", app.bot_url()))
-        .json(&json!({"content": "hello"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent = page_message(&app, json!({"content": "hello"})).await;
     let id = sent["conversation_id"].as_str().unwrap().to_string();
     let query = format!("UPDATE conversations SET title = NULL WHERE id = '{id}'");
     let updated = call_tool(&app, "db_query", json!({"query": query})).await;

@@ -444,17 +444,7 @@ async fn the_page_sees_a_turns_trace_but_no_mcp_call_that_shares_its_id() {
 /// the model. The fifth is refused with an error naming its request; the others go on.
 #[tokio::test]
 async fn a_connection_has_at_most_four_chats_in_flight() {
-    let llm_never_answers = {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                held.push(socket);
-            }
-        });
-        format!("http://{addr}/v1")
-    };
+    let llm_never_answers = common::llm_that_never_answers().await;
     let app = common::start_bot(&[
         ("LLM_PROVIDER", "openai"),
         ("LLM_BASE_URL", &llm_never_answers),

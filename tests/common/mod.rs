@@ -458,6 +458,33 @@ pub async fn create_task_through_api(app: &RunningApp, task: Value) -> Value {
     created.json().await.unwrap()
 }
 
+/// Sends a chat message as the page does (`POST /api/messages`, no token) and returns
+/// the answer (`response`, `conversation_id`, `trace_id`).
+pub async fn page_message(app: &impl BotUrl, body: Value) -> Value {
+    let answer = client()
+        .post(format!("{}/api/messages", app.bot_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "POST /api/messages {body}");
+    answer.json().await.unwrap()
+}
+
+/// An OpenAI-compatible base URL whose server accepts connections and never answers:
+/// every turn waits on the model until it is cancelled.
+pub async fn llm_that_never_answers() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
 /// Opens a legacy (2025-11-25) session's GET stream.
 pub async fn legacy_get_stream(app: &RunningApp, session: &str) -> reqwest::Response {
     client()

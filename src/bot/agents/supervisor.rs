@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::bot::lock;
-use crate::bot::store::is_admin_conversation;
+use crate::bot::store::{Conversation, ConversationHold, is_admin_conversation};
 
 /// The supervisor's instructions for one turn: a scheduled prompt also reads which
 /// task, due time and attempt it runs as.
@@ -110,6 +110,38 @@ impl Supervisor {
         }
     }
 
+    /// The turn's conversation, held: `conversation_id`'s, or a new one titled after the
+    /// message. A chat user's turn cannot continue a conversation started with admin
+    /// rights: to it, that conversation does not exist.
+    async fn open_conversation(
+        &self,
+        conversation_id: Option<&str>,
+        content: &str,
+        ctx: &ExecContext,
+    ) -> Result<(Conversation, ConversationHold), AgentError> {
+        match conversation_id {
+            Some(id) if is_admin_conversation(id) && !ctx.is_admin() => {
+                Err(AgentError::UnknownConversation(id.to_string()))
+            }
+            Some(id) => {
+                let held = self.store.hold_conversation(id).await;
+                let conversation = self
+                    .store
+                    .get_conversation(id)
+                    .await?
+                    .ok_or_else(|| AgentError::UnknownConversation(id.to_string()))?;
+                Ok((conversation, held))
+            }
+            None => {
+                let title: String = content.chars().take(60).collect();
+                Ok(self
+                    .store
+                    .create_held_conversation(&title, ctx.is_admin())
+                    .await?)
+            }
+        }
+    }
+
     /// Answers a user message in a conversation (a new one when `conversation_id` is
     /// `None`), persisting every message, and returns the full reply. Progress goes to
     /// `events` if given.
@@ -126,28 +158,9 @@ impl Supervisor {
         }
         // Held from before the turn first reads or writes it until the turn ends, so
         // conversation retention never deletes it under the turn.
-        let (conversation, _held) = match conversation_id {
-            // A chat user's turn cannot continue a conversation started with admin
-            // rights: to it, that conversation does not exist.
-            Some(id) if is_admin_conversation(id) && !ctx.is_admin() => {
-                return Err(AgentError::UnknownConversation(id.to_string()));
-            }
-            Some(id) => {
-                let held = self.store.hold_conversation(id).await;
-                let conversation = self
-                    .store
-                    .get_conversation(id)
-                    .await?
-                    .ok_or_else(|| AgentError::UnknownConversation(id.to_string()))?;
-                (conversation, held)
-            }
-            None => {
-                let title: String = content.chars().take(60).collect();
-                self.store
-                    .create_held_conversation(&title, ctx.is_admin())
-                    .await?
-            }
-        };
+        let (conversation, _held) = self
+            .open_conversation(conversation_id, content, ctx)
+            .await?;
         emit(&events, AgentEvent::Conversation(conversation.id.clone()));
         let mut span = ctx.trace.start(SpanKind::Turn, "turn");
         span.set_conversation(&conversation.id);
