@@ -446,29 +446,28 @@ pub async fn start_bot_on_llm(llm_url: &str, extra: &[(&str, &str)]) -> RunningA
 pub trait SseStream: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {}
 impl<S: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin> SseStream for S {}
 
-/// Creates a scheduled task through the page's API (`POST /api/tasks`) and returns it.
-pub async fn create_task_through_api(app: &RunningApp, task: Value) -> Value {
-    let created = client()
-        .post(format!("{}/api/tasks", app.url()))
-        .json(&task)
+/// Posts `body` to the page's API at `path`, as the page does (no token), and returns
+/// the JSON answer, whose status must be `status`.
+async fn post_to_page_api(app: &impl BotUrl, path: &str, body: &Value, status: u16) -> Value {
+    let answer = client()
+        .post(format!("{}{path}", app.bot_url()))
+        .json(body)
         .send()
         .await
         .unwrap();
-    assert_eq!(created.status(), 201, "POST /api/tasks {task}");
-    created.json().await.unwrap()
+    assert_eq!(answer.status(), status, "POST {path} {body}");
+    answer.json().await.unwrap()
+}
+
+/// Creates a scheduled task through the page's API (`POST /api/tasks`) and returns it.
+pub async fn create_task_through_api(app: &RunningApp, task: Value) -> Value {
+    post_to_page_api(app, "/api/tasks", &task, 201).await
 }
 
 /// Sends a chat message as the page does (`POST /api/messages`, no token) and returns
 /// the answer (`response`, `conversation_id`, `trace_id`).
 pub async fn page_message(app: &impl BotUrl, body: Value) -> Value {
-    let answer = client()
-        .post(format!("{}/api/messages", app.bot_url()))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200, "POST /api/messages {body}");
-    answer.json().await.unwrap()
+    post_to_page_api(app, "/api/messages", &body, 200).await
 }
 
 /// An OpenAI-compatible base URL whose server accepts connections and never answers:

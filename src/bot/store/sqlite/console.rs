@@ -324,7 +324,7 @@ fn full_mode_connection(
         && !CONNECTION_STATE_FUNCTIONS
             .iter()
             .any(|f| lowered.contains(f));
-    if !reads_only_shared_state || writer_holds_its_own_state(writer) {
+    if !reads_only_shared_state || writer_holds_its_own_state(writer).unwrap_or(true) {
         return FullModeConnection::Writer;
     }
     let Ok(own) = open_reader(path, traces_location) else {
@@ -343,28 +343,29 @@ fn full_mode_connection(
 /// Whether the writer connection has state no other connection shares: an open
 /// transaction, a temporary table, view or trigger, or a database attached by an
 /// earlier statement.
-fn writer_holds_its_own_state(writer: &WriterConnection) -> bool {
+/// A query that fails counts as state of its own: the read then stays on the writer.
+fn writer_holds_its_own_state(writer: &WriterConnection) -> rusqlite::Result<bool> {
     let c = writer.lock();
     if !c.is_autocommit() {
-        return true;
+        return Ok(true);
+    }
+    let (others, temp): (i64, i64) = c.query_row(
+        "SELECT coalesce(sum(name NOT IN ('main', 'temp', 'traces')), 0), \
+         coalesce(sum(name = 'temp'), 0) FROM pragma_database_list",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if others > 0 {
+        return Ok(true);
     }
     // `temp` is listed once anything opened it (a migration's `ALTER TABLE … RENAME`
     // does); naming `temp.sqlite_master` before that would open it.
-    let own_state = || -> rusqlite::Result<bool> {
-        let (others, temp): (i64, i64) = c.query_row(
-            "SELECT coalesce(sum(name NOT IN ('main', 'temp', 'traces')), 0), \
-             coalesce(sum(name = 'temp'), 0) FROM pragma_database_list",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let temporary_objects = || {
-            c.query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| {
-                r.get::<_, i64>(0)
-            })
-        };
-        Ok(others > 0 || (temp > 0 && temporary_objects()? > 0))
-    };
-    own_state().unwrap_or(true)
+    if temp == 0 {
+        return Ok(false);
+    }
+    let temporary: i64 =
+        c.query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| r.get(0))?;
+    Ok(temporary > 0)
 }
 
 /// Runs a statement under the read-only authorizer, refusing any statement SQLite does

@@ -411,10 +411,11 @@ fn apply_in_order(
     current: usize,
 ) -> rusqlite::Result<usize> {
     const BROKEN_REFERENCES: &str = "SELECT COUNT(*) FROM pragma_foreign_key_check";
+    // Counted once, then after each migration: each scan reads every referencing table.
+    let mut broken_before: i64 = conn.query_row(BROKEN_REFERENCES, [], |r| r.get(0))?;
     let mut applied = 0;
     for (index, sql) in migrations.iter().enumerate().skip(current) {
         let tx = conn.transaction()?;
-        let broken_before: i64 = tx.query_row(BROKEN_REFERENCES, [], |r| r.get(0))?;
         tx.execute_batch(sql)?;
         let broken_after: i64 = tx.query_row(BROKEN_REFERENCES, [], |r| r.get(0))?;
         if broken_after > broken_before {
@@ -429,6 +430,7 @@ fn apply_in_order(
         }
         tx.pragma_update(None, "user_version", (index + 1) as i64)?;
         tx.commit()?;
+        broken_before = broken_after;
         applied += 1;
     }
     Ok(applied)
