@@ -9,6 +9,7 @@
 //! 3. **by shape** — strings that look like bearer tokens, provider keys, private keys,
 //!    or `password=…` pairs are replaced even when nobody told us about them.
 
+mod scan;
 mod stream;
 
 pub use stream::RedactedStream;
@@ -16,7 +17,9 @@ pub use stream::RedactedStream;
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
+
+use scan::SecretScan;
 use serde_json::Value;
 
 pub const REDACTED: &str = "[REDACTED]";
@@ -73,25 +76,8 @@ const SHAPE_PATTERNS: [(&str, &str); 12] = [
 ];
 
 /// Every shape at once, for a redactor that knows no secret values.
-static ANY_SHAPE: LazyLock<Arc<RegexSet>> =
-    LazyLock::new(|| Arc::new(any_secret(&[]).expect("static patterns")));
-
-/// Every shape and every known secret value at once: one scan tells whether a string
-/// needs any replacing (most strings do not), instead of one scan per shape and one
-/// search per value. `None` if the values are too large for one set (then every string
-/// takes the slow path, which is correct, only slower).
-fn any_secret(values: &[String]) -> Option<RegexSet> {
-    let shapes = SHAPE_PATTERNS
-        .iter()
-        .map(|(pattern, _)| pattern.to_string());
-    // A value's first and last bytes: every piece [`without_pieces`] replaces (the whole
-    // value too) holds one of them.
-    let ends = values
-        .iter()
-        .flat_map(|v| [head(v), tail(v)])
-        .map(regex::escape);
-    RegexSet::new(shapes.chain(ends)).ok()
-}
+static ANY_SHAPE: LazyLock<Arc<SecretScan>> =
+    LazyLock::new(|| Arc::new(SecretScan::new(&[]).expect("static patterns")));
 
 /// The first [`MIN_SECRET_LEN`] bytes of a secret (up to a character boundary).
 fn head(secret: &str) -> &str {
@@ -253,8 +239,11 @@ pub fn is_secret_key(key: &str) -> bool {
 #[derive(Clone)]
 pub struct Redactor {
     secret_values: Vec<String>,
-    /// [`any_secret`] of `secret_values`.
-    any_secret: Option<Arc<RegexSet>>,
+    /// Every shape and every one of `secret_values` at once: one scan tells whether a
+    /// string needs any replacing (most strings do not), instead of one scan per shape
+    /// and one search per value. `None` if the values are too many for one set (then
+    /// every string takes the slow path, which is correct, only slower).
+    any_secret: Option<Arc<SecretScan>>,
 }
 
 /// Says how many values it knows, never which: a redactor printed in a log or an error
@@ -298,7 +287,7 @@ impl Redactor {
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
         Redactor {
-            any_secret: any_secret(&values).map(Arc::new),
+            any_secret: SecretScan::new(&values).map(Arc::new),
             secret_values: values,
         }
     }
@@ -336,7 +325,7 @@ impl Redactor {
         let Some(any_secret) = &self.any_secret else {
             return false;
         };
-        if json.contains('\\') || any_secret.is_match(json) {
+        if json.contains('\\') || any_secret.may_match(json) {
             return false;
         }
         // A member name is a string followed by `:`; without escapes a string ends at
@@ -363,7 +352,7 @@ impl Redactor {
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // Most strings in a result are short words (a status, an emoji); none of them
         // can hold a secret, and skipping the scan saves a regex search each.
-        let clean = |set: &Arc<RegexSet>| !set.is_match(text);
+        let clean = |scan: &Arc<SecretScan>| !scan.may_match(text);
         if text.len() < SHORTEST_MATCH || self.any_secret.as_ref().is_some_and(clean) {
             return Cow::Borrowed(text);
         }
