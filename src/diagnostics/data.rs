@@ -349,7 +349,8 @@ impl DiagnosticTool for ListMessages {
             "list_messages",
             "List messages",
             "A page of one conversation's messages (user, assistant, tool), oldest first. Without cursors: the newest page. \
-             Page back with `before` = the first id you have, forward with `after` = the last id you have.",
+             Page back with `before` = the first id you have, forward with `after` = the last id you have. \
+             A page holds at most 4 MiB of message text (`has_more` then says more follow).",
         )
         .input(
             json!({

@@ -22,7 +22,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Message, NewMessage};
+use crate::model::{Message, NewMessage, ToolCall};
 use crate::redact::Redactor;
 
 mod backend;
@@ -114,17 +114,47 @@ impl MessagePage {
     /// A page from `messages` read in page order with one more than `limit`: the extra
     /// one only says there is more, and is dropped from the far end of the page (the
     /// newest after an `after` cursor, the oldest otherwise). Both backends read so.
+    ///
+    /// A page also stops short of [`MESSAGE_PAGE_BYTES`] of message text (it always
+    /// holds one message): a thousand long messages would otherwise make one small
+    /// request a reply of gigabytes. The messages it leaves out are the far end's, so
+    /// the cursor taken from the page reads them next.
     pub(super) fn from_one_extra(mut messages: Vec<Message>, limit: usize, after: bool) -> Self {
-        let has_more = messages.len() > limit;
-        if has_more {
-            if after {
-                messages.truncate(limit);
-            } else {
-                messages.remove(0);
-            }
+        let keep = limit.min(fitting(&messages, after));
+        let has_more = messages.len() > keep;
+        if after {
+            messages.truncate(keep);
+        } else {
+            messages.drain(..messages.len() - keep.min(messages.len()));
         }
         MessagePage { messages, has_more }
     }
+}
+
+/// The most message text (contents, tool calls' arguments) one page of messages holds.
+pub const MESSAGE_PAGE_BYTES: usize = 4 << 20;
+
+/// How many messages of a page fit [`MESSAGE_PAGE_BYTES`], counted from its near end
+/// (the start after an `after` cursor, the newest otherwise); at least one.
+fn fitting(messages: &[Message], after: bool) -> usize {
+    let size = |m: &Message| {
+        let calls = m.tool_calls.iter().flatten();
+        let call_size = |c: &ToolCall| c.name.len() + c.arguments.to_string().len();
+        m.content.len() + calls.map(call_size).sum::<usize>()
+    };
+    let mut total = 0;
+    let counted: Box<dyn Iterator<Item = &Message>> = if after {
+        Box::new(messages.iter())
+    } else {
+        Box::new(messages.iter().rev())
+    };
+    let fit = counted
+        .take_while(|m| {
+            total += size(m);
+            total <= MESSAGE_PAGE_BYTES
+        })
+        .count();
+    fit.max(1)
 }
 
 /// Which messages of a conversation to read. Cursors are message ids.
@@ -652,6 +682,55 @@ mod tests {
             ids[5..7]
         );
         assert!(!after.has_more);
+    }
+
+    #[tokio::test]
+    async fn a_page_of_long_messages_stops_at_its_byte_budget() {
+        let store = test_stores().remove(0);
+        let c = store.create_conversation("long").await.unwrap();
+        let long = "x".repeat(MESSAGE_PAGE_BYTES / 3 + 1);
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let m = NewMessage::text(Role::User, long.clone());
+            ids.push(store.append_message(&c.id, m).await.unwrap().id);
+        }
+        let q = |before, after| MessageQuery {
+            limit: 1000,
+            before,
+            after,
+        };
+        let page_ids = |page: &MessagePage| page.messages.iter().map(|m| m.id).collect::<Vec<_>>();
+        // Newest first: the two newest fit, the third would pass the budget.
+        let newest = store.list_messages(&c.id, q(None, None)).await.unwrap();
+        assert_eq!(page_ids(&newest), ids[3..5]);
+        assert!(newest.has_more);
+        let older = store
+            .list_messages(&c.id, q(Some(ids[3]), None))
+            .await
+            .unwrap();
+        assert_eq!(page_ids(&older), ids[1..3]);
+        let oldest = store
+            .list_messages(&c.id, q(Some(ids[1]), None))
+            .await
+            .unwrap();
+        assert_eq!(
+            (page_ids(&oldest), oldest.has_more),
+            (ids[0..1].to_vec(), false)
+        );
+        // After a cursor: the oldest that fit, the rest next.
+        let after = store
+            .list_messages(&c.id, q(None, Some(ids[0])))
+            .await
+            .unwrap();
+        assert_eq!(
+            (page_ids(&after), after.has_more),
+            (ids[1..3].to_vec(), true)
+        );
+        // One message larger than the budget still makes a page.
+        let huge = NewMessage::text(Role::User, "y".repeat(MESSAGE_PAGE_BYTES + 1));
+        let huge = store.append_message(&c.id, huge).await.unwrap().id;
+        let page = store.list_messages(&c.id, q(None, None)).await.unwrap();
+        assert_eq!((page_ids(&page), page.has_more), (vec![huge], true));
     }
 
     #[tokio::test]
