@@ -69,10 +69,15 @@ pub fn new_trace_id() -> String {
 /// A new random span id: 16 lowercase hex digits of 64 random bits, never all zeros
 /// (zero is drawn again).
 pub fn new_span_id() -> String {
+    crate::text::hex(&new_span_bits().to_be_bytes())
+}
+
+/// The 64 random bits of a new span id ([`new_span_id`]), never zero.
+pub fn new_span_bits() -> u64 {
     loop {
         let bits: u64 = rand::random();
         if bits != 0 {
-            return crate::text::hex(&bits.to_be_bytes());
+            return bits;
         }
     }
 }

@@ -22,11 +22,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Diagnostics, failed};
-use crate::bot::trace::{ERROR_TYPE, Span, Tracer};
+use crate::bot::trace::{CallSpan, Tracer};
 use crate::mcp::{
     CallToolResult, Outcome, RefusedCalls, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
 };
-use crate::model::{MCP_CALL_SOURCE, McpRequest, SpanKind};
+use crate::model::McpRequest;
 use crate::redact::Redactor;
 use crate::text::elide_middle;
 
@@ -118,23 +118,18 @@ impl<T: DiagnosticTool> Adapted<T> {
     /// The span of one `tools/call`: the root of a trace of source `mcp` (the child of
     /// the caller's `traceparent`), with the MCP semantic conventions of the request.
     /// Its arguments are not recorded (they are the caller's, and may hold anything).
-    fn call_span(&self, ctx: &RequestContext) -> Span {
+    fn call_span(&self, ctx: &RequestContext) -> Option<CallSpan> {
         if self.tool.starts_a_trace() {
-            return Span::noop();
+            return None;
         }
-        start_call_span(&self.d.bot.tracer, self.name.clone(), ctx)
+        Some(start_call_span(&self.d.bot.tracer, self.name.clone(), ctx))
     }
 }
 
 /// The span of one `tools/call` of `tool`: the root of a trace of source `mcp` (the
 /// child of the caller's `traceparent`), with the MCP semantic conventions of the request.
-fn start_call_span(tracer: &Arc<Tracer>, tool: Arc<str>, ctx: &RequestContext) -> Span {
-    let mut span = tracer
-        .root(MCP_CALL_SOURCE, ctx.trace_parent())
-        .with_mcp_request(mcp_request(ctx))
-        .into_span(SpanKind::Tool, "tools/call");
-    span.set_tool(tool);
-    span
+fn start_call_span(tracer: &Arc<Tracer>, tool: Arc<str>, ctx: &RequestContext) -> CallSpan {
+    CallSpan::start(tracer, tool, ctx.trace_parent(), mcp_request(ctx))
 }
 
 /// Records the `tools/call`s refused before a tool ran (an unknown tool, arguments its
@@ -155,12 +150,9 @@ impl RefusedCalls for RefusedCallSpans {
     fn refused(&self, tool: &str, ctx: &RequestContext, answer: &Answer) {
         let shown = |text: &str, max: usize| elide_middle(&self.redactor.redact_text(text), max);
         let tool = shown(tool, REFUSED_NAME_CHARS);
-        let mut span = start_call_span(&self.tracer, tool.into(), ctx);
+        let span = start_call_span(&self.tracer, tool.into(), ctx);
         match answer {
-            Err(e) => {
-                span.set_attribute(ERROR_TYPE, e.code.to_string());
-                span.fail(shown(&e.message, REFUSED_ERROR_CHARS));
-            }
+            Err(e) => span.fail(e.code.to_string(), shown(&e.message, REFUSED_ERROR_CHARS)),
             _ => end_call_span(span, answer),
         }
     }
@@ -178,17 +170,13 @@ pub(super) fn mcp_request(ctx: &RequestContext) -> McpRequest {
 
 /// Ends a `tools/call` span as its answer went: a tool error or a protocol error
 /// fails it, with `error.type` saying which (`tool_error`, or the JSON-RPC error code).
-fn end_call_span(mut span: Span, answer: &Answer) {
+fn end_call_span(span: CallSpan, answer: &Answer) {
     match answer {
         Ok(Outcome::Complete(result)) if result.is_error => {
-            span.set_attribute(ERROR_TYPE, "tool_error");
             let text = result.content.first().and_then(|c| c["text"].as_str());
-            span.fail(text.unwrap_or("tool error"));
+            span.fail("tool_error", text.unwrap_or("tool error"));
         }
-        Err(e) => {
-            span.set_attribute(ERROR_TYPE, e.code.to_string());
-            span.fail(e.message.as_str());
-        }
+        Err(e) => span.fail(e.code.to_string(), e.message.as_str()),
         Ok(_) => span.end(),
     }
 }
@@ -206,7 +194,9 @@ impl<T: DiagnosticTool> Tool for Adapted<T> {
     async fn call(&self, args: Value, ctx: &RequestContext) -> Answer {
         let span = self.call_span(ctx);
         let answer = self.run(args, ctx).await;
-        end_call_span(span, &answer);
+        if let Some(span) = span {
+            end_call_span(span, &answer);
+        }
         answer
     }
 }

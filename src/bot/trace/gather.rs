@@ -71,16 +71,13 @@ impl Gather {
         self.keep_call(span);
     }
 
-    /// Takes the calls [`NewestCalls::take`] gave, and how many it pushed out.
-    pub(super) fn take_calls(&mut self, (calls, superseded): (VecDeque<Box<SpanRecord>>, u64)) {
-        self.superseded += superseded;
-        if self.calls.is_empty() {
-            self.calls = calls;
-            return;
-        }
-        for call in calls {
-            self.keep_call(call);
-        }
+    /// Takes the calls `ring` kept, as spans, and counts those it pushed out.
+    pub(super) fn take_calls<T>(
+        &mut self,
+        ring: &NewestCalls<T>,
+        into_span: impl Fn(T) -> Box<SpanRecord>,
+    ) {
+        self.superseded += ring.drain(|call| self.keep_call(into_span(call)));
     }
 
     fn keep_call(&mut self, span: Box<SpanRecord>) {
@@ -131,25 +128,36 @@ pub(super) fn is_mcp_call(span: &SpanRecord) -> bool {
     span.is_root && span.source.as_deref() == Some(MCP_CALL_SOURCE)
 }
 
-/// The newest `/mcp` tool calls' spans, kept on the turns' path until the writer takes
-/// them (when nothing exports spans: an exported call must reach the writer even when
-/// it will not be stored).
-pub(super) struct NewestCalls {
+/// The newest `/mcp` tool calls' records ([`CallRecord`](super::call::CallRecord)),
+/// kept on the turns' path until the writer takes them (when nothing exports spans: an
+/// exported call must reach the writer even when it will not be stored).
+/// The most calls each of [`NewestCalls`]'s lists has room for from the start (memory
+/// the system hands over only as it is written).
+const PREALLOCATED_CALLS: usize = 1024;
+
+pub(super) struct NewestCalls<T> {
     keep: usize,
-    ring: Mutex<(VecDeque<Box<SpanRecord>>, u64)>,
+    /// The calls, oldest first, and how many were pushed out since the last take.
+    ring: Mutex<(VecDeque<T>, u64)>,
+    /// The list the last take emptied, kept for the next: two lists take turns, so the
+    /// turns' path does not grow a fresh one, doubling, after every take.
+    spare: Mutex<VecDeque<T>>,
 }
 
-impl NewestCalls {
-    pub(super) fn new(keep: usize) -> NewestCalls {
+impl<T> NewestCalls<T> {
+    pub(super) fn new(keep: usize) -> NewestCalls<T> {
+        // Made to size once: a flood fills the ring to `keep` between two takes.
+        let list = || VecDeque::with_capacity(keep.min(PREALLOCATED_CALLS));
         NewestCalls {
             keep,
-            ring: Mutex::default(),
+            ring: Mutex::new((list(), 0)),
+            spare: Mutex::new(list()),
         }
     }
 
     /// Keeps `call`, pushing the oldest out past the cap. Returns whether the ring was
     /// empty (the writer, idle, must be woken to take it).
-    pub(super) fn push(&self, call: Box<SpanRecord>) -> bool {
+    pub(super) fn push(&self, call: T) -> bool {
         let mut ring = crate::bot::lock(&self.ring);
         let was_empty = ring.0.is_empty();
         ring.0.push_back(call);
@@ -160,14 +168,24 @@ impl NewestCalls {
             None
         };
         drop(ring);
-        // The span pushed out, if any, is freed here, outside the lock.
+        // The call pushed out, if any, is freed here, outside the lock.
         drop(pushed_out);
         was_empty
     }
 
-    /// The calls kept, oldest first, and how many were pushed out, since the last take.
-    pub(super) fn take(&self) -> (VecDeque<Box<SpanRecord>>, u64) {
-        std::mem::take(&mut *crate::bot::lock(&self.ring))
+    /// Hands the calls kept since the last take to `each`, oldest first, and returns
+    /// how many were pushed out meanwhile. The ring is swapped for the spare list
+    /// under its lock, and emptied outside it.
+    pub(super) fn drain(&self, each: impl FnMut(T)) -> u64 {
+        let mut spare = crate::bot::lock(&self.spare);
+        let (mut taken, superseded) = {
+            let mut ring = crate::bot::lock(&self.ring);
+            let taken = std::mem::replace(&mut ring.0, std::mem::take(&mut *spare));
+            (taken, std::mem::take(&mut ring.1))
+        };
+        taken.drain(..).for_each(each);
+        *spare = taken;
+        superseded
     }
 }
 
@@ -230,15 +248,15 @@ pub(super) mod tests {
         newest.push(span("c", true, Some(MCP_CALL_SOURCE)));
         let mut gather = Gather::new(2, false);
         gather.take(WriterMessage::Span(span("t", true, Some("web"))));
-        gather.take_calls(newest.take());
+        gather.take_calls(&newest, |call| call);
         assert_eq!(gather.superseded, 1, "a was pushed out");
         assert_eq!(gather.roots(), (1, 3));
         assert_eq!(ids(&gather.into_parts().0), ["t", "b", "c"]);
-        assert_eq!(newest.take().0.len(), 0, "taken whole");
+        assert_eq!(newest.drain(|_| panic!("taken whole")), 0);
 
         let mut gather = gathered(2, false);
         newest.push(span("e", true, Some(MCP_CALL_SOURCE)));
-        gather.take_calls(newest.take());
+        gather.take_calls(&newest, |call| call);
         assert_eq!(ids(&gather.into_parts().0), ["t", "u", "d", "e"]);
     }
 

@@ -9,11 +9,13 @@
 //!
 //! Recording is cheap on the turn's path: a [`Span`] collects its fields in memory and,
 //! when it ends (or is dropped because the turn was cancelled), is handed to a bounded
-//! channel with `try_send` (an `/mcp` tool call's span, when nothing exports spans, to the
-//! ring of the newest calls instead: [`gather`]). The background [`writer`] gathers spans for a moment, then
+//! channel with `try_send`. An `/mcp` tool call's span is a [`CallSpan`] of plain values
+//! ([`call`]), which waits in the ring of the newest calls when nothing exports spans
+//! ([`gather`]). The background [`writer`] gathers spans for a moment, then
 //! redacts secrets, cuts large payloads, stores them and exports them, many turns at a
 //! time; a full channel drops the span and counts it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
+mod call;
 mod gather;
 mod llm_call;
 mod otel;
@@ -33,10 +35,12 @@ use crate::bot::store::Store;
 use crate::model::{McpRequest, SpanKind, SpanRecord, ToolDef};
 use crate::redact::Redactor;
 use crate::trace_context::{TraceParent, new_span_id, new_trace_id};
+use call::CallRecord;
 use gather::NewestCalls;
 use tool_sets::StoredToolSets;
 
 pub use crate::bot::store::TOOLS_HASH;
+pub use call::CallSpan;
 pub use llm_call::traced_chat;
 pub use otel::{OtlpExporter, OtlpSettings};
 pub use writer::{SpanExporter, cut_payload};
@@ -119,7 +123,7 @@ pub struct Tracer {
     tool_sets: Arc<StoredToolSets>,
     /// Where `/mcp` tool calls' spans wait for the writer when nothing exports them
     /// (`None`: they go through the channel like the others).
-    calls: Option<Arc<NewestCalls>>,
+    calls: Option<Arc<NewestCalls<CallRecord>>>,
 }
 
 impl Tracer {
@@ -234,17 +238,20 @@ impl Tracer {
         }
     }
 
+    /// Hands an ended `/mcp` tool call to the ring of the newest calls, or, when spans
+    /// are exported, to the writer as a span like any other.
+    fn submit_call(&self, call: CallRecord) {
+        let Some(calls) = &self.calls else {
+            return self.submit(call.into_span());
+        };
+        self.counters.recorded.fetch_add(1, Ordering::Relaxed);
+        if calls.push(call) {
+            self.wake.notify_one();
+        }
+    }
+
     fn submit(&self, record: Box<SpanRecord>) {
         let Some(sender) = &self.sender else { return };
-        if let Some(calls) = &self.calls
-            && gather::is_mcp_call(&record)
-        {
-            self.counters.recorded.fetch_add(1, Ordering::Relaxed);
-            if calls.push(record) {
-                self.wake.notify_one();
-            }
-            return;
-        }
         match sender.try_send(WriterMessage::Span(record)) {
             Ok(()) => self.counters.recorded.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.counters.dropped.fetch_add(1, Ordering::Relaxed),
@@ -329,9 +336,8 @@ impl TraceScope {
     }
 
     /// Starts a span here and uses the scope up: its root attributes and request move
-    /// into the span instead of being copied (the one span of an `/mcp` tool call,
-    /// started for every call).
-    pub fn into_span(self, kind: SpanKind, name: impl Into<Cow<'static, str>>) -> Span {
+    /// into the span instead of being copied.
+    fn into_span(self, kind: SpanKind, name: impl Into<Cow<'static, str>>) -> Span {
         let Some(tracer) = self.tracer else {
             return Span::noop();
         };

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
+use super::call::CallRecord;
 use super::gather::{Gather, NewestCalls, Spans, is_mcp_call};
 use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
@@ -93,7 +94,7 @@ pub(super) struct Writer {
     /// The tool sets stored so far (a set is stored once), shared with the turns' path.
     pub(super) tool_sets: Arc<StoredToolSets>,
     /// The `/mcp` tool calls kept on the turns' path, taken once per gather.
-    pub(super) calls: Option<Arc<NewestCalls>>,
+    pub(super) calls: Option<Arc<NewestCalls<CallRecord>>>,
 }
 
 impl Writer {
@@ -119,7 +120,7 @@ impl Writer {
                 closed = self.gather(&mut receiver, &mut gather).await;
             }
             if let Some(calls) = &self.calls {
-                gather.take_calls(calls.take());
+                gather.take_calls(calls, CallRecord::into_span);
             }
             if gather.is_empty() {
                 if closed {
