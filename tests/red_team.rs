@@ -606,3 +606,68 @@ async fn a_conversation_started_with_admin_rights_stays_off_the_page() {
     assert!(!is_error(&mine), "{mine}");
     app.shutdown().await;
 }
+
+/// What an admin's turn keeps in long-term memory is the admins': a chat user's turn
+/// neither finds it with `recall` nor overwrites it with `remember` under the same key.
+#[tokio::test]
+async fn a_chat_users_turn_neither_reads_nor_overwrites_an_admins_memories() {
+    let llm = fake_llm::start(vec![
+        // An `/mcp` `send_message`: an admin's turn.
+        Turn::ToolCall(
+            "remember",
+            json!({"key": "launch", "value": "CONFIDENTIAL plan"}),
+        ),
+        Turn::Text(vec!["kept"]),
+        // The page: a chat user's turn overwrites the key, then lists every memory.
+        Turn::ToolCall("remember", json!({"key": "launch", "value": "user note"})),
+        Turn::ToolCall("recall", json!({"query": ""})),
+        Turn::Text(vec!["done"]),
+        // The admin's turn again: its memory is as it left it, beside the user's.
+        Turn::ToolCall("recall", json!({"query": "launch"})),
+        Turn::Text(vec!["found"]),
+    ])
+    .await;
+    let app = start_bot_on_llm(&llm.url(), &[]).await;
+    call_tool(
+        &app,
+        "send_message",
+        json!({"content": "remember the launch"}),
+    )
+    .await;
+    let page = page_message(&app, json!({"content": "what do you remember?"})).await;
+    let id = page["conversation_id"].as_str().unwrap();
+    let messages: Value = reqwest::get(format!("{}/api/conversations/{id}/messages", app.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let recalled = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .expect("the chat user's recall answered");
+    assert!(recalled.contains("user note"), "{recalled}");
+    assert!(!recalled.contains("CONFIDENTIAL"), "{recalled}");
+
+    let admin = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "what is the launch?"}),
+    )
+    .await;
+    let admin_id = admin["structuredContent"]["conversation_id"]
+        .as_str()
+        .unwrap();
+    let transcript = call_tool(&app, "list_messages", json!({"conversation_id": admin_id}))
+        .await
+        .to_string();
+    assert!(transcript.contains("CONFIDENTIAL plan"), "{transcript}");
+    assert!(
+        transcript.contains("user note"),
+        "an admin finds both: {transcript}"
+    );
+}

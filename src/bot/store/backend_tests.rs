@@ -272,16 +272,39 @@ async fn memories_settings_and_sessions() {
 }
 
 async fn memories_settings_and_sessions_on(store: Store) {
-    store.remember("Colour", "blue").await.unwrap();
-    store.remember("Colour", "green").await.unwrap();
-    store.remember("100%_sure", "yes").await.unwrap();
+    use crate::bot::store::{Memory, MemoryScope::*};
+    store.remember(User, "Colour", "blue").await.unwrap();
+    store.remember(User, "Colour", "green").await.unwrap();
+    store.remember(User, "100%_sure", "yes").await.unwrap();
+    let memory = |key: &str, value: &str, scope: &str| Memory {
+        key: key.into(),
+        value: value.into(),
+        scope: scope.into(),
+    };
     assert_eq!(
-        store.recall("colour").await.unwrap(),
-        vec![("Colour".to_string(), "green".to_string())]
+        store.recall(User, "colour").await.unwrap(),
+        vec![memory("Colour", "green", "user")]
     );
     // `%` and `_` are literal, not wildcards.
-    assert_eq!(store.recall("0%_").await.unwrap().len(), 1);
-    assert_eq!(store.recall("").await.unwrap().len(), 2);
+    assert_eq!(store.recall(User, "0%_").await.unwrap().len(), 1);
+    assert_eq!(store.recall(User, "").await.unwrap().len(), 2);
+    // An admin's memory under the same key is another memory: a user's turn neither
+    // finds nor overwrites it; an admin's finds both.
+    store.remember(Admin, "Colour", "red").await.unwrap();
+    store.remember(User, "Colour", "grey").await.unwrap();
+    assert_eq!(
+        store.recall(User, "colour").await.unwrap(),
+        vec![memory("Colour", "grey", "user")]
+    );
+    let mut both = store.recall(Admin, "colour").await.unwrap();
+    both.sort_by(|a, b| a.scope.cmp(&b.scope));
+    assert_eq!(
+        both,
+        vec![
+            memory("Colour", "red", "admin"),
+            memory("Colour", "grey", "user")
+        ]
+    );
 
     store.save_tool_enabled("calculator", false).await.unwrap();
     store.save_tool_enabled("calculator", true).await.unwrap();

@@ -1,20 +1,65 @@
-//! Long-term memory for the `remember`/`recall` tools.
+//! Long-term memory for the `remember`/`recall` tools. Each memory belongs to the
+//! rights of the turn that stored it ([`MemoryScope`]): a chat user's turn reads and
+//! writes only the users' memories; an admin's turn stores the admins' and reads both.
 
 use super::backend::Sql;
 use super::log_events::contains_pattern;
 use super::{Store, StoreError, now_rfc3339};
 
+/// Whose memories a turn reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryScope {
+    /// A chat user's turn (the web page, a task that runs as a user).
+    User,
+    /// A turn with admin rights (`/mcp`, a task that runs as admin).
+    Admin,
+}
+
+impl MemoryScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            MemoryScope::User => "user",
+            MemoryScope::Admin => "admin",
+        }
+    }
+}
+
+/// One memory as [`Store::recall`] finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    pub key: String,
+    pub value: String,
+    /// `user` or `admin`: whose it is.
+    pub scope: String,
+}
+
+impl super::rows::FromRow for Memory {
+    fn from_row<R: super::rows::RowRead>(r: &R) -> Result<Memory, R::Error> {
+        Ok(Memory {
+            key: r.text(0)?,
+            value: r.text(1)?,
+            scope: r.text(2)?,
+        })
+    }
+}
+
 impl Store {
-    /// Stored redacted, as conversations are: a model that remembers what a tool showed
-    /// it must not keep a secret where `db_query` (or `recall`, a character at a time)
-    /// would hand it back.
-    pub async fn remember(&self, key: &str, value: &str) -> Result<(), StoreError> {
+    /// Stores `value` under `key` in `scope`'s memories. Stored redacted, as
+    /// conversations are: a model that remembers what a tool showed it must not keep a
+    /// secret where `db_query` (or `recall`, a character at a time) would hand it back.
+    pub async fn remember(
+        &self,
+        scope: MemoryScope,
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
         let sql = Sql::fixed(
-            "INSERT INTO memories (key, value, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            "INSERT INTO memories (scope, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         );
         let (key, value) = (self.for_storage(key), self.for_storage(value));
         let values = vec![
+            scope.as_str().into(),
             key.as_ref().into(),
             value.as_ref().into(),
             now_rfc3339().into(),
@@ -23,17 +68,18 @@ impl Store {
         Ok(())
     }
 
-    /// Memories whose key or value contains `query`, ignoring ASCII case (all of them for
-    /// an empty query).
-    pub async fn recall(&self, query: &str) -> Result<Vec<(String, String)>, StoreError> {
+    /// Memories `scope` may read whose key or value contains `query`, ignoring ASCII
+    /// case (all of them for an empty query), newest first: a user's own scope, an
+    /// admin's every scope.
+    pub async fn recall(&self, scope: MemoryScope, query: &str) -> Result<Vec<Memory>, StoreError> {
         let like = self.db.dialect().like;
         let sql = Sql::fixed(format!(
-            "SELECT key, value FROM memories
-             WHERE key {like} ?1 ESCAPE '\\' OR value {like} ?1 ESCAPE '\\'
+            "SELECT key, value, scope FROM memories
+             WHERE (scope = 'user' OR ?2 = 'admin')
+               AND (key {like} ?1 ESCAPE '\\' OR value {like} ?1 ESCAPE '\\')
              ORDER BY updated_at DESC LIMIT 50"
         ));
-        self.db
-            .query(sql, vec![contains_pattern(query).into()])
-            .await
+        let values = vec![contains_pattern(query).into(), scope.as_str().into()];
+        self.db.query(sql, values).await
     }
 }

@@ -47,6 +47,7 @@ use backend::Database;
 pub use console::{SqlOutcome, StatementSummary};
 pub use conversations::{ADMIN_CONVERSATION_PREFIX, is_admin_conversation};
 pub use mcp_tasks::StoredTaskRow;
+pub use memories::{Memory, MemoryScope};
 pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;
 pub use schema::schema_version;
@@ -414,14 +415,35 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(MIGRATIONS[0]).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute_batch(MIGRATIONS[1]).unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            // A memory from before memories had owners (migration 19).
+            conn.execute(
+                "INSERT INTO memories (key, value, updated_at) VALUES ('plan', 'old', 't')",
+                [],
+            )
+            .unwrap();
         }
         let store = Store::open(path.to_str().unwrap()).unwrap();
-        store.remember("colour", "blue").await.unwrap();
-        assert_eq!(
-            store.recall("col").await.unwrap(),
-            vec![("colour".to_string(), "blue".to_string())]
-        );
+        store
+            .remember(MemoryScope::User, "colour", "blue")
+            .await
+            .unwrap();
+        let found = |scope| {
+            let store = store.clone();
+            async move {
+                let memories = store.recall(scope, "").await.unwrap();
+                memories
+                    .into_iter()
+                    .map(|m| (m.key, m.scope))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let pair = |key: &str, scope: &str| (key.to_string(), scope.to_string());
+        assert_eq!(found(MemoryScope::User).await, vec![pair("colour", "user")]);
+        let mut all = found(MemoryScope::Admin).await;
+        all.sort();
+        assert_eq!(all, vec![pair("colour", "user"), pair("plan", "admin")]);
     }
 
     /// Migration 18 rebuilds `conversations` (its title may be NULL): the messages that

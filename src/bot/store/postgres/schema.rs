@@ -247,6 +247,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 18: a conversation's title may be NULL (the design documents' "simulate corrupted
     // state" example).
     "ALTER TABLE conversations ALTER COLUMN title DROP NOT NULL;",
+    // 19: memories belong to the rights of the turn that stored them; those stored
+    // before, and rows written by hand, are the admins'.
+    "ALTER TABLE memories ADD COLUMN scope TEXT NOT NULL DEFAULT 'admin'
+        CHECK (scope IN ('user', 'admin'));
+    ALTER TABLE memories DROP CONSTRAINT memories_pkey;
+    ALTER TABLE memories ADD PRIMARY KEY (scope, key);",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

@@ -299,6 +299,21 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
     DROP TABLE conversations;
     ALTER TABLE conversations_rebuilt RENAME TO conversations;
     CREATE INDEX conversations_by_activity ON conversations(updated_at, id);",
+    // 19: memories belong to the rights of the turn that stored them (`admin` or `user`):
+    // a chat user's `recall` must not read, nor its `remember` overwrite, what an admin
+    // turn kept. Memories stored before were any turn's, and a row written by hand
+    // (`db_query`) names no scope: both are the admins'.
+    "CREATE TABLE memories_scoped (
+        scope TEXT NOT NULL DEFAULT 'admin' CHECK (scope IN ('user', 'admin')),
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (scope, key)
+    );
+    INSERT INTO memories_scoped (scope, key, value, updated_at)
+        SELECT 'admin', key, value, updated_at FROM memories;
+    DROP TABLE memories;
+    ALTER TABLE memories_scoped RENAME TO memories;",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how

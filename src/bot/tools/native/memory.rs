@@ -1,11 +1,14 @@
 //! `remember` and `recall`: long-term memory, facts under keys kept in the store so
-//! they outlive the conversation.
+//! they outlive the conversation. A turn's rights decide whose memories it reaches
+//! ([`MemoryScope`]): a chat user's turn only the users', an admin's turn stores the
+//! admins' and finds both.
 
+use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{NativeTool, native};
-use crate::bot::store::Store;
-use crate::bot::tools::FnTool;
+use crate::bot::store::{MemoryScope, Store};
+use crate::bot::tools::{ExecContext, ToolCall, ToolHandler};
 
 pub(super) fn remember(store: Store) -> NativeTool {
     native(
@@ -20,18 +23,8 @@ pub(super) fn remember(store: Store) -> NativeTool {
             "required": ["key", "value"],
             "additionalProperties": false
         }),
-        FnTool(move |args: Value| store_fact(store.clone(), args)),
+        Remember(store),
     )
-}
-
-async fn store_fact(store: Store, args: Value) -> Result<Value, String> {
-    let key = args["key"].as_str().unwrap_or_default();
-    let value = args["value"].as_str().unwrap_or_default();
-    store
-        .remember(key, value)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(json!({"stored": key}))
 }
 
 pub(super) fn recall(store: Store) -> NativeTool {
@@ -43,16 +36,51 @@ pub(super) fn recall(store: Store) -> NativeTool {
             "properties": {"query": {"type": "string", "maxLength": 200}},
             "additionalProperties": false
         }),
-        FnTool(move |args: Value| find_facts(store.clone(), args)),
+        Recall(store),
     )
 }
 
-async fn find_facts(store: Store, args: Value) -> Result<Value, String> {
-    let query = args["query"].as_str().unwrap_or_default();
-    let found = store.recall(query).await.map_err(|e| e.to_string())?;
-    let memories: Vec<Value> = found
-        .into_iter()
-        .map(|(key, value)| json!({"key": key, "value": value}))
-        .collect();
-    Ok(json!({"memories": memories}))
+/// Whose memories a turn with `ctx`'s rights reaches.
+fn scope_of(ctx: &ExecContext) -> MemoryScope {
+    if ctx.is_admin() {
+        MemoryScope::Admin
+    } else {
+        MemoryScope::User
+    }
+}
+
+struct Remember(Store);
+
+#[async_trait]
+impl ToolHandler for Remember {
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let key = call.args["key"].as_str().unwrap_or_default();
+        let value = call.args["value"].as_str().unwrap_or_default();
+        self.0
+            .remember(scope_of(call.ctx), key, value)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(json!({"stored": key}))
+    }
+}
+
+struct Recall(Store);
+
+#[async_trait]
+impl ToolHandler for Recall {
+    async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
+        let query = call.args["query"].as_str().unwrap_or_default();
+        let scope = scope_of(call.ctx);
+        let found = self
+            .0
+            .recall(scope, query)
+            .await
+            .map_err(|e| e.to_string())?;
+        // Only an admin's turn finds memories of both kinds; it is told whose each is.
+        let shown = |m: crate::bot::store::Memory| match scope {
+            MemoryScope::Admin => json!({"key": m.key, "value": m.value, "scope": m.scope}),
+            MemoryScope::User => json!({"key": m.key, "value": m.value}),
+        };
+        Ok(json!({"memories": found.into_iter().map(shown).collect::<Vec<_>>()}))
+    }
 }
