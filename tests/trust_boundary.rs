@@ -311,7 +311,7 @@ async fn read_only_sql_changes_nothing_that_outlives_the_call() {
         "CREATE TEMP TABLE t(x)".into(),
         "CREATE TEMP VIEW v AS SELECT 1".into(),
         "DELETE FROM conversations".into(),
-        "INSERT INTO memories VALUES ('k', 'v', 'now')".into(),
+        "INSERT INTO memories (key, value, updated_at) VALUES ('k', 'v', 'now')".into(),
         "SELECT load_extension('/tmp/nothing')".into(),
         "/* padding */ DROP TABLE tasks".into(),
     ];

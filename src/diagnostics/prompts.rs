@@ -203,9 +203,9 @@ impl Prompt for ExplainConversation {
             quoted_title(&conversation),
             conversation.message_count,
             if page.has_more {
-                ", latest 100 shown"
+                format!(", latest {} shown", page.messages.len())
             } else {
-                ""
+                String::new()
             },
             transcript.join("\n")
         );

@@ -72,7 +72,7 @@ impl ResourceProvider for BotResources {
                 "uriTemplate": CONVERSATION_TEMPLATE,
                 "name": "conversation",
                 "title": "A conversation",
-                "description": "One conversation with its latest 100 messages.",
+                "description": "One conversation with its latest 100 messages (fewer when they pass 4 MiB of text).",
                 "mimeType": "application/json",
             }),
             json!({
@@ -135,7 +135,7 @@ impl ResourceProvider for BotResources {
     }
 }
 
-/// Conversation `id` with its latest 100 messages, or `None` when there is no such
+/// Conversation `id` with its latest 100 messages (fewer past 4 MiB of text), or `None` when there is no such
 /// conversation: what its resource holds and what `explain_conversation` lays out.
 pub(super) async fn conversation_with_messages(
     d: &Diagnostics,

@@ -18,8 +18,11 @@ use super::{SHAPE_PATTERNS, head, tail};
 
 /// A word every match of some shape holds, lowercase. `pass` stands for `password`,
 /// `passwd` and `passphrase`; `key` for every `…key` name and the JSON member `"key"`;
-/// `token` for every `…token` name; `secret` for `client_secret` too.
-const SHAPE_WORDS: [&str; 15] = [
+/// `token` for every `…token` name; `secret` for `client_secret` too. The last two are
+/// the letters a case-insensitive regex also takes for `s` and `k` (the long s, the
+/// Kelvin sign), which lowercasing ASCII does not turn into them: a text holding either
+/// goes on to the regexes.
+const SHAPE_WORDS: [&str; 17] = [
     "bearer",
     "sk-",
     "gh",
@@ -35,6 +38,8 @@ const SHAPE_WORDS: [&str; 15] = [
     "token",
     "credential",
     "cookie",
+    "\u{17F}",
+    "\u{212A}",
 ];
 
 /// Bytes lowercased at a time, on the stack.
@@ -110,11 +115,11 @@ mod tests {
     use super::*;
 
     /// The words let through every text the shapes match: texts made of pieces of the
-    /// shapes (and of harmless words), in any order and case, two hundred thousand of
-    /// them.
+    /// shapes (and of harmless words, and the two letters a case-insensitive regex reads
+    /// as `s` and `k`), in any order and case, two hundred thousand of them.
     #[test]
     fn the_words_never_turn_away_a_text_the_shapes_match() {
-        const PIECES: [&str; 40] = [
+        const PIECES: [&str; 42] = [
             "bearer ",
             "Bearer\t",
             "sk-",
@@ -155,6 +160,8 @@ mod tests {
             "_",
             "-",
             "KLMNOPQRSTUVWXYZ",
+            "\u{17F}",
+            "\u{212A}",
         ];
         let scan = SecretScan::new(&[]).expect("the shapes compile");
         assert!(scan.words.is_some(), "this CPU has the searcher");
@@ -180,6 +187,24 @@ mod tests {
             matched > 10_000,
             "the texts exercise the shapes ({matched} matched)"
         );
+    }
+
+    /// A case-insensitive regex reads the long s as `s` and the Kelvin sign as `k`;
+    /// lowercasing ASCII does not, so the words hold those letters themselves.
+    #[test]
+    fn the_letters_a_regex_folds_into_s_and_k_go_on_to_the_regexes() {
+        let scan = SecretScan::new(&[]).expect("the shapes compile");
+        for text in [
+            "pa\u{17F}\u{17F}word=hunter22",
+            "db_\u{17F}ecret: abc",
+            "api_\u{212A}ey=abc",
+            "to\u{212A}en=abc",
+            "coo\u{212A}ie: abc",
+            "{\"\u{212A}ey\": \"abc\"}",
+        ] {
+            assert!(scan.set.is_match(text), "the shapes match {text:?}");
+            assert!(scan.may_match(text), "turned away {text:?}");
+        }
     }
 
     #[test]

@@ -303,11 +303,12 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
     // a chat user's `recall` must not read, nor its `remember` overwrite, what an admin
     // turn kept. Memories stored before were any turn's, and a row written by hand
     // (`db_query`) names no scope: both are the admins'.
+    // The columns in PostgreSQL's order (its `ADD COLUMN` puts `scope` last).
     "CREATE TABLE memories_scoped (
-        scope TEXT NOT NULL DEFAULT 'admin' CHECK (scope IN ('user', 'admin')),
         key TEXT NOT NULL,
         value TEXT NOT NULL,
         updated_at TEXT NOT NULL,
+        scope TEXT NOT NULL DEFAULT 'admin' CHECK (scope IN ('user', 'admin')),
         PRIMARY KEY (scope, key)
     );
     INSERT INTO memories_scoped (scope, key, value, updated_at)
