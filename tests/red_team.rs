@@ -671,3 +671,30 @@ async fn a_chat_users_turn_neither_reads_nor_overwrites_an_admins_memories() {
         "an admin finds both: {transcript}"
     );
 }
+
+/// An error that quotes what the caller sent is redacted like a result: the bot's own
+/// token typed as a tool's name, a prompt's or a resource's, or a secret-shaped text,
+/// never comes back in a protocol error.
+#[tokio::test]
+async fn protocol_errors_that_quote_the_caller_are_redacted() {
+    let app = start_bot(&[]).await;
+    let shaped = "sk-live-0123456789abcdefghij";
+    for (method, params) in [
+        ("tools/call", json!({"name": TOKEN, "arguments": {}})),
+        ("tools/call", json!({"name": shaped, "arguments": {}})),
+        ("prompts/get", json!({"name": TOKEN})),
+        (
+            "resources/read",
+            json!({"uri": format!("porthole://{TOKEN}")}),
+        ),
+    ] {
+        let reply = modern(&app, 3, method, params.clone()).await;
+        assert!(
+            reply.error_code().is_some(),
+            "{method} {params}: {}",
+            reply.raw
+        );
+        assert!(!reply.raw.contains(TOKEN), "{method}: {}", reply.raw);
+        assert!(!reply.raw.contains(shaped), "{method}: {}", reply.raw);
+    }
+}

@@ -43,6 +43,19 @@ impl RpcError {
         self
     }
 
+    /// The error with its message and data redacted: an error often quotes what the
+    /// caller sent (a tool's name, an argument), and what leaves the process never
+    /// holds a secret, whoever typed it.
+    pub fn redacted(mut self, redactor: &crate::redact::Redactor) -> Self {
+        if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&self.message) {
+            self.message = clean;
+        }
+        if let Some(data) = &mut self.data {
+            redactor.redact(data);
+        }
+        self
+    }
+
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(INVALID_PARAMS, message)
     }

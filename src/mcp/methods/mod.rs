@@ -192,10 +192,11 @@ pub(crate) async fn run(
     work: Work,
     ctx: &RequestContext,
 ) -> Result<MethodResult, RpcError> {
-    match work {
+    let result = match work {
         Work::Method(method, params) => dispatch(inner, method, &params, ctx).await,
         Work::ToolCall(call) => tools::call(inner, call, ctx).await,
-    }
+    };
+    result.map_err(|error| error.redacted(&inner.redactor))
 }
 
 /// Runs `method` and returns its result shaped for the request's era.
