@@ -121,7 +121,14 @@ impl MessagePage {
     /// request a reply of gigabytes. The messages it leaves out are the far end's, so
     /// the cursor taken from the page reads them next.
     pub(super) fn from_one_extra(mut messages: Vec<Message>, limit: usize, after: bool) -> Self {
-        let keep = limit.min(fitting(&messages, after));
+        // Counted from the page's near end: its start after an `after` cursor, its
+        // newest message otherwise.
+        let fit = if after {
+            fitting(messages.iter())
+        } else {
+            fitting(messages.iter().rev())
+        };
+        let keep = limit.min(fit);
         let has_more = messages.len() > keep;
         if after {
             messages.truncate(keep);
@@ -135,21 +142,16 @@ impl MessagePage {
 /// The most message text (contents, tool calls' arguments) one page of messages holds.
 pub const MESSAGE_PAGE_BYTES: usize = 4 << 20;
 
-/// How many messages of a page fit [`MESSAGE_PAGE_BYTES`], counted from its near end
-/// (the start after an `after` cursor, the newest otherwise); at least one.
-fn fitting(messages: &[Message], after: bool) -> usize {
+/// How many of `messages`, counted in this order, fit [`MESSAGE_PAGE_BYTES`]; at least
+/// one.
+fn fitting<'a>(messages: impl Iterator<Item = &'a Message>) -> usize {
     let size = |m: &Message| {
         let calls = m.tool_calls.iter().flatten();
         let call_size = |c: &ToolCall| c.name.len() + c.arguments.to_string().len();
         m.content.len() + calls.map(call_size).sum::<usize>()
     };
     let mut total = 0;
-    let counted: Box<dyn Iterator<Item = &Message>> = if after {
-        Box::new(messages.iter())
-    } else {
-        Box::new(messages.iter().rev())
-    };
-    let fit = counted
+    let fit = messages
         .take_while(|m| {
             total += size(m);
             total <= MESSAGE_PAGE_BYTES

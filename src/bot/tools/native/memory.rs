@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{NativeTool, native};
-use crate::bot::store::{MemoryScope, Store};
+use crate::bot::store::{Memory, MemoryScope, Store};
 use crate::bot::tools::{ExecContext, ToolCall, ToolHandler};
 
 pub(super) fn remember(store: Store) -> NativeTool {
@@ -77,7 +77,7 @@ impl ToolHandler for Recall {
             .await
             .map_err(|e| e.to_string())?;
         // Only an admin's turn finds memories of both kinds; it is told whose each is.
-        let shown = |m: crate::bot::store::Memory| match scope {
+        let shown = |m: Memory| match scope {
             MemoryScope::Admin => json!({"key": m.key, "value": m.value, "scope": m.scope}),
             MemoryScope::User => json!({"key": m.key, "value": m.value}),
         };
