@@ -337,3 +337,53 @@ async fn a_message_over_the_bots_body_limit_says_so() {
     assert!(message.contains("MCP_MAX_BODY_BYTES"), "{answer:.300}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_bot_that_never_answers_holds_neither_the_client_nor_the_relay() {
+    // A server that takes every connection and never answers (a bot stuck).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let mut relay = spawn_relay(&format!("http://{addr}/mcp"), TOKEN);
+    relay
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "t", "version": "1"}}}))
+        .await;
+    // Waits behind the unanswered initialize, which must not stop the relay reading:
+    // the client gives up on it.
+    relay
+        .send(json!({"jsonrpc": "2.0", "id": "two", "method": "tools/list"}))
+        .await;
+    relay
+        .send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": "two", "reason": "the client gave up"}}),
+        )
+        .await;
+    let Relay {
+        mut child,
+        stdin,
+        mut stdout,
+    } = relay;
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(40), child.wait())
+        .await
+        .expect("the relay exits once stdin is closed")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let mut answers = Vec::new();
+    while let Some(line) = stdout.next_line().await.unwrap() {
+        answers.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    // initialize may not be cancelled: it is answered, with an error that says why.
+    assert_eq!(answers.len(), 1, "only initialize is answered: {answers:?}");
+    assert_eq!(answers[0]["id"], 1, "{answers:?}");
+    let message = answers[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("did not answer `initialize`"), "{message}");
+}

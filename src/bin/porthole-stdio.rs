@@ -12,22 +12,38 @@
 //! streams — are written to stdout one message per line; once a session exists, the
 //! session's GET notification stream is relayed too. Diagnostics go to stderr only.
 //! When the bot is down or refuses the token, the client gets a JSON-RPC error for
-//! its request (never a silent hang). On stdin EOF the session is ended and the relay
-//! exits.
+//! its request (never a silent hang); a request the client cancels
+//! (`notifications/cancelled`) is no longer waited for, even one the bot never answers,
+//! and an `initialize` the bot leaves unanswered for 10 s is answered with an error.
+//! On stdin EOF the answers still running are awaited, the session is ended and the
+//! relay exits.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
+use futures::future::{FutureExt, Shared};
 use porthole::sse_decoder::SseDecoder;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// A message this large that fails to send most likely hit the bot's body limit
 /// (the smallest `MCP_MAX_BODY_BYTES` allows is 1 KiB; most bots keep 4 MiB).
 const LARGE_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// How long a notification (or a response to the bot) may wait for the bot to take it:
+/// a bot answers those at once (202), and nothing answers the client for them, so one
+/// stuck on a bot that never answers would only keep the relay from exiting.
+const NOTIFICATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long `initialize` may wait for its answer. A bot answers it at once (it runs no
+/// tool), clients may not cancel it, and every message behind it waits for it: without
+/// a limit, a bot that takes connections and never answers would hold the client and
+/// the relay forever.
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the relay remembers between messages.
 #[derive(Default)]
@@ -137,9 +153,31 @@ impl Relay {
             .request(reqwest::Method::POST, "application/json, text/event-stream")
             .header("content-type", "application/json");
         let request = with_routing_headers(request, &method, &message["params"]);
+        let waits_for_an_answer = carries_a_request(&message);
+        let request = if !waits_for_an_answer {
+            request.timeout(NOTIFICATION_TIMEOUT)
+        } else if is_initialize(&message) {
+            request.timeout(INITIALIZE_TIMEOUT)
+        } else {
+            request
+        };
         let length = line.len();
         let response = match request.body(line).send().await {
             Ok(r) => r,
+            Err(e) if e.is_timeout() && !waits_for_an_answer => {
+                return log(&format!(
+                    "the bot at {} did not take a message without an id ({method}) within {} s; dropped it",
+                    self.url,
+                    NOTIFICATION_TIMEOUT.as_secs()
+                ));
+            }
+            // Only `initialize` has a time limit among requests.
+            Err(e) if e.is_timeout() => {
+                return self.fail(
+                    id.as_ref(),
+                    format!("the bot at {} took the connection but did not answer `initialize` within {} s: is it stuck? Restart it, then reconnect", self.url, INITIALIZE_TIMEOUT.as_secs()),
+                );
+            }
             // A bot refuses a body over its limit before reading it, which the sender
             // sees as a broken connection, not as the 413.
             Err(e) if length > LARGE_MESSAGE_BYTES => {
@@ -427,22 +465,53 @@ fn answers(message: &str, id: &Value) -> bool {
     })
 }
 
-/// Whether a stdin line is an `initialize` request (later messages wait for its answer).
-fn is_initialize(line: &str) -> bool {
-    serde_json::from_str::<Value>(line)
-        .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some())
+/// Whether a message is an `initialize` request (later messages wait for its answer).
+fn is_initialize(message: &Value) -> bool {
+    message["method"] == "initialize" && message.get("id").is_some()
+}
+
+/// Whether a message (or a batch) holds a request, whose answer the client waits for.
+fn carries_a_request(message: &Value) -> bool {
+    let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    match message {
+        Value::Array(batch) => batch.iter().any(is_request),
+        single => is_request(single),
+    }
+}
+
+/// The id of a request (a message with a method and an id), as JSON text.
+fn request_id(message: &Value) -> Option<String> {
+    message.get("method")?;
+    Some(message.get("id")?.to_string())
+}
+
+/// The id a `notifications/cancelled` names (`params.requestId`), as JSON text.
+fn cancelled_request(message: &Value) -> Option<String> {
+    (message["method"] == "notifications/cancelled")
+        .then(|| message["params"].get("requestId").map(Value::to_string))
+        .flatten()
 }
 
 /// Relays every stdin line until stdin closes, each message on a task of its own, and
 /// waits for the answers still running.
+///
+/// A client that gives up on a request says so with `notifications/cancelled`: the relay
+/// passes it on to the bot and stops waiting for that request's answer (no answer is
+/// written for it, as the protocol asks), so a bot that never answers does not hold the
+/// relay open once the client has cancelled and closed stdin.
 async fn relay_stdin(relay: &Arc<Relay>) {
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut in_flight = tokio::task::JoinSet::new();
+    let mut requests: HashMap<String, tokio::task::AbortHandle> = HashMap::new();
     // An unanswered `initialize`: messages written right behind it wait for its answer,
-    // which brings the session id they must carry.
-    let mut handshake: Option<tokio::sync::oneshot::Receiver<()>> = None;
+    // which brings the session id they must carry. They wait on their own tasks, so the
+    // relay goes on reading stdin: a cancellation of that `initialize` still gets in.
+    let mut handshake: Option<Shared<oneshot::Receiver<()>>> = None;
     let mut raw = Vec::new();
     loop {
+        // Tasks that are done leave the set, so a relay that runs for days holds only
+        // the ones still running.
+        while in_flight.try_join_next().is_some() {}
         raw.clear();
         // Read as bytes: a line that is not UTF-8 is an error for that line, not the end.
         if stdin.read_until(b'\n', &mut raw).await.unwrap_or(0) == 0 {
@@ -458,21 +527,34 @@ async fn relay_stdin(relay: &Arc<Relay>) {
         if line.trim().is_empty() {
             continue;
         }
-        if let Some(answered) = handshake.take() {
-            let _ = answered.await;
+        let message = serde_json::from_str::<Value>(&line).unwrap_or_default();
+        if let Some(request) = cancelled_request(&message).and_then(|id| requests.remove(&id)) {
+            request.abort();
+            log("the client cancelled a request: no longer waiting for its answer");
         }
-        if is_initialize(&line) {
-            let (done, answered) = tokio::sync::oneshot::channel();
-            handshake = Some(answered);
-            let relay = relay.clone();
-            in_flight.spawn(async move {
-                relay.relay(line).await;
-                let _ = done.send(());
-            });
-            continue;
-        }
+        let behind = handshake.clone();
+        let answered = if is_initialize(&message) {
+            let (done, answered) = oneshot::channel();
+            handshake = Some(answered.shared());
+            Some(done)
+        } else {
+            None
+        };
+        let relay = relay.clone();
         // Each message goes on its own task, so a long tool call never blocks others.
-        in_flight.spawn(relay.clone().relay(line));
+        let task = in_flight.spawn(async move {
+            if let Some(handshake) = behind {
+                let _ = handshake.await;
+            }
+            relay.relay(line).await;
+            if let Some(done) = answered {
+                let _ = done.send(());
+            }
+        });
+        if let Some(id) = request_id(&message) {
+            requests.retain(|_, task| !task.is_finished());
+            requests.insert(id, task);
+        }
     }
     while in_flight.join_next().await.is_some() {}
 }
