@@ -23,8 +23,8 @@
 # MCP_TASK_TTL_SECS=60 for /mcp tasks (2026-07-28 tasks name no ttl, so the bot's default,
 # an hour, would hold every task of a 10-minute run; expired ones are purged every 30 s).
 #
-# Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (file plus
-# WAL, and the WAL alone) and the row counts of trace_turns, conversations, messages,
+# Every SAMPLE_SECS it prints the bot's VmRSS, open fds, the database's size (the bot's
+# file and the traces' file beside it, each with its WAL; and the WALs alone) and the row counts of trace_turns, conversations, messages,
 # mcp_tasks and mcp_ended_sessions. It fails (exit 1) on any error; when RSS grows more
 # than MAX_RSS_GROWTH_PCT (default 25) or the fd count more than MAX_FD_GROWTH (default
 # 24) from the first sample to the last; when trace_turns, conversations, messages or mcp_tasks
@@ -104,15 +104,18 @@ python3 "$ROOT/scripts/soak/driver.py" --port "$PORT_soak" --token "$TOKEN" \
 DRIVER=$!
 PIDS+=("$DRIVER")
 
+# The traces live in a file of their own beside the bot's (docs/traces.md); sizes count both.
+TRACES_DB="$WORK/soak/soak.traces.db"
 fds() { find "/proc/$BOT/fd" -maxdepth 1 -type l 2>/dev/null | wc -l; }
-db_bytes() { cat "$DB" "$DB-wal" 2>/dev/null | wc -c; }
-wal_bytes() { cat "$DB-wal" 2>/dev/null | wc -c; }
+db_bytes() { cat "$DB" "$DB-wal" "$TRACES_DB" "$TRACES_DB-wal" 2>/dev/null | wc -c; }
+wal_bytes() { cat "$DB-wal" "$TRACES_DB-wal" 2>/dev/null | wc -c; }
 TABLES=(trace_turns conversations messages mcp_tasks mcp_ended_sessions)
-rows() { # the row count of each of TABLES, read-only, in one connection
-  python3 - "$DB" "${TABLES[@]}" <<'PY'
+rows() { # the row count of each of TABLES, read-only, in one connection to both files
+  python3 - "$DB" "$TRACES_DB" "${TABLES[@]}" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=10)
-print(" ".join(str(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in sys.argv[2:]))
+db.execute("ATTACH DATABASE ? AS traces", (f"file:{sys.argv[2]}?mode=ro",))
+print(" ".join(str(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in sys.argv[3:]))
 PY
 }
 ops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["total_ops"], d["total_errors"])' "$WORK/driver.json" 2>/dev/null || echo "0 0"; }
