@@ -8,9 +8,11 @@
 //! Each operation runs `STORE_LATENCY_OPS` times (default 2000) one after another from
 //! one task, on a SQLite file in a temp folder and, when the URL is set, in a fresh
 //! schema of that PostgreSQL database (`scripts/bench-replicas.sh` starts one). Prints
-//! a Markdown table: p50, p95 and mean in microseconds per operation.
+//! a Markdown table: p50, p95 and mean in microseconds per operation. Before the reads of
+//! traces, PostgreSQL is given its statistics (`ANALYZE`), as autovacuum does within a
+//! minute of the writes; SQLite gathers none by itself, and gets none here.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use porthole::bot::store::{MessageQuery, Prune, SpanQuery, Store};
 use porthole::model::{NewMessage, Role};
@@ -80,7 +82,11 @@ fn span(i: usize, j: usize) -> SpanRecord {
 }
 
 /// Every operation on one store: (name, timings).
-async fn run(store: &Store, count: usize) -> Vec<(&'static str, Timings)> {
+async fn run(
+    store: &Store,
+    count: usize,
+    gathers_statistics: bool,
+) -> Vec<(&'static str, Timings)> {
     let conversation = store
         .create_conversation("bench")
         .await
@@ -164,6 +170,16 @@ async fn run(store: &Store, count: usize) -> Vec<(&'static str, Timings)> {
         })
         .await,
     ));
+    if gathers_statistics {
+        // PostgreSQL's autovacuum gathers a table's statistics within about a minute of a
+        // burst of writes, and a store in use has them; read right after the writes into
+        // a fresh schema, the planner would expect a few dozen turns and sort them all
+        // (docs/performance.md, section 7).
+        store
+            .run_sql("ANALYZE", Vec::new(), 0, false, Duration::from_secs(60))
+            .await
+            .expect("analyze");
+    }
     results.push((
         "list_traces (20 newest, with counts)",
         measure(count, |_| async {
@@ -189,6 +205,7 @@ async fn main() {
     let mut stores = vec![(
         "SQLite (file, WAL)",
         Store::open(sqlite_path.to_str().expect("path")).expect("sqlite"),
+        false,
     )];
     match std::env::var("PORTHOLE_TEST_DATABASE_URL") {
         Ok(url) if !url.is_empty() => {
@@ -196,14 +213,15 @@ async fn main() {
             stores.push((
                 "PostgreSQL (loopback)",
                 Store::open(&url).expect("postgres"),
+                true,
             ));
         }
         _ => eprintln!("PORTHOLE_TEST_DATABASE_URL is unset: SQLite only"),
     }
     let mut table: Vec<(String, Vec<String>)> = Vec::new();
-    for (name, store) in &stores {
+    for (name, store, gathers_statistics) in &stores {
         let started = Instant::now();
-        let results = run(store, count).await;
+        let results = run(store, count, *gathers_statistics).await;
         eprintln!("{name}: {count} of each in {:.1?}", started.elapsed());
         for (row, (operation, mut timings)) in results.into_iter().enumerate() {
             let cell = format!(
@@ -218,7 +236,7 @@ async fn main() {
             table[row].1.push(cell);
         }
     }
-    let names: Vec<&str> = stores.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = stores.iter().map(|(n, _, _)| *n).collect();
     println!(
         "| operation ({count} each, µs p50 / p95 / mean) | {} |",
         names.join(" | ")

@@ -91,7 +91,8 @@ RMCP_VERSION=$(grep -o 'rmcp = { version = "=[0-9.]*' "$ROOT/scripts/peers/rmcp/
 if [[ $RELEASE_TOO == 1 && -z "${SKIP_BUILD:-}" ]]; then
   (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole)
 fi
-if [[ $PEERS == 1 && -z "${SKIP_BUILD:-}" ]]; then
+# The rmcp peer is built on first use, SKIP_BUILD or not (nothing else builds it).
+if [[ $PEERS == 1 && ( -z "${SKIP_BUILD:-}" || ! -x "$RMCP" ) ]]; then
   (cd "$ROOT/scripts/peers/rmcp" && CARGO_TARGET_DIR="$TARGET_DIR/peers" $CARGO build --profile bench-release)
 fi
 
