@@ -340,15 +340,8 @@ async fn a_message_over_the_bots_body_limit_says_so() {
 
 #[tokio::test]
 async fn a_bot_that_never_answers_holds_neither_the_client_nor_the_relay() {
-    // A server that takes every connection and never answers (a bot stuck).
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    // A bot that takes every connection and never answers (stuck).
+    let addr = server_that_never_answers().await;
     let mut relay = spawn_relay(&format!("http://{addr}/mcp"), TOKEN);
     relay
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -470,9 +470,9 @@ pub async fn page_message(app: &impl BotUrl, body: Value) -> Value {
     post_to_page_api(app, "/api/messages", &body, 200).await
 }
 
-/// An OpenAI-compatible base URL whose server accepts connections and never answers:
-/// every turn waits on the model until it is cancelled.
-pub async fn llm_that_never_answers() -> String {
+/// The address of a server on 127.0.0.1 that accepts connections, holds them and never
+/// answers (a peer that is stuck).
+pub async fn server_that_never_answers() -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -481,7 +481,13 @@ pub async fn llm_that_never_answers() -> String {
             held.push(socket);
         }
     });
-    format!("http://{addr}/v1")
+    addr
+}
+
+/// An OpenAI-compatible base URL whose server accepts connections and never answers:
+/// every turn waits on the model until it is cancelled.
+pub async fn llm_that_never_answers() -> String {
+    format!("http://{}/v1", server_that_never_answers().await)
 }
 
 /// Opens a legacy (2025-11-25) session's GET stream.

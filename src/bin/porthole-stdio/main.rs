@@ -22,13 +22,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
+mod endpoint;
+mod message;
+
 use futures::StreamExt;
 use futures::future::{FutureExt, Shared};
 use porthole::sse_decoder::SseDecoder;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
+
+use endpoint::{endpoint_url, http_client, setting};
+use message::{
+    answers, cancelled_request, carries_a_request, is_initialize, request_id, with_routing_headers,
+};
 
 /// A message this large that fails to send most likely hit the bot's body limit
 /// (the smallest `MCP_MAX_BODY_BYTES` allows is 1 KiB; most bots keep 4 MiB).
@@ -63,43 +70,6 @@ struct Relay {
 
 fn log(message: &str) {
     eprintln!("porthole-stdio: {message}");
-}
-
-/// `Mcp-Name` values that are not plain ASCII travel Base64-encoded.
-/// 2026-era clients put their version in `_meta`; it is mirrored (with the method and
-/// name) in the headers the server checks. Other messages go without them, so a bare
-/// request (no initialize, no `_meta`) is served statelessly.
-fn with_routing_headers(
-    mut request: reqwest::RequestBuilder,
-    method: &str,
-    params: &Value,
-) -> reqwest::RequestBuilder {
-    let modern_version = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
-    if let Some(version) = modern_version {
-        request = request.header("mcp-protocol-version", version);
-    }
-    if modern_version.is_some() && !method.is_empty() {
-        request = request.header("mcp-method", method);
-    }
-    if let Some(name) = params["name"].as_str().or(params["uri"].as_str())
-        && modern_version.is_some()
-        && matches!(method, "tools/call" | "prompts/get" | "resources/read")
-    {
-        request = request.header("mcp-name", header_safe(name));
-    }
-    request
-}
-
-fn header_safe(value: &str) -> String {
-    let plain = value.bytes().all(|b| (0x21..0x7f).contains(&b)) && !value.starts_with("=?base64?");
-    if plain {
-        value.to_string()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    }
 }
 
 impl Relay {
@@ -149,49 +119,9 @@ impl Relay {
             .filter(|_| message.get("method").is_some())
             .cloned();
         let method = message["method"].as_str().unwrap_or_default().to_string();
-        let request = self
-            .request(reqwest::Method::POST, "application/json, text/event-stream")
-            .header("content-type", "application/json");
-        let request = with_routing_headers(request, &method, &message["params"]);
-        let waits_for_an_answer = carries_a_request(&message);
-        let request = if !waits_for_an_answer {
-            request.timeout(NOTIFICATION_TIMEOUT)
-        } else if is_initialize(&message) {
-            request.timeout(INITIALIZE_TIMEOUT)
-        } else {
-            request
-        };
-        let length = line.len();
-        let response = match request.body(line).send().await {
-            Ok(r) => r,
-            Err(e) if e.is_timeout() && !waits_for_an_answer => {
-                return log(&format!(
-                    "the bot at {} did not take a message without an id ({method}) within {} s; dropped it",
-                    self.url,
-                    NOTIFICATION_TIMEOUT.as_secs()
-                ));
-            }
-            // Only `initialize` has a time limit among requests.
-            Err(e) if e.is_timeout() => {
-                return self.fail(
-                    id.as_ref(),
-                    format!("the bot at {} took the connection but did not answer `initialize` within {} s: is it stuck? Restart it, then reconnect", self.url, INITIALIZE_TIMEOUT.as_secs()),
-                );
-            }
-            // A bot refuses a body over its limit before reading it, which the sender
-            // sees as a broken connection, not as the 413.
-            Err(e) if length > LARGE_MESSAGE_BYTES => {
-                return self.fail(
-                    id.as_ref(),
-                    format!("the bot at {} did not take this {length}-byte message ({}): over its MCP_MAX_BODY_BYTES limit (4 MiB unless set)?", self.url, e.without_url()),
-                );
-            }
-            Err(e) => {
-                return self.fail(
-                    id.as_ref(),
-                    format!("cannot reach the Porthole bot at {}: {} (is it running with MCP_SERVER_ENABLED=true?)", self.url, e.without_url()),
-                );
-            }
+        let response = match self.post(&message, &method, line).await {
+            Ok(response) => response,
+            Err(reason) => return self.fail(id.as_ref(), reason),
         };
         let status = response.status();
         if let Some(reason) = self.refusal(status) {
@@ -229,6 +159,46 @@ impl Relay {
         }
         let body = response.text().await.unwrap_or_default();
         self.relay_json(&method, id.as_ref(), status, &body);
+    }
+
+    /// POSTs one stdin line (`message`, parsed) to the bot with the headers and the time
+    /// limit it calls for. The error says what went wrong and what to do.
+    async fn post(
+        &self,
+        message: &Value,
+        method: &str,
+        line: String,
+    ) -> Result<reqwest::Response, String> {
+        let request = self
+            .request(reqwest::Method::POST, "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        let request = with_routing_headers(request, method, &message["params"]);
+        let waits_for_an_answer = carries_a_request(message);
+        let request = if !waits_for_an_answer {
+            request.timeout(NOTIFICATION_TIMEOUT)
+        } else if is_initialize(message) {
+            request.timeout(INITIALIZE_TIMEOUT)
+        } else {
+            request
+        };
+        let length = line.len();
+        request.body(line).send().await.map_err(|e| {
+            let url = &self.url;
+            if e.is_timeout() && !waits_for_an_answer {
+                let limit = NOTIFICATION_TIMEOUT.as_secs();
+                format!("the bot at {url} did not take a message without an id ({method}) within {limit} s; dropped it")
+            } else if e.is_timeout() {
+                // Only `initialize` has a time limit among requests.
+                let limit = INITIALIZE_TIMEOUT.as_secs();
+                format!("the bot at {url} took the connection but did not answer `initialize` within {limit} s: is it stuck? Restart it, then reconnect")
+            } else if length > LARGE_MESSAGE_BYTES {
+                // A bot refuses a body over its limit before reading it, which the
+                // sender sees as a broken connection, not as the 413.
+                format!("the bot at {url} did not take this {length}-byte message ({}): over its MCP_MAX_BODY_BYTES limit (4 MiB unless set)?", e.without_url())
+            } else {
+                format!("cannot reach the Porthole bot at {url}: {} (is it running with MCP_SERVER_ENABLED=true?)", e.without_url())
+            }
+        })
     }
 
     /// The session of this relay (a panic elsewhere leaves it usable).
@@ -372,126 +342,6 @@ impl Relay {
     }
 }
 
-/// A setting by its name, or by the name the design documents give it (`OLLIEBOT_URL`,
-/// `OLLIEBOT_TOKEN`, for a configuration copied from them): the value, and the name it
-/// was found under, for messages. An empty value counts as unset.
-fn setting(name: &'static str, design_name: &'static str) -> Option<(String, &'static str)> {
-    [name, design_name].into_iter().find_map(|n| {
-        std::env::var(n)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map(|v| (v, n))
-    })
-}
-
-/// The `/mcp` endpoint for `PORTHOLE_URL` (`name`: the variable it came from): a base
-/// URL gets `/mcp` appended, a URL that already ends in `/mcp` is kept. The error says
-/// what to set.
-fn endpoint_url(text: &str, name: &str) -> Result<reqwest::Url, String> {
-    let mut url = reqwest::Url::parse(text.trim()).map_err(|e| {
-        format!("{name}=\"{text}\" is not a URL ({e}); use e.g. http://127.0.0.1:3000")
-    })?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(format!(
-            "{name}=\"{text}\" must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:3000"
-        ));
-    }
-    let path = url.path().trim_end_matches('/').to_string();
-    if path.ends_with("/mcp") {
-        url.set_path(&path);
-    } else {
-        url.set_path(&format!("{path}/mcp"));
-    }
-    Ok(url)
-}
-
-/// Whether `url` points at this machine: `localhost`, `127.0.0.0/8`, `::1`, their
-/// IPv4-mapped forms, `0.0.0.0` and `::` (which reach this machine too), or a name
-/// that resolves to those addresses only (this machine's own host name, a name in
-/// `MCP_ALLOWED_HOSTS`).
-fn is_loopback(url: &reqwest::Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        return is_this_machine(ip);
-    }
-    let name = host.trim_end_matches('.').to_ascii_lowercase();
-    if name == "localhost" || name.ends_with(".localhost") {
-        return true;
-    }
-    let port = url.port_or_known_default().unwrap_or(80);
-    std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port)).is_ok_and(|addresses| {
-        let mut addresses = addresses.peekable();
-        addresses.peek().is_some() && addresses.all(|a| is_this_machine(a.ip()))
-    })
-}
-
-fn is_this_machine(ip: std::net::IpAddr) -> bool {
-    let ip = match ip {
-        std::net::IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
-        v4 => v4,
-    };
-    ip.is_loopback() || ip.is_unspecified()
-}
-
-/// The HTTP client: never through a proxy for a loopback URL (the bearer token would
-/// travel to the proxy); other URLs follow the usual proxy variables.
-fn http_client(url: &reqwest::Url) -> reqwest::Client {
-    let builder = porthole::http_client::builder();
-    let builder = if is_loopback(url) {
-        builder.no_proxy()
-    } else {
-        builder
-    };
-    builder.build().unwrap_or_else(|e| {
-        log(&format!(
-            "cannot build the HTTP client with the proxy settings ({e}); going direct"
-        ));
-        porthole::http_client::builder()
-            .no_proxy()
-            .build()
-            .unwrap_or_default()
-    })
-}
-
-/// Whether `message` is the response to request `id` (a result or an error).
-fn answers(message: &str, id: &Value) -> bool {
-    serde_json::from_str::<Value>(message).is_ok_and(|m| {
-        m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
-    })
-}
-
-/// Whether a message is an `initialize` request (later messages wait for its answer).
-fn is_initialize(message: &Value) -> bool {
-    message["method"] == "initialize" && message.get("id").is_some()
-}
-
-/// Whether a message (or a batch) holds a request, whose answer the client waits for.
-fn carries_a_request(message: &Value) -> bool {
-    let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
-    match message {
-        Value::Array(batch) => batch.iter().any(is_request),
-        single => is_request(single),
-    }
-}
-
-/// The id of a request (a message with a method and an id), as JSON text.
-fn request_id(message: &Value) -> Option<String> {
-    message.get("method")?;
-    Some(message.get("id")?.to_string())
-}
-
-/// The id a `notifications/cancelled` names (`params.requestId`), as JSON text.
-fn cancelled_request(message: &Value) -> Option<String> {
-    (message["method"] == "notifications/cancelled")
-        .then(|| message["params"].get("requestId").map(Value::to_string))
-        .flatten()
-}
-
 /// Relays every stdin line until stdin closes, each message on a task of its own, and
 /// waits for the answers still running.
 ///
@@ -601,53 +451,4 @@ async fn main() {
     relay.end_session().await;
     drop(relay);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_and_full_urls_name_the_same_endpoint() {
-        for (given, expected) in [
-            ("http://127.0.0.1:3000", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
-            ("http://127.0.0.1:3000/mcp/", "http://127.0.0.1:3000/mcp"),
-            (
-                "https://bot.example/porthole",
-                "https://bot.example/porthole/mcp",
-            ),
-        ] {
-            assert_eq!(
-                endpoint_url(given, "PORTHOLE_URL").unwrap().as_str(),
-                expected,
-                "{given}"
-            );
-        }
-        assert!(endpoint_url("127.0.0.1:3000", "PORTHOLE_URL").is_err());
-        assert!(
-            endpoint_url("ftp://127.0.0.1/", "PORTHOLE_URL")
-                .unwrap_err()
-                .contains("http://")
-        );
-    }
-
-    #[test]
-    fn loopback_hosts_are_recognised() {
-        for url in [
-            "http://127.0.0.1:1",
-            "http://127.9.9.9",
-            "http://[::1]:3",
-            "http://LOCALHOST:3000",
-            "http://[::ffff:127.0.0.1]:3000",
-            "http://0.0.0.0:3000",
-            "http://[::]:3000",
-        ] {
-            assert!(is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
-        }
-        for url in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
-            assert!(!is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
-        }
-    }
 }
