@@ -57,9 +57,10 @@ hi0=$(vm VmRSS "$(pid hi)")
 r=$(client hi init "$N" "$WORK/ids")
 sleep 1
 hi1=$(vm VmRSS "$(pid hi)")
+hwm1=$(vm VmHWM "$(pid hi)")
 echo "## sessions, MCP_MAX_SESSIONS=1000000"
 echo "client: $r"
-echo "VmRSS before $hi0, after $N initializes $hi1: $(per "$hi0" "$hi1" "$N") KiB per session (target <= 4)"
+echo "VmRSS before $hi0, after $N initializes $hi1: $(per "$hi0" "$hi1" "$N") KiB per session (target <= 4); peak so far (VmHWM) $hwm1 kB"
 ended_at=$(date +%s)
 
 # ---- sessions, cap 100 (runs while `hi` waits for its housekeeping) ------------------
@@ -108,5 +109,5 @@ alive=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/js
   -H "Mcp-Session-Id: $(tail -1 "$WORK/ids")" -H 'MCP-Protocol-Version: 2025-11-25' \
   -d '{"jsonrpc":"2.0","id":9,"method":"ping"}' "$(url hi)")
 echo "last session now answers HTTP $alive (404 = evicted)"
-echo "VmRSS baseline $hi0, with sessions $hi1, after eviction $hi2: $(pct "$hi0" "$hi2") vs baseline (target: within 10%)"
+echo "VmRSS baseline $hi0, with sessions $hi1, after eviction $hi2: $(pct "$hi0" "$hi2") vs baseline (target: within 10%); peak (VmHWM) $hwm1 kB before the eviction, $(vm VmHWM "$(pid hi)") kB after"
 echo "VmHWM: hi $(vm VmHWM "$(pid hi)"), cap $(vm VmHWM "$(pid cap)"), ring $(vm VmHWM "$(pid ring)") kB"

@@ -4,15 +4,34 @@
 //! The table is kept within the sessions' maximum age and a count when the ledger is
 //! loaded, and again after every [`PRUNE_EVERY_ENDED`] sessions end, so a bot that runs
 //! for weeks while clients come and go does not grow it without bound.
+//!
+//! Ended ids are queued and written by one task at a time, [`WRITE_CHUNK`] to a
+//! transaction: an idle sweep that evicts ten thousand sessions at once costs a task and
+//! a few dozen transactions, not a task and a blocking thread each (that took the
+//! process to 139 MB for a moment, docs/performance.md section 2).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::bot::lock;
 use crate::bot::store::{Store, StoreError};
 use crate::mcp::SessionLedger;
 
 /// Sessions ended between two prunes of the stored ids.
 const PRUNE_EVERY_ENDED: u64 = 1024;
+/// Ended ids written per transaction: short enough that the bot's other writes do not
+/// wait long behind one.
+const WRITE_CHUNK: usize = 256;
+
+/// Ended ids not written yet, and whether a task is writing them.
+#[derive(Default)]
+struct Queue {
+    ended: Vec<(String, u64)>,
+    /// The mint-time cutoff of the prune due after the next write, if one is.
+    prune_before: Option<u64>,
+    writing: bool,
+}
 
 pub struct StoredSessionLedger {
     store: Store,
@@ -21,6 +40,7 @@ pub struct StoredSessionLedger {
     /// No id is accepted longer than this after it was minted, so none is kept longer.
     max_age: Duration,
     ended_since_start: AtomicU64,
+    queue: Arc<Mutex<Queue>>,
 }
 
 fn now_ms() -> u64 {
@@ -39,6 +59,7 @@ impl StoredSessionLedger {
             ended,
             max_age,
             ended_since_start: AtomicU64::new(0),
+            queue: Arc::default(),
         })
     }
 }
@@ -57,21 +78,79 @@ impl SessionLedger for StoredSessionLedger {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let store = self.store.clone();
-        let id = id.to_string();
         let ended = self.ended_since_start.fetch_add(1, Ordering::Relaxed) + 1;
-        let prune_before = ended
-            .is_multiple_of(PRUNE_EVERY_ENDED)
-            .then(|| minted_cutoff(self.max_age));
-        runtime.spawn(async move {
-            if let Err(e) = store.record_ended_session(&id, minted_ms).await {
-                tracing::warn!(error = %e, "could not record an ended MCP session; it may be restored after a restart");
+        let mut queue = lock(&self.queue);
+        queue.ended.push((id.to_string(), minted_ms));
+        if ended.is_multiple_of(PRUNE_EVERY_ENDED) {
+            queue.prune_before = Some(minted_cutoff(self.max_age));
+        }
+        if !std::mem::replace(&mut queue.writing, true) {
+            runtime.spawn(write_queued(self.store.clone(), self.queue.clone()));
+        }
+    }
+}
+
+/// Writes the queued ids, a chunk per transaction, until the queue is empty.
+async fn write_queued(store: Store, queue: Arc<Mutex<Queue>>) {
+    loop {
+        let (chunk, prune_before) = {
+            let mut queue = lock(&queue);
+            if queue.ended.is_empty() {
+                queue.writing = false;
+                return;
             }
-            if let Some(cutoff) = prune_before
-                && let Err(e) = store.prune_ended_sessions(cutoff).await
-            {
-                tracing::warn!(error = %e, "could not forget old ended MCP sessions; the next prune retries");
+            let length = queue.ended.len().min(WRITE_CHUNK);
+            let rest = queue.ended.split_off(length);
+            let chunk = std::mem::replace(&mut queue.ended, rest);
+            (chunk, queue.prune_before.take())
+        };
+        if let Err(e) = store.record_ended_sessions(&chunk).await {
+            tracing::warn!(error = %e, "could not record ended MCP sessions; they may be restored after a restart");
+        }
+        if let Some(cutoff) = prune_before
+            && let Err(e) = store.prune_ended_sessions(cutoff).await
+        {
+            tracing::warn!(error = %e, "could not forget old ended MCP sessions; the next prune retries");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+        line["Threads:".len()..].trim().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_ended_sessions_is_written_in_chunks_by_one_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let store = Store::open(path.to_str().unwrap()).unwrap();
+        let ledger = StoredSessionLedger::load(store.clone(), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        let before = threads();
+        let burst = 5_000;
+        for i in 0..burst {
+            ledger.record_end(&format!("session-{i}"), now_ms());
+        }
+        let mut stored = 0;
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            stored = store.ended_sessions(0).await.unwrap().len();
+            if stored == burst {
+                break;
             }
-        });
+        }
+        assert_eq!(stored, burst, "every ended id is written");
+        // A task and a blocking thread per id took hundreds of threads (tokio's blocking
+        // pool grows to 512), each with its stack and allocator heap.
+        let grown = threads().saturating_sub(before);
+        assert!(grown < 64, "{grown} more threads after the burst");
+        assert!(!lock(&ledger.queue).writing, "the writer is done");
     }
 }

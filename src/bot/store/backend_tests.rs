@@ -333,15 +333,24 @@ async fn memories_settings_and_sessions_on(store: Store) {
         "apart from the tools"
     );
 
-    store.record_ended_session("old", 10).await.unwrap();
-    store.record_ended_session("new", 1000).await.unwrap();
-    store.record_ended_session("new", 1000).await.unwrap();
+    let ended = |id: &str, minted_ms| (id.to_string(), minted_ms);
+    store
+        .record_ended_sessions(&[ended("old", 10), ended("new", 1000)])
+        .await
+        .unwrap();
+    store
+        .record_ended_sessions(&[ended("new", 1000)])
+        .await
+        .unwrap();
     assert_eq!(
         store.ended_sessions(500).await.unwrap(),
         vec!["new".to_string()]
     );
     // What a running ledger prunes as sessions end: ids past their age go.
-    store.record_ended_session("newer", 3000).await.unwrap();
+    store
+        .record_ended_sessions(&[ended("newer", 3000)])
+        .await
+        .unwrap();
     store.prune_ended_sessions(2000).await.unwrap();
     assert_eq!(
         store.ended_sessions(0).await.unwrap(),

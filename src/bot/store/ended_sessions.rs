@@ -38,13 +38,22 @@ impl Store {
         Ok(())
     }
 
-    pub async fn record_ended_session(&self, id: &str, minted_ms: u64) -> Result<(), StoreError> {
-        let sql = Sql::fixed(
-            "INSERT INTO mcp_ended_sessions (id, minted_ms) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
-        );
-        self.db
-            .execute(sql, vec![id.into(), (minted_ms as i64).into()])
-            .await?;
+    /// Records sessions that ended (id, mint time in Unix ms), in one transaction; an id
+    /// recorded before is left as it is.
+    pub async fn record_ended_sessions(&self, ended: &[(String, u64)]) -> Result<(), StoreError> {
+        let insert = "INSERT INTO mcp_ended_sessions (id, minted_ms) VALUES (?1, ?2) \
+                      ON CONFLICT (id) DO NOTHING";
+        let statements = ended
+            .iter()
+            .map(|(id, minted_ms)| {
+                let minted_ms = i64::try_from(*minted_ms).unwrap_or(i64::MAX);
+                (
+                    Sql::fixed(insert),
+                    vec![id.as_str().into(), minted_ms.into()],
+                )
+            })
+            .collect();
+        self.db.execute_all(statements).await?;
         Ok(())
     }
 }
