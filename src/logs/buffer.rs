@@ -318,6 +318,26 @@ impl LogBuffer {
     }
 }
 
+/// Whether `text`, lowercased, contains `needle` (lowercased already), as
+/// `text.to_lowercase().contains(needle)` says. An ASCII text (most log lines) is
+/// compared in place, without a lowered copy of every line the grep reads; any other
+/// text is lowered whole, since a letter's lowercase form may differ in length or be
+/// ASCII (the Kelvin sign's is `k`).
+fn contains_lowercased(text: &str, needle: &str) -> bool {
+    if !text.is_ascii() {
+        return text.to_lowercase().contains(needle);
+    }
+    if needle.is_empty() {
+        return true;
+    }
+    // An ASCII text lowercases byte for byte, so a non-ASCII needle cannot be in it.
+    needle.is_ascii()
+        && text
+            .as_bytes()
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 /// Picks the lines `query` wants from `newest_first` records; returns them oldest
 /// first, with whether the limit or the byte budget cut older ones. Shared by the ring
 /// buffer and the log file reader.
@@ -355,7 +375,7 @@ pub fn select<'a>(
         if let Some(needle) = &needle {
             let hit = |text: &str| {
                 if query.case_insensitive {
-                    text.to_lowercase().contains(needle.as_str())
+                    contains_lowercased(text, needle)
                 } else {
                     text.contains(needle.as_str())
                 }
@@ -454,6 +474,27 @@ impl<S: Subscriber> Layer<S> for BufferLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lowercased_search_finds_what_lowering_the_whole_text_finds() {
+        let texts = [
+            "Connection RESET by peer",
+            "plain ascii",
+            "Größe ÜBER Maß: connection reset",
+            "\u{212A}elvin", // the Kelvin sign, whose lowercase is an ASCII k
+            "",
+        ];
+        let needles = ["connection reset", "kelvin", "über", "", "x", "ß"];
+        for text in texts {
+            for needle in needles {
+                assert_eq!(
+                    contains_lowercased(text, needle),
+                    text.to_lowercase().contains(needle),
+                    "{text:?} / {needle:?}"
+                );
+            }
+        }
+    }
     use tracing_subscriber::layer::SubscriberExt;
 
     fn with_buffer(capacity: usize, f: impl FnOnce()) -> Arc<LogBuffer> {
