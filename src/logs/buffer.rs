@@ -318,24 +318,41 @@ impl LogBuffer {
     }
 }
 
-/// Whether `text`, lowercased, contains `needle` (lowercased already), as
-/// `text.to_lowercase().contains(needle)` says. An ASCII text (most log lines) is
-/// compared in place, without a lowered copy of every line the grep reads; any other
-/// text is lowered whole, since a letter's lowercase form may differ in length or be
-/// ASCII (the Kelvin sign's is `k`).
-fn contains_lowercased(text: &str, needle: &str) -> bool {
-    if !text.is_ascii() {
-        return text.to_lowercase().contains(needle);
+/// A grep's text for a case-insensitive search: found in a line when the line,
+/// lowercased, contains it lowercased, as `text.to_lowercase().contains(..)` says. An
+/// ASCII line (most log lines) is searched in place by a SIMD searcher that ignores ASCII
+/// case, without a lowered copy of every line the grep reads; any other line is lowered
+/// whole, since a letter's lowercase form may differ in length or be ASCII (the Kelvin
+/// sign's is `k`).
+struct LowercasedNeedle {
+    lowered: String,
+    /// For ASCII lines, when the lowered needle is ASCII too (and its searcher builds).
+    in_ascii: Option<aho_corasick::AhoCorasick>,
+}
+
+impl LowercasedNeedle {
+    fn new(needle: &str) -> LowercasedNeedle {
+        let lowered = needle.to_lowercase();
+        let in_ascii = lowered
+            .is_ascii()
+            .then(|| {
+                aho_corasick::AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build([lowered.as_str()])
+                    .ok()
+            })
+            .flatten();
+        LowercasedNeedle { lowered, in_ascii }
     }
-    if needle.is_empty() {
-        return true;
+
+    fn found_in(&self, text: &str) -> bool {
+        match &self.in_ascii {
+            Some(searcher) if text.is_ascii() => searcher.is_match(text),
+            // An ASCII line lowercases to ASCII: it cannot hold a needle that is not.
+            None if text.is_ascii() && !self.lowered.is_ascii() => false,
+            _ => text.to_lowercase().contains(self.lowered.as_str()),
+        }
     }
-    // An ASCII text lowercases byte for byte, so a non-ASCII needle cannot be in it.
-    needle.is_ascii()
-        && text
-            .as_bytes()
-            .windows(needle.len())
-            .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// Picks the lines `query` wants from `newest_first` records; returns them oldest
@@ -345,13 +362,10 @@ pub fn select<'a>(
     newest_first: impl Iterator<Item = &'a LogRecord>,
     query: &LogQuery,
 ) -> (Vec<LogRecord>, bool, bool) {
-    let needle = query.grep.as_ref().map(|g| {
-        if query.case_insensitive {
-            g.to_lowercase()
-        } else {
-            g.clone()
-        }
-    });
+    let needle = query.grep.as_deref();
+    let lowered = needle
+        .filter(|_| query.case_insensitive)
+        .map(LowercasedNeedle::new);
     let since_us = query.since.map(|t| t.timestamp_micros());
     let limit = query.limit.max(1);
     let mut picked: Vec<LogRecord> = Vec::new();
@@ -373,12 +387,9 @@ pub fn select<'a>(
             continue;
         }
         if let Some(needle) = &needle {
-            let hit = |text: &str| {
-                if query.case_insensitive {
-                    contains_lowercased(text, needle)
-                } else {
-                    text.contains(needle.as_str())
-                }
+            let hit = |text: &str| match &lowered {
+                Some(lowered) => lowered.found_in(text),
+                None => text.contains(needle),
             };
             if !hit(&record.message)
                 && !hit(&record.target)
@@ -484,12 +495,12 @@ mod tests {
             "\u{212A}elvin", // the Kelvin sign, whose lowercase is an ASCII k
             "",
         ];
-        let needles = ["connection reset", "kelvin", "über", "", "x", "ß"];
+        let needles = ["Connection Reset", "kelvin", "ÜBER", "", "x", "ß", "K"];
         for text in texts {
             for needle in needles {
                 assert_eq!(
-                    contains_lowercased(text, needle),
-                    text.to_lowercase().contains(needle),
+                    LowercasedNeedle::new(needle).found_in(text),
+                    text.to_lowercase().contains(&needle.to_lowercase()),
                     "{text:?} / {needle:?}"
                 );
             }
