@@ -100,8 +100,7 @@ async fn write_queued(store: Store, queue: Arc<Mutex<Queue>>) {
                 return;
             }
             let length = queue.ended.len().min(WRITE_CHUNK);
-            let rest = queue.ended.split_off(length);
-            let chunk = std::mem::replace(&mut queue.ended, rest);
+            let chunk: Vec<_> = queue.ended.drain(..length).collect();
             (chunk, queue.prune_before.take())
         };
         if let Err(e) = store.record_ended_sessions(&chunk).await {
