@@ -288,7 +288,7 @@ impl Store {
         self.db.traces_file()
     }
 
-    /// Runs `f` with the bot's SQLite writer connection on the blocking pool (an error on
+    /// Runs `f` with the bot's SQLite writer connection, on its thread (an error on
     /// PostgreSQL).
     pub async fn call<R, F>(&self, f: F) -> Result<R, StoreError>
     where
@@ -349,6 +349,53 @@ mod tests {
     use super::*;
     use crate::model::{NewMessage, Role};
     use std::time::Duration;
+
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+        line["Threads:".len()..].trim().parse().unwrap()
+    }
+
+    /// Callers that queue for the writer connection wait as work in its queue, not as a
+    /// thread each: on tokio's blocking pool behind a mutex, this burst held a pool
+    /// thread per waiting caller (up to 512).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_of_callers_queues_without_a_thread_each() {
+        let store = Store::open(":memory:").unwrap();
+        store
+            .call(|c| Ok(c.execute_batch("CREATE TABLE calls (n INTEGER NOT NULL)")?))
+            .await
+            .unwrap();
+        let before = threads();
+        let burst: i64 = 2_000;
+        let calls: Vec<_> = (0..burst)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .call(move |c| {
+                            c.execute("INSERT INTO calls (n) VALUES (?1)", [n])?;
+                            // Long enough for the callers behind to pile up.
+                            std::thread::sleep(Duration::from_micros(50));
+                            Ok(n)
+                        })
+                        .await
+                })
+            })
+            .collect();
+        let mut most = 0;
+        for (n, call) in (0..).zip(calls) {
+            most = most.max(threads());
+            assert_eq!(call.await.unwrap().unwrap(), n);
+        }
+        let stored: i64 = store
+            .call(|c| Ok(c.query_row("SELECT count(*) FROM calls", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(stored, burst, "every call ran");
+        let grown = most.saturating_sub(before);
+        assert!(grown < 8, "{grown} more threads during the burst");
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn callers_that_queue_for_the_writer_connection_are_counted() {

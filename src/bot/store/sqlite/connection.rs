@@ -1,22 +1,47 @@
-//! A SQLite file's one writer connection, and how long callers wait for it.
+//! A SQLite file's one writer connection, on a thread of its own, and how long callers
+//! wait for it.
 //!
 //! SQLite allows one writer per file at a time, so the store keeps one writer connection
-//! per file behind a mutex: turns, tools and retention take turns on the bot's, the trace
-//! writer and the trace reads on the traces' (see `files`). When the store is the
-//! bottleneck, callers queue here; [`WriterConnection::waits`] says how
-//! often and for how long (`health` shows it, and the trace benchmark uses it to split
-//! what recording a turn costs). Taking a free connection is not counted and costs a
-//! `try_lock`; only a caller that has to wait reads the clock.
+//! per file: turns, tools and retention take turns on the bot's, the trace writer and
+//! the trace reads on the traces' (see `files`). The connection lives on a thread of its
+//! own that runs the callers' work one piece at a time, in the order it arrived
+//! ([`WriterConnection::run`]). A burst of callers is a queue of closures, not a blocked
+//! thread each: with the connection behind a mutex on tokio's blocking pool, every
+//! caller waiting for it held a pool thread, and a burst of thousands grew the pool to
+//! its 512 threads, each with its stack and allocator heap.
+//!
+//! When the store is the bottleneck, callers queue here; [`WriterConnection::waits`] says
+//! how often and for how long (`health` shows it, and the trace benchmark uses it to
+//! split what recording a turn costs). Finding the connection free is not counted and
+//! reads no clock.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use serde::Serialize;
+use tokio::sync::oneshot;
+
+use super::StoreError;
+
+/// One caller's work, as the connection's thread runs it.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 pub(super) struct WriterConnection {
-    connection: Mutex<Connection>,
+    /// `None` only while dropping: closing the queue ends the thread.
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    queue: Arc<Queue>,
+}
+
+/// What the callers and the connection's thread share.
+#[derive(Default)]
+struct Queue {
+    /// Work sent and not yet finished, the running one included.
+    pending: AtomicUsize,
     waits: AtomicU64,
     waited_ns: AtomicU64,
 }
@@ -34,35 +59,137 @@ fn as_millis<S: serde::Serializer>(total: &Duration, s: S) -> Result<S::Ok, S::E
 }
 
 impl WriterConnection {
-    pub(super) fn new(connection: Connection) -> WriterConnection {
-        WriterConnection {
-            connection: Mutex::new(connection),
-            waits: AtomicU64::new(0),
-            waited_ns: AtomicU64::new(0),
-        }
+    /// Moves `connection` to a thread of its own named `name`.
+    pub(super) fn start(connection: Connection, name: &str) -> std::io::Result<WriterConnection> {
+        let (jobs, received) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let mut connection = connection;
+                for job in received {
+                    job(&mut connection);
+                }
+            })?;
+        Ok(WriterConnection {
+            jobs: Some(jobs),
+            thread: Some(thread),
+            queue: Arc::default(),
+        })
     }
 
-    /// Waits for the connection. A panic while it was held poisons the mutex, but the
-    /// connection itself is still usable, so it is recovered rather than failing every
-    /// later call.
-    pub(super) fn lock(&self) -> MutexGuard<'_, Connection> {
-        match self.connection.try_lock() {
-            Ok(guard) => return guard,
-            Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => {}
+    /// Runs `f` with the connection once the work sent before it is done, and returns
+    /// what it returned. A panic in `f` fails this call only ([`StoreError::WorkerGone`]):
+    /// an open transaction rolls back as the panic unwinds, and the connection goes on
+    /// serving the next caller. A caller that stops waiting does not stop `f`.
+    pub(super) async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let queue = Arc::clone(&self.queue);
+        let queued_at = (queue.pending.fetch_add(1, Ordering::AcqRel) > 0).then(Instant::now);
+        let job: Job = Box::new(move |connection: &mut Connection| {
+            if let Some(queued_at) = queued_at {
+                let waited = u64::try_from(queued_at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                queue.waits.fetch_add(1, Ordering::Relaxed);
+                queue.waited_ns.fetch_add(waited, Ordering::Relaxed);
+            }
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(connection)));
+            queue.pending.fetch_sub(1, Ordering::AcqRel);
+            if let Ok(outcome) = outcome {
+                let _ = reply.send(outcome);
+            }
+        });
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
+        if !sent {
+            self.queue.pending.fetch_sub(1, Ordering::AcqRel);
+            return Err(StoreError::WorkerGone);
         }
-        let started = Instant::now();
-        let guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
-        let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waits.fetch_add(1, Ordering::Relaxed);
-        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
-        guard
+        answer.await.map_err(|_| StoreError::WorkerGone)?
     }
 
     pub(super) fn waits(&self) -> WriterWaits {
         WriterWaits {
-            count: self.waits.load(Ordering::Relaxed),
-            total: Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
+            count: self.queue.waits.load(Ordering::Relaxed),
+            total: Duration::from_nanos(self.queue.waited_ns.load(Ordering::Relaxed)),
         }
+    }
+}
+
+impl Drop for WriterConnection {
+    /// Closes the queue and waits for the thread to finish what was sent and close the
+    /// connection: a store dropped and opened again (or its files removed) never meets
+    /// the old connection still open, checkpointing and deleting its WAL file by name.
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> Arc<WriterConnection> {
+        let connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("CREATE TABLE calls (n INTEGER NOT NULL)")
+            .unwrap();
+        Arc::new(WriterConnection::start(connection, "test-writer").unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_panic_fails_its_own_call_and_the_connection_goes_on() {
+        let writer = writer();
+        let panicked = writer
+            .run(|c| -> Result<(), StoreError> {
+                let tx = c.transaction()?;
+                tx.execute("INSERT INTO calls (n) VALUES (1)", [])?;
+                panic!("a bug in the middle of a transaction");
+            })
+            .await;
+        assert!(
+            matches!(panicked, Err(StoreError::WorkerGone)),
+            "{panicked:?}"
+        );
+        let stored: i64 = writer
+            .run(|c| Ok(c.query_row("SELECT count(*) FROM calls", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(stored, 0, "the panicked transaction rolled back");
+        assert_eq!(writer.waits().count, 0, "nobody queued");
+    }
+
+    #[test]
+    fn dropping_it_finishes_the_work_sent_and_closes_the_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("closing.db");
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE calls (n INTEGER NOT NULL)")
+            .unwrap();
+        let writer = WriterConnection::start(connection, "test-writer").unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(writer.run(|c| Ok(c.execute("INSERT INTO calls (n) VALUES (7)", [])?)))
+            .unwrap();
+        drop(writer);
+        // The last connection to close checkpoints the WAL into the file and removes it.
+        assert!(!dir.path().join("closing.db-wal").exists());
+        let reopened = Connection::open(&path).unwrap();
+        let n: i64 = reopened
+            .query_row("SELECT n FROM calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 7);
     }
 }

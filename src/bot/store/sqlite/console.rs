@@ -15,7 +15,7 @@
 //! Full mode runs every statement on the bot's writer connection, which the rest of the
 //! store takes turns on, except a plain read of what every connection sees: that runs on
 //! a read-only connection of its own, so a long `SELECT` holds nothing up (see
-//! [`full_mode_connection`] for when a read stays on the writer).
+//! [`reader_for`] for when a read stays on the writer).
 //!
 //! `describe_statement` compiles a statement without running it and says what it
 //! would write, so `db_query` can show the user exactly that before a write.
@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, InterruptHandle, OpenFlags};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use super::connection::WriterConnection;
 use super::files::attach_traces;
 use super::{BUSY_TIMEOUT, Sqlite};
 use crate::bot::store::StoreError;
@@ -189,25 +189,13 @@ fn sql_param(value: &Value) -> rusqlite::types::Value {
     }
 }
 
-/// The connection a read-only statement runs on: its own, opened read-only, when the
-/// database is a file; the writer otherwise.
-enum ReadOnlyConnection {
-    Own(Connection),
-    Shared(Arc<WriterConnection>),
-}
-
-/// Where a statement in full mode runs. The writer is one connection that every store
-/// call takes turns on, so a long query there holds up the bot (and `tasks/get`); a query
-/// that only reads what any connection sees runs on a read-only connection of its own
-/// instead, with the same answer.
-enum FullModeConnection {
-    Reader(Connection),
-    Writer,
-}
-
 /// Functions whose answer is the connection's own state: on another connection they
 /// would answer for that one (`INSERT …` then `SELECT last_insert_rowid()`).
 const CONNECTION_STATE_FUNCTIONS: &[&str] = &["last_insert_rowid", "changes", "total_changes"];
+
+/// Where a statement's interrupt handle goes once it has a connection: the watchdog that
+/// stops it at its time limit.
+type InterruptTo = oneshot::Sender<InterruptHandle>;
 
 #[async_trait]
 impl Console for Sqlite {
@@ -219,52 +207,18 @@ impl Console for Sqlite {
             read_only,
             timeout,
         } = request;
-        let writer = self.files.main.clone();
-        let traces_location = self.files.traces_location.clone();
-        let path = self.path.clone();
-        let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel();
-        let work = tokio::task::spawn_blocking(move || {
-            if !read_only {
-                return match full_mode_connection(&writer, &path, &traces_location, &sql) {
-                    FullModeConnection::Reader(mut own) => {
-                        let _ = interrupt_tx.send(own.get_interrupt_handle());
-                        execute_one(&mut own, &sql, &params, limit)
-                    }
-                    FullModeConnection::Writer => {
-                        let mut guard = writer.lock();
-                        let _ = interrupt_tx.send(guard.get_interrupt_handle());
-                        let outcome = execute_one(&mut guard, &sql, &params, limit);
-                        attach_traces(&guard, &traces_location)?;
-                        outcome
-                    }
-                };
-            }
-            let connection = if path == ":memory:" {
-                ReadOnlyConnection::Shared(writer)
-            } else {
-                ReadOnlyConnection::Own(open_reader(&path, &traces_location)?)
-            };
-            match connection {
-                ReadOnlyConnection::Own(mut own) => {
-                    let _ = interrupt_tx.send(own.get_interrupt_handle());
-                    run_read_only(&mut own, &sql, &params, limit)
-                }
-                ReadOnlyConnection::Shared(writer) => {
-                    let mut guard = writer.lock();
-                    let _ = interrupt_tx.send(guard.get_interrupt_handle());
-                    let outcome = run_read_only(&mut guard, &sql, &params, limit);
-                    guard.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
-                    outcome
-                }
-            }
-        });
+        let (interrupt_to, interrupt_rx) = oneshot::channel::<InterruptHandle>();
         let watchdog = tokio::spawn(async move {
             if let Ok(handle) = interrupt_rx.await {
                 tokio::time::sleep(timeout).await;
                 handle.interrupt();
             }
         });
-        let result = work.await.map_err(|_| StoreError::WorkerGone)?;
+        let result = if read_only {
+            self.run_read_only(sql, params, limit, interrupt_to).await
+        } else {
+            self.run_full_mode(sql, params, limit, interrupt_to).await
+        };
         watchdog.abort();
         result
     }
@@ -294,6 +248,85 @@ impl Console for Sqlite {
     }
 }
 
+impl Sqlite {
+    /// Read-only mode: on a read-only connection of its own when the database is a file;
+    /// on the writer for `:memory:`, which has no second connection.
+    async fn run_read_only(
+        &self,
+        sql: String,
+        params: Vec<Value>,
+        limit: usize,
+        interrupt_to: InterruptTo,
+    ) -> Result<SqlOutcome, StoreError> {
+        if self.path == ":memory:" {
+            return self
+                .call(move |c| {
+                    let _ = interrupt_to.send(c.get_interrupt_handle());
+                    let outcome = run_read_only(c, &sql, &params, limit);
+                    c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+                    outcome
+                })
+                .await;
+        }
+        let (path, traces_location) = (self.path.clone(), self.files.traces_location.clone());
+        on_blocking_pool(move || {
+            let mut own = open_reader(&path, &traces_location)?;
+            let _ = interrupt_to.send(own.get_interrupt_handle());
+            run_read_only(&mut own, &sql, &params, limit)
+        })
+        .await
+    }
+
+    /// Full mode: on the bot's writer connection, which every store call takes turns on,
+    /// so a long query there holds up the bot (and `tasks/get`); a query that only reads
+    /// what any connection sees runs on a read-only connection of its own instead, with
+    /// the same answer ([`reader_for`]).
+    async fn run_full_mode(
+        &self,
+        sql: String,
+        params: Vec<Value>,
+        limit: usize,
+        interrupt_to: InterruptTo,
+    ) -> Result<SqlOutcome, StoreError> {
+        let elsewhere = self.path != ":memory:"
+            && reads_only_shared_state(&sql)
+            && !self
+                .call(|c| Ok(writer_holds_its_own_state(c).unwrap_or(true)))
+                .await?;
+        if elsewhere {
+            let (path, traces_location) = (self.path.clone(), self.files.traces_location.clone());
+            let checked = sql.clone();
+            let reader =
+                on_blocking_pool(move || Ok(reader_for(&path, &traces_location, &checked))).await?;
+            if let Some(mut own) = reader {
+                return on_blocking_pool(move || {
+                    let _ = interrupt_to.send(own.get_interrupt_handle());
+                    execute_one(&mut own, &sql, &params, limit)
+                })
+                .await;
+            }
+        }
+        let traces_location = self.files.traces_location.clone();
+        self.call(move |c| {
+            let _ = interrupt_to.send(c.get_interrupt_handle());
+            let outcome = execute_one(c, &sql, &params, limit);
+            // A `DETACH traces` in this statement: SQL finds the traces again at once.
+            attach_traces(c, &traces_location)?;
+            outcome
+        })
+        .await
+    }
+}
+
+/// Runs `f` on tokio's blocking pool: a connection of the call's own, not the writer's.
+async fn on_blocking_pool<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, StoreError> + Send + 'static,
+) -> Result<R, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| StoreError::WorkerGone)?
+}
+
 /// A read-only connection to the database file, the traces file attached as on the
 /// writer (before any authorizer, which refuses `ATTACH`; read-only too, as an attached
 /// file takes its connection's flags).
@@ -307,45 +340,34 @@ fn open_reader(path: &str, traces_location: &str) -> Result<Connection, StoreErr
     Ok(own)
 }
 
-/// A read-only connection for a full-mode statement that reads only what every
-/// connection sees: a `SELECT`, `WITH` or `VALUES` that SQLite compiles as read-only
-/// there, naming no connection-state function, while the writer holds nothing of its own
-/// (no open transaction, no temporary table, nothing attached beyond the traces file).
-/// Anything else, or any doubt (the statement does not compile there), is the writer's.
-fn full_mode_connection(
-    writer: &WriterConnection,
-    path: &str,
-    traces_location: &str,
-    sql: &str,
-) -> FullModeConnection {
+/// Whether a full-mode statement may read only what every connection sees: a `SELECT`,
+/// `WITH` or `VALUES` naming no connection-state function. [`reader_for`] then checks how
+/// SQLite compiles it.
+fn reads_only_shared_state(sql: &str) -> bool {
     let lowered = sql.to_ascii_lowercase();
-    let reads_only_shared_state = path != ":memory:"
-        && matches!(statement_kind(sql).as_str(), "SELECT" | "WITH" | "VALUES")
+    matches!(statement_kind(sql).as_str(), "SELECT" | "WITH" | "VALUES")
         && !CONNECTION_STATE_FUNCTIONS
             .iter()
-            .any(|f| lowered.contains(f));
-    if !reads_only_shared_state || writer_holds_its_own_state(writer).unwrap_or(true) {
-        return FullModeConnection::Writer;
-    }
-    let Ok(own) = open_reader(path, traces_location) else {
-        return FullModeConnection::Writer;
-    };
+            .any(|f| lowered.contains(f))
+}
+
+/// A read-only connection for a full-mode statement that [`reads_only_shared_state`],
+/// while the writer holds nothing of its own ([`writer_holds_its_own_state`]), if SQLite
+/// compiles it as read-only there. Any doubt (the statement does not compile there, the
+/// file cannot be opened) leaves it to the writer: `None`.
+fn reader_for(path: &str, traces_location: &str, sql: &str) -> Option<Connection> {
+    let own = open_reader(path, traces_location).ok()?;
     own.authorizer(Some(read_only_rule));
     let compiles_read_only = own.prepare(sql).is_ok_and(|stmt| stmt.readonly());
     own.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
-    if compiles_read_only {
-        FullModeConnection::Reader(own)
-    } else {
-        FullModeConnection::Writer
-    }
+    compiles_read_only.then_some(own)
 }
 
 /// Whether the writer connection has state no other connection shares: an open
 /// transaction, a temporary table, view or trigger, or a database attached by an
 /// earlier statement.
 /// A query that fails counts as state of its own: the read then stays on the writer.
-fn writer_holds_its_own_state(writer: &WriterConnection) -> rusqlite::Result<bool> {
-    let c = writer.lock();
+fn writer_holds_its_own_state(c: &Connection) -> rusqlite::Result<bool> {
     if !c.is_autocommit() {
         return Ok(true);
     }

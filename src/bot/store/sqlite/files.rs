@@ -105,9 +105,17 @@ impl SqliteFiles {
         }
         migrate(&mut main, MIGRATIONS)
             .map_err(|e| open_error(path, format!("migration failed: {e}")))?;
+        let thread_error = |e: std::io::Error| {
+            open_error(
+                path,
+                format!("cannot start the thread of its connection: {e}"),
+            )
+        };
         Ok(SqliteFiles {
-            main: Arc::new(WriterConnection::new(main)),
-            traces: Arc::new(WriterConnection::new(traces)),
+            main: Arc::new(WriterConnection::start(main, "sqlite-main").map_err(thread_error)?),
+            traces: Arc::new(
+                WriterConnection::start(traces, "sqlite-traces").map_err(thread_error)?,
+            ),
             traces_location,
         })
     }

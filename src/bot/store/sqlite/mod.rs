@@ -1,11 +1,12 @@
 //! The SQLite backend, the embedded default (`DATABASE_PATH`): no server to install.
 //!
 //! SQLite calls block, so they never run on an async worker thread: each call hands a
-//! closure to tokio's blocking pool, where it gets a connection under a mutex. One writer
-//! connection per file keeps writes serialised (SQLite allows one writer anyway); traces
-//! have a file and a connection of their own, so turns never queue behind the trace
-//! writer ([`files`]). WAL mode and a busy timeout let readers from other processes (or
-//! `db_query`'s read-only connection, see [`console`]) proceed alongside.
+//! closure to its file's writer connection, which runs on a thread of its own
+//! ([`connection`]). One writer connection per file keeps writes serialised (SQLite
+//! allows one writer anyway); traces have a file and a connection of their own, so
+//! turns never queue behind the trace writer ([`files`]). WAL mode and a busy timeout
+//! let readers from other processes (or `db_query`'s read-only connection, see
+//! [`console`]) proceed alongside.
 //!
 //! This file runs the SQL the facade shares with PostgreSQL; `connection` is a file's
 //! writer connection, `files` the two files, and `conversations`, `console` and `schema`
@@ -17,7 +18,6 @@ mod conversations;
 mod files;
 mod schema;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,7 +28,6 @@ use super::backend::{Backend, Dialect, QueryThen, Sql};
 use super::rows::{Bound, FromRow};
 use super::{StoreError, schedule, traces};
 use crate::cpu_time::thread_cpu_time;
-use connection::WriterConnection;
 pub use connection::WriterWaits;
 use files::SqliteFiles;
 pub(super) use schema::MIGRATIONS;
@@ -61,7 +60,7 @@ impl Sqlite {
         })
     }
 
-    /// Runs `f` with the bot's writer connection on the blocking pool.
+    /// Runs `f` with the bot's writer connection, on its thread.
     pub(super) async fn call<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
@@ -81,7 +80,7 @@ impl Sqlite {
         } else {
             &self.files.main
         };
-        run_blocking(connection.clone(), f).await
+        connection.run(f).await
     }
 
     /// Runs a shared query and reads its rows.
@@ -218,17 +217,6 @@ impl Backend for Sqlite {
         }
         file_and_wal_size(&self.path)
     }
-}
-
-/// Runs `f` with `connection` on tokio's blocking pool.
-async fn run_blocking<R, F>(connection: Arc<WriterConnection>, f: F) -> Result<R, StoreError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(move || f(&mut connection.lock()))
-        .await
-        .map_err(|_| StoreError::WorkerGone)?
 }
 
 /// A SQLite file's size with its WAL, in bytes.
