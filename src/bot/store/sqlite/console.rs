@@ -22,6 +22,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -193,31 +194,49 @@ fn sql_param(value: &Value) -> rusqlite::types::Value {
 /// would answer for that one (`INSERT …` then `SELECT last_insert_rowid()`).
 const CONNECTION_STATE_FUNCTIONS: &[&str] = &["last_insert_rowid", "changes", "total_changes"];
 
-/// Where a statement's interrupt handle goes once it has a connection: the watchdog that
-/// stops it at its time limit.
-type InterruptTo = oneshot::Sender<InterruptHandle>;
+/// A statement for the console, with where its interrupt handle goes once it has a
+/// connection: the watchdog that stops it at its time limit.
+struct Statement {
+    sql: String,
+    params: Vec<Value>,
+    limit: usize,
+    timeout: Duration,
+    interrupt_to: oneshot::Sender<InterruptHandle>,
+}
+
+/// How a statement runs on a connection: [`execute_one`] or [`run_read_only`].
+type Runner = fn(&mut Connection, &str, &[Value], usize) -> Result<SqlOutcome, StoreError>;
+
+impl Statement {
+    /// Runs the statement on `c` with `run`, the watchdog holding `c`'s interrupt handle.
+    fn run_on(self, c: &mut Connection, run: Runner) -> Result<SqlOutcome, StoreError> {
+        let _ = self.interrupt_to.send(c.get_interrupt_handle());
+        run(c, &self.sql, &self.params, self.limit)
+    }
+}
 
 #[async_trait]
 impl Console for Sqlite {
     async fn run_sql(&self, request: SqlRequest) -> Result<SqlOutcome, StoreError> {
-        let SqlRequest {
-            sql,
-            params,
-            limit,
-            read_only,
-            timeout,
-        } = request;
         let (interrupt_to, interrupt_rx) = oneshot::channel::<InterruptHandle>();
+        let timeout = request.timeout;
         let watchdog = tokio::spawn(async move {
             if let Ok(handle) = interrupt_rx.await {
                 tokio::time::sleep(timeout).await;
                 handle.interrupt();
             }
         });
-        let result = if read_only {
-            self.run_read_only(sql, params, limit, interrupt_to).await
+        let statement = Statement {
+            sql: request.sql,
+            params: request.params,
+            limit: request.limit,
+            timeout,
+            interrupt_to,
+        };
+        let result = if request.read_only {
+            self.run_read_only(statement).await
         } else {
-            self.run_full_mode(sql, params, limit, interrupt_to).await
+            self.run_full_mode(statement).await
         };
         watchdog.abort();
         result
@@ -251,80 +270,83 @@ impl Console for Sqlite {
 impl Sqlite {
     /// Read-only mode: on a read-only connection of its own when the database is a file;
     /// on the writer for `:memory:`, which has no second connection.
-    async fn run_read_only(
-        &self,
-        sql: String,
-        params: Vec<Value>,
-        limit: usize,
-        interrupt_to: InterruptTo,
-    ) -> Result<SqlOutcome, StoreError> {
+    async fn run_read_only(&self, statement: Statement) -> Result<SqlOutcome, StoreError> {
         if self.path == ":memory:" {
             return self
                 .call(move |c| {
-                    let _ = interrupt_to.send(c.get_interrupt_handle());
-                    let outcome = run_read_only(c, &sql, &params, limit);
+                    let outcome = statement.run_on(c, run_read_only);
                     c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
                     outcome
                 })
                 .await;
         }
         let (path, traces_location) = (self.path.clone(), self.files.traces_location.clone());
-        on_blocking_pool(move || {
-            let mut own = open_reader(&path, &traces_location)?;
-            let _ = interrupt_to.send(own.get_interrupt_handle());
-            run_read_only(&mut own, &sql, &params, limit)
+        self.on_own_connection(statement.timeout, move || {
+            statement.run_on(&mut open_reader(&path, &traces_location)?, run_read_only)
         })
-        .await
+        .await?
     }
 
     /// Full mode: on the bot's writer connection, which every store call takes turns on,
     /// so a long query there holds up the bot (and `tasks/get`); a query that only reads
     /// what any connection sees runs on a read-only connection of its own instead, with
     /// the same answer ([`reader_for`]).
-    async fn run_full_mode(
-        &self,
-        sql: String,
-        params: Vec<Value>,
-        limit: usize,
-        interrupt_to: InterruptTo,
-    ) -> Result<SqlOutcome, StoreError> {
+    async fn run_full_mode(&self, statement: Statement) -> Result<SqlOutcome, StoreError> {
+        let mut statement = statement;
         let elsewhere = self.path != ":memory:"
-            && reads_only_shared_state(&sql)
+            && reads_only_shared_state(&statement.sql)
             && !self
                 .call(|c| Ok(writer_holds_its_own_state(c).unwrap_or(true)))
                 .await?;
         if elsewhere {
             let (path, traces_location) = (self.path.clone(), self.files.traces_location.clone());
-            let checked = sql.clone();
-            let reader =
-                on_blocking_pool(move || Ok(reader_for(&path, &traces_location, &checked))).await?;
-            if let Some(mut own) = reader {
-                return on_blocking_pool(move || {
-                    let _ = interrupt_to.send(own.get_interrupt_handle());
-                    execute_one(&mut own, &sql, &params, limit)
+            // The statement's outcome on a reader, or the statement back for the writer.
+            let on_reader = self
+                .on_own_connection(statement.timeout, move || {
+                    match reader_for(&path, &traces_location, &statement.sql) {
+                        Some(mut own) => Ok(statement.run_on(&mut own, execute_one)),
+                        None => Err(statement),
+                    }
                 })
-                .await;
+                .await?;
+            match on_reader {
+                Ok(outcome) => return outcome,
+                Err(declined) => statement = declined,
             }
         }
         let traces_location = self.files.traces_location.clone();
         self.call(move |c| {
-            let _ = interrupt_to.send(c.get_interrupt_handle());
-            let outcome = execute_one(c, &sql, &params, limit);
+            let outcome = statement.run_on(c, execute_one);
             // A `DETACH traces` in this statement: SQL finds the traces again at once.
             attach_traces(c, &traces_location)?;
             outcome
         })
         .await
     }
-}
 
-/// Runs `f` on tokio's blocking pool: a connection of the call's own, not the writer's.
-async fn on_blocking_pool<R: Send + 'static>(
-    f: impl FnOnce() -> Result<R, StoreError> + Send + 'static,
-) -> Result<R, StoreError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|_| StoreError::WorkerGone)?
+    /// Runs `f`, work on a connection of the statement's own, on tokio's blocking pool
+    /// once one of the [`OWN_CONNECTIONS`](super::OWN_CONNECTIONS) turns is free. A burst
+    /// of statements waits here, holding no thread, for at most `timeout`.
+    async fn on_own_connection<R: Send + 'static>(
+        &self,
+        timeout: Duration,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let turn = tokio::time::timeout(timeout, self.own_connections.acquire())
+            .await
+            .map_err(|_| {
+                StoreError::Busy(format!(
+                    "{} other statements held every read-only connection for {} s, and this \
+                     one did not run; retry when they finish",
+                    super::OWN_CONNECTIONS,
+                    timeout.as_secs_f64()
+                ))
+            })?
+            .map_err(|_| StoreError::WorkerGone)?;
+        let ran = tokio::task::spawn_blocking(f).await;
+        drop(turn);
+        ran.map_err(|_| StoreError::WorkerGone)
+    }
 }
 
 /// A read-only connection to the database file, the traces file attached as on the
@@ -539,5 +561,75 @@ mod tests {
             .unwrap();
         let shadowed = run("SELECT key FROM memories").await.unwrap();
         assert_eq!(shadowed.rows, vec![vec![json!("temp")]]);
+    }
+
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+        line["Threads:".len()..].trim().parse().unwrap()
+    }
+
+    /// A burst of statements on connections of their own takes turns: a few at a time,
+    /// the others waiting without a thread (or a connection) each, and those that wait
+    /// past their time limit are told why, having run nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_of_read_only_statements_takes_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir);
+        store.create_conversation("read").await.unwrap();
+        let before = threads();
+        let burst = 200;
+        let statements: Vec<_> = (0..burst)
+            .map(|i| {
+                let store = store.clone();
+                // Every other one in full mode, which reads on its own connection too.
+                let read_only = i % 2 == 0;
+                tokio::spawn(async move {
+                    store
+                        .run_sql(ENDLESS, vec![], 10, read_only, Duration::from_millis(300))
+                        .await
+                })
+            })
+            .collect();
+        let mut most = 0;
+        let (mut interrupted, mut turned_away) = (0, 0);
+        for statement in statements {
+            most = most.max(threads());
+            let error = statement.await.unwrap().unwrap_err().to_string();
+            if error.contains("interrupt") {
+                interrupted += 1;
+            } else {
+                assert!(
+                    error.contains("held every read-only connection") && error.contains("retry"),
+                    "{error}"
+                );
+                turned_away += 1;
+            }
+        }
+        assert!(
+            interrupted >= super::super::OWN_CONNECTIONS,
+            "{interrupted} ran"
+        );
+        assert!(
+            turned_away > 0,
+            "{interrupted} ran, none waited past its limit"
+        );
+        // A thread each would be 200 (tokio's blocking pool grows to 512); the margin is
+        // for the tests running beside this one in the same process.
+        let grown = most.saturating_sub(before);
+        assert!(grown < 40, "{grown} more threads");
+        // The writer was never among them, and a statement after the burst runs.
+        assert_eq!(store.list_conversations(5).await.unwrap().len(), 1);
+        let after = store
+            .run_sql(
+                "SELECT count(*) FROM conversations",
+                vec![],
+                1,
+                true,
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.rows, vec![vec![json!(1)]]);
     }
 }

@@ -43,11 +43,18 @@ static SQLITE: Dialect = Dialect {
     claim_due: schedule::CLAIM_DUE_SQLITE,
 };
 
+/// How many `db_query` statements run at once on read-only connections of their own
+/// (each a blocking-pool thread and a connection with its page cache); more wait their
+/// turn, within their time limit, without holding a thread ([`console`]).
+const OWN_CONNECTIONS: usize = 4;
+
 /// The SQLite store: the bot's file and the traces' file, each with its writer.
 pub(super) struct Sqlite {
     /// `DATABASE_PATH`, or `:memory:`.
     path: String,
     files: SqliteFiles,
+    /// Turns on a read-only connection of a statement's own ([`OWN_CONNECTIONS`]).
+    own_connections: tokio::sync::Semaphore,
 }
 
 impl Sqlite {
@@ -57,6 +64,7 @@ impl Sqlite {
         Ok(Sqlite {
             path: path.to_string(),
             files: SqliteFiles::open(path)?,
+            own_connections: tokio::sync::Semaphore::new(OWN_CONNECTIONS),
         })
     }
 
