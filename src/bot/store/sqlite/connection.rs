@@ -120,15 +120,29 @@ impl WriterConnection {
     }
 }
 
+/// How long dropping the connection waits for its thread to finish what was sent.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
 impl Drop for WriterConnection {
     /// Closes the queue and waits for the thread to finish what was sent and close the
     /// connection: a store dropped and opened again (or its files removed) never meets
     /// the old connection still open, checkpointing and deleting its WAL file by name.
+    /// The wait is bounded ([`CLOSE_WAIT`]): work that never ends (a statement whose
+    /// watchdog went with the runtime) leaves the thread to finish on its own rather
+    /// than hold up whoever drops the store (the process, exiting).
     fn drop(&mut self) {
         self.jobs = None;
-        if let Some(thread) = self.thread.take()
-            && thread.thread().id() != std::thread::current().id()
-        {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        if thread.thread().id() == std::thread::current().id() {
+            return;
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if thread.is_finished() {
             let _ = thread.join();
         }
     }

@@ -21,14 +21,16 @@
 //! would write, so `db_query` can show the user exactly that before a write.
 
 use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::{Connection, InterruptHandle, OpenFlags};
+use rusqlite::limits::Limit;
+use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::files::attach_traces;
 use super::{BUSY_TIMEOUT, Sqlite};
@@ -194,52 +196,80 @@ fn sql_param(value: &Value) -> rusqlite::types::Value {
 /// would answer for that one (`INSERT …` then `SELECT last_insert_rowid()`).
 const CONNECTION_STATE_FUNCTIONS: &[&str] = &["last_insert_rowid", "changes", "total_changes"];
 
-/// A statement for the console, with where its interrupt handle goes once it has a
-/// connection: the watchdog that stops it at its time limit.
+/// A statement for the console, and whether its caller has stopped waiting for it.
 struct Statement {
     sql: String,
     params: Vec<Value>,
     limit: usize,
     timeout: Duration,
-    interrupt_to: oneshot::Sender<InterruptHandle>,
+    cancelled: Arc<AtomicBool>,
 }
 
 /// How a statement runs on a connection: [`execute_one`] or [`run_read_only`].
 type Runner = fn(&mut Connection, &str, &[Value], usize) -> Result<SqlOutcome, StoreError>;
 
+/// How many SQLite VM steps run between two looks at a statement's time limit and
+/// cancellation (a look is a clock read: a few nanoseconds per thousand steps).
+const STEPS_BETWEEN_CHECKS: i32 = 1_000;
+
 impl Statement {
-    /// Runs the statement on `c` with `run`, the watchdog holding `c`'s interrupt handle.
+    /// Runs the statement on `c` with `run`, stopped at its time limit (counted from
+    /// now, not from a wait for a connection) or as soon as its caller stops waiting.
+    /// SQLite's progress handler stops it from inside, on the connection's own thread,
+    /// so the stop can never land on what the connection runs next (on the writer,
+    /// another caller's work). The connection's settings come back afterwards, even if
+    /// `run` panics: it may be the bot's writer, which serves the next caller.
     fn run_on(self, c: &mut Connection, run: Runner) -> Result<SqlOutcome, StoreError> {
-        let _ = self.interrupt_to.send(c.get_interrupt_handle());
-        run(c, &self.sql, &self.params, self.limit)
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Err(StoreError::Busy(
+                "the request was cancelled before the statement ran".into(),
+            ));
+        }
+        let deadline = Instant::now() + self.timeout;
+        let cancelled = Arc::clone(&self.cancelled);
+        c.progress_handler(
+            STEPS_BETWEEN_CHECKS,
+            Some(move || cancelled.load(Ordering::Relaxed) || Instant::now() >= deadline),
+        );
+        let length = c.limit(Limit::SQLITE_LIMIT_LENGTH)?;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            run(c, &self.sql, &self.params, self.limit)
+        }));
+        c.progress_handler(0, None::<fn() -> bool>);
+        c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+        c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
+        outcome.unwrap_or_else(|panic| resume_unwind(panic))
+    }
+}
+
+/// Marks a statement cancelled when its caller stops waiting (the request cancelled,
+/// the runtime shutting down): a running statement stops at its next check, and one
+/// still queued never starts.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
 #[async_trait]
 impl Console for Sqlite {
     async fn run_sql(&self, request: SqlRequest) -> Result<SqlOutcome, StoreError> {
-        let (interrupt_to, interrupt_rx) = oneshot::channel::<InterruptHandle>();
-        let timeout = request.timeout;
-        let watchdog = tokio::spawn(async move {
-            if let Ok(handle) = interrupt_rx.await {
-                tokio::time::sleep(timeout).await;
-                handle.interrupt();
-            }
-        });
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancelled));
         let statement = Statement {
             sql: request.sql,
             params: request.params,
             limit: request.limit,
-            timeout,
-            interrupt_to,
+            timeout: request.timeout,
+            cancelled,
         };
-        let result = if request.read_only {
+        if request.read_only {
             self.run_read_only(statement).await
         } else {
             self.run_full_mode(statement).await
-        };
-        watchdog.abort();
-        result
+        }
     }
 
     async fn describe_statement(&self, sql: &str) -> Result<StatementSummary, StoreError> {
@@ -272,13 +302,7 @@ impl Sqlite {
     /// on the writer for `:memory:`, which has no second connection.
     async fn run_read_only(&self, statement: Statement) -> Result<SqlOutcome, StoreError> {
         if self.path == ":memory:" {
-            return self
-                .call(move |c| {
-                    let outcome = statement.run_on(c, run_read_only);
-                    c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
-                    outcome
-                })
-                .await;
+            return self.call(move |c| statement.run_on(c, run_read_only)).await;
         }
         let (path, traces_location) = (self.path.clone(), self.files.traces_location.clone());
         self.on_own_connection(statement.timeout, move || {
@@ -326,13 +350,14 @@ impl Sqlite {
 
     /// Runs `f`, work on a connection of the statement's own, on tokio's blocking pool
     /// once one of the [`OWN_CONNECTIONS`](super::OWN_CONNECTIONS) turns is free. A burst
-    /// of statements waits here, holding no thread, for at most `timeout`.
+    /// of statements waits here, holding no thread, for at most `timeout`. The turn is
+    /// `f`'s until it returns, even if the caller stops waiting (a cancelled request).
     async fn on_own_connection<R: Send + 'static>(
         &self,
         timeout: Duration,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, StoreError> {
-        let turn = tokio::time::timeout(timeout, self.own_connections.acquire())
+        let turn = tokio::time::timeout(timeout, Arc::clone(&self.own_connections).acquire_owned())
             .await
             .map_err(|_| {
                 StoreError::Busy(format!(
@@ -343,9 +368,13 @@ impl Sqlite {
                 ))
             })?
             .map_err(|_| StoreError::WorkerGone)?;
-        let ran = tokio::task::spawn_blocking(f).await;
-        drop(turn);
-        ran.map_err(|_| StoreError::WorkerGone)
+        tokio::task::spawn_blocking(move || {
+            let outcome = f();
+            drop(turn);
+            outcome
+        })
+        .await
+        .map_err(|_| StoreError::WorkerGone)
     }
 }
 
@@ -420,10 +449,7 @@ fn run_read_only(
     params: &[Value],
     limit: usize,
 ) -> Result<SqlOutcome, StoreError> {
-    c.set_limit(
-        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
-        READ_ONLY_MAX_LENGTH,
-    )?;
+    c.set_limit(Limit::SQLITE_LIMIT_LENGTH, READ_ONLY_MAX_LENGTH)?;
     c.authorizer(Some(read_only_rule));
     let read_only = c.prepare(sql)?.readonly();
     let kind = statement_kind(sql);
@@ -631,5 +657,47 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(after.rows, vec![vec![json!(1)]]);
+    }
+
+    /// A caller that stops waiting (a cancelled request) stops its statement: on the
+    /// bot's writer, which is free again at once, and on connections of their own, whose
+    /// turns come back at once (a turn is the statement's until it has stopped).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_statement_stops_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir);
+        let limit = Duration::from_secs(30);
+        // `changes()` is the writer's own state: this one runs on the writer.
+        let on_writer = format!("{ENDLESS} WHERE changes() >= 0");
+        let mut callers = vec![{
+            let store = store.clone();
+            tokio::spawn(async move { store.run_sql(&on_writer, vec![], 10, false, limit).await })
+        }];
+        for _ in 0..super::super::OWN_CONNECTIONS {
+            let store = store.clone();
+            callers.push(tokio::spawn(async move {
+                store.run_sql(ENDLESS, vec![], 10, true, limit).await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(callers.iter().all(|c| !c.is_finished()), "still running");
+        for caller in &callers {
+            caller.abort();
+        }
+        let written = tokio::time::timeout(Duration::from_secs(5), store.create_conversation("x"))
+            .await
+            .expect("the writer is still busy with the cancelled statement");
+        written.unwrap();
+        let quick = Duration::from_secs(2);
+        let after = store.run_sql("SELECT 1", vec![], 1, true, quick).await;
+        assert_eq!(after.unwrap().rows, vec![vec![json!(1)]]);
+        let sqlite = store.db.sqlite().unwrap();
+        for _ in 0..100 {
+            if sqlite.own_connections.available_permits() == super::super::OWN_CONNECTIONS {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the cancelled statements kept their turns");
     }
 }

@@ -13,7 +13,6 @@
 //! file: the only kind of in-memory database two connections can both open.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::Connection;
@@ -25,9 +24,9 @@ use super::schema::{MIGRATIONS, TRACE_MIGRATIONS, configure, migrate};
 /// The two connections and where the traces are.
 pub(super) struct SqliteFiles {
     /// Everything but traces; the traces file attached as `traces`.
-    pub(super) main: Arc<WriterConnection>,
+    pub(super) main: WriterConnection,
     /// The trace writer's, and every trace read's.
-    pub(super) traces: Arc<WriterConnection>,
+    pub(super) traces: WriterConnection,
     /// The traces file's path; for `:memory:`, the shared in-memory database's URI.
     pub(super) traces_location: String,
 }
@@ -112,10 +111,8 @@ impl SqliteFiles {
             )
         };
         Ok(SqliteFiles {
-            main: Arc::new(WriterConnection::start(main, "sqlite-main").map_err(thread_error)?),
-            traces: Arc::new(
-                WriterConnection::start(traces, "sqlite-traces").map_err(thread_error)?,
-            ),
+            main: WriterConnection::start(main, "sqlite-main").map_err(thread_error)?,
+            traces: WriterConnection::start(traces, "sqlite-traces").map_err(thread_error)?,
             traces_location,
         })
     }

@@ -18,6 +18,7 @@ mod conversations;
 mod files;
 mod schema;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,7 +55,7 @@ pub(super) struct Sqlite {
     path: String,
     files: SqliteFiles,
     /// Turns on a read-only connection of a statement's own ([`OWN_CONNECTIONS`]).
-    own_connections: tokio::sync::Semaphore,
+    own_connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl Sqlite {
@@ -64,7 +65,7 @@ impl Sqlite {
         Ok(Sqlite {
             path: path.to_string(),
             files: SqliteFiles::open(path)?,
-            own_connections: tokio::sync::Semaphore::new(OWN_CONNECTIONS),
+            own_connections: Arc::new(tokio::sync::Semaphore::new(OWN_CONNECTIONS)),
         })
     }
 
