@@ -1,4 +1,5 @@
-//! For tests only: what a test does when a service or program it needs is missing.
+//! For tests only: what a test does when a service or program it needs is missing, and
+//! how many threads the process has (tests that a burst does not take a thread each).
 //!
 //! Locally a test may skip then, after printing why. CI sets
 //! `PORTHOLE_REQUIRE_SERVICES=1` and provides every service, so there a missing one is a
@@ -84,4 +85,16 @@ pub fn has_everything_server() -> bool {
         service_missing("@modelcontextprotocol/server-everything", HOW);
     }
     installed
+}
+
+/// How many threads this process has now (`Threads:` in `/proc/self/status`). Tests run
+/// side by side in one process, so a test comparing two counts leaves a margin for
+/// theirs.
+pub fn threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|count| count.trim().parse().ok())
+        .expect("a Threads: line in /proc/self/status")
 }

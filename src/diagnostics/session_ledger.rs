@@ -118,12 +118,6 @@ async fn write_queued(store: Store, queue: Arc<Mutex<Queue>>) {
 mod tests {
     use super::*;
 
-    fn threads() -> usize {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
-        line["Threads:".len()..].trim().parse().unwrap()
-    }
-
     #[tokio::test]
     async fn a_burst_of_ended_sessions_is_written_in_chunks_by_one_task() {
         let dir = tempfile::tempdir().unwrap();
@@ -132,7 +126,7 @@ mod tests {
         let ledger = StoredSessionLedger::load(store.clone(), Duration::from_secs(3600))
             .await
             .unwrap();
-        let before = threads();
+        let before = crate::test_support::threads();
         let burst = 5_000;
         for i in 0..burst {
             ledger.record_end(&format!("session-{i}"), now_ms());
@@ -148,7 +142,7 @@ mod tests {
         assert_eq!(stored, burst, "every ended id is written");
         // A task and a blocking thread per id took hundreds of threads (tokio's blocking
         // pool grows to 512), each with its stack and allocator heap.
-        let grown = threads().saturating_sub(before);
+        let grown = crate::test_support::threads().saturating_sub(before);
         assert!(grown < 64, "{grown} more threads after the burst");
         assert!(!lock(&ledger.queue).writing, "the writer is done");
     }

@@ -353,12 +353,6 @@ mod tests {
     use crate::model::{NewMessage, Role};
     use std::time::Duration;
 
-    fn threads() -> usize {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
-        line["Threads:".len()..].trim().parse().unwrap()
-    }
-
     /// Callers that queue for the writer connection wait as work in its queue, not as a
     /// thread each: on tokio's blocking pool behind a mutex, this burst held a pool
     /// thread per waiting caller (up to 512).
@@ -369,7 +363,7 @@ mod tests {
             .call(|c| Ok(c.execute_batch("CREATE TABLE calls (n INTEGER NOT NULL)")?))
             .await
             .unwrap();
-        let before = threads();
+        let before = crate::test_support::threads();
         let burst: i64 = 2_000;
         let calls: Vec<_> = (0..burst)
             .map(|n| {
@@ -388,7 +382,7 @@ mod tests {
             .collect();
         let mut most = 0;
         for (n, call) in (0..).zip(calls) {
-            most = most.max(threads());
+            most = most.max(crate::test_support::threads());
             assert_eq!(call.await.unwrap().unwrap(), n);
         }
         let stored: i64 = store

@@ -589,12 +589,6 @@ mod tests {
         assert_eq!(shadowed.rows, vec![vec![json!("temp")]]);
     }
 
-    fn threads() -> usize {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
-        line["Threads:".len()..].trim().parse().unwrap()
-    }
-
     /// A burst of statements on connections of their own takes turns: a few at a time,
     /// the others waiting without a thread (or a connection) each, and those that wait
     /// past their time limit are told why, having run nothing.
@@ -603,7 +597,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = file_store(&dir);
         store.create_conversation("read").await.unwrap();
-        let before = threads();
+        let before = crate::test_support::threads();
         let burst = 200;
         let statements: Vec<_> = (0..burst)
             .map(|i| {
@@ -620,7 +614,7 @@ mod tests {
         let mut most = 0;
         let (mut interrupted, mut turned_away) = (0, 0);
         for statement in statements {
-            most = most.max(threads());
+            most = most.max(crate::test_support::threads());
             let error = statement.await.unwrap().unwrap_err().to_string();
             if error.contains("interrupt") {
                 interrupted += 1;
