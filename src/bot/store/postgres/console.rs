@@ -7,9 +7,10 @@
 //!   it, never on a pooled one: whatever session state a statement changes (a
 //!   `set_config(…, false)`, an advisory lock, a temporary table, a prepared
 //!   statement) dies with that connection instead of leaking into the bot's own work;
-//! - the statement runs inside a transaction with `SET LOCAL statement_timeout`; in
-//!   read-only mode the transaction is `READ ONLY` (PostgreSQL refuses every write,
-//!   `nextval`, `SELECT … FOR UPDATE`, DDL) and is always rolled back;
+//! - the statement runs inside a transaction with `SET LOCAL statement_timeout`, and is
+//!   cancelled on the server as soon as its caller stops waiting; in read-only mode the
+//!   transaction is `READ ONLY` (PostgreSQL refuses every write, `nextval`,
+//!   `SELECT … FOR UPDATE`, DDL) and is always rolled back;
 //! - before anything runs, the statement is refused when it is not one statement, when
 //!   read-only mode gets anything but a query (`SELECT`, `WITH`, `VALUES`, `TABLE`,
 //!   `SHOW`, `EXPLAIN`), when it controls transactions or the session (`BEGIN`, `SET`,
@@ -27,7 +28,8 @@ use std::time::Duration;
 use futures::{StreamExt, pin_mut};
 use serde_json::{Value, json};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::{CancelToken, Client, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use async_trait::async_trait;
 
@@ -161,14 +163,16 @@ impl Console for Postgres {
             return Err(refused);
         }
         let client = self.own_connection().await?;
-        let cancel = client.cancel_token();
+        let cancel = CancelOnDrop(Some((client.cancel_token(), self.tls.clone())));
         let work = run_in_transaction(&client, &request);
         // The server's statement_timeout stops the statement; this is the backstop for
         // a server that does not answer at all.
-        match tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await {
+        let outcome = tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await;
+        let (token, tls) = cancel.defuse();
+        match outcome {
             Ok(outcome) => outcome,
             Err(_) => {
-                let _ = cancel.cancel_query(self.tls.clone()).await;
+                let _ = token.cancel_query(tls).await;
                 Err(StoreError::Postgres(format!(
                     "canceling statement due to statement timeout: it ran longer than {} s",
                     request.timeout.as_secs()
@@ -218,6 +222,31 @@ impl Console for Postgres {
             read_only,
             writes,
         })
+    }
+}
+
+/// Cancels the statement on the server when its caller stops waiting (the request
+/// cancelled, the runtime shutting down): closing the connection alone leaves the
+/// server running it until its `statement_timeout`, as PostgreSQL notices a client gone
+/// only when it next writes to it.
+struct CancelOnDrop(Option<(CancelToken, MakeRustlsConnect)>);
+
+impl CancelOnDrop {
+    /// The statement ended (or timed out, and the caller cancels it itself).
+    fn defuse(mut self) -> (CancelToken, MakeRustlsConnect) {
+        self.0.take().expect("defused once")
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some((token, tls)) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = token.cancel_query(tls).await;
+            });
+        }
     }
 }
 
@@ -582,5 +611,56 @@ mod tests {
         assert!(refusal("SELECT my_pg_read_file_copy FROM t", true).is_none());
         assert!(refusal("WITH x AS (SELECT 1) SELECT * FROM x", true).is_none());
         assert!(refusal("SELECT 'you&me'", true).is_none());
+    }
+
+    /// A caller that stops waiting (a cancelled request) stops its statement on the
+    /// server at once, not at its `statement_timeout`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_statement_stops_on_the_server() {
+        use crate::bot::store::{Store, postgres};
+        let Some(url) = crate::test_support::test_database_url() else {
+            return;
+        };
+        let url = postgres::fresh_schema_url(&url);
+        let store = Store::open(&url).unwrap();
+        // A mark of this run, so a statement of another test is not counted.
+        let mark = format!("cancelled_{}", std::process::id());
+        let sql = format!("SELECT pg_sleep(30) AS {mark}");
+        let caller = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .run_sql(&sql, vec![], 1, true, Duration::from_secs(60))
+                    .await
+            })
+        };
+        let watcher = postgres::connect_outside_the_store(&url).await;
+        let running = || async {
+            let row = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE state = 'active' AND query LIKE '%' || $1 || '%' \
+                     AND pid <> pg_backend_pid()",
+                    &[&mark],
+                )
+                .await
+                .unwrap();
+            row.get::<_, i64>(0)
+        };
+        for _ in 0..100 {
+            if running().await == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(running().await, 1, "the statement runs on the server");
+        caller.abort();
+        for _ in 0..150 {
+            if running().await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the server still runs the statement 3 s after its caller stopped waiting");
     }
 }
