@@ -127,9 +127,9 @@ impl Drop for WriterConnection {
     /// Closes the queue and waits for the thread to finish what was sent and close the
     /// connection: a store dropped and opened again (or its files removed) never meets
     /// the old connection still open, checkpointing and deleting its WAL file by name.
-    /// The wait is bounded ([`CLOSE_WAIT`]): work that never ends (a statement whose
-    /// watchdog went with the runtime) leaves the thread to finish on its own rather
-    /// than hold up whoever drops the store (the process, exiting).
+    /// The wait is bounded ([`CLOSE_WAIT`]): work that does not end soon (a long
+    /// statement) leaves the thread to finish on its own rather than hold up whoever
+    /// drops the store (the process, exiting).
     fn drop(&mut self) {
         self.jobs = None;
         let Some(thread) = self.thread.take() else {

@@ -217,7 +217,9 @@ impl Statement {
     /// now, not from a wait for a connection) or as soon as its caller stops waiting.
     /// SQLite's progress handler stops it from inside, on the connection's own thread,
     /// so the stop can never land on what the connection runs next (on the writer,
-    /// another caller's work). The connection's settings come back afterwards, even if
+    /// another caller's work). It is consulted while a statement is planned and run, not
+    /// inside a few single steps bounded by the data (an in-memory sort, `count(*)` of a
+    /// whole table), which `sqlite3_interrupt` did not stop either. The connection's settings come back afterwards, even if
     /// `run` panics: it may be the bot's writer, which serves the next caller.
     fn run_on(self, c: &mut Connection, run: Runner) -> Result<SqlOutcome, StoreError> {
         if self.cancelled.load(Ordering::Relaxed) {
@@ -225,20 +227,22 @@ impl Statement {
                 "the request was cancelled before the statement ran".into(),
             ));
         }
+        let length = c.limit(Limit::SQLITE_LIMIT_LENGTH)?;
         let deadline = Instant::now() + self.timeout;
         let cancelled = Arc::clone(&self.cancelled);
         c.progress_handler(
             STEPS_BETWEEN_CHECKS,
             Some(move || cancelled.load(Ordering::Relaxed) || Instant::now() >= deadline),
         );
-        let length = c.limit(Limit::SQLITE_LIMIT_LENGTH)?;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             run(c, &self.sql, &self.params, self.limit)
         }));
         c.progress_handler(0, None::<fn() -> bool>);
         c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
-        c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
-        outcome.unwrap_or_else(|panic| resume_unwind(panic))
+        let restored = c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length);
+        let outcome = outcome.unwrap_or_else(|panic| resume_unwind(panic));
+        restored?;
+        outcome
     }
 }
 
@@ -673,7 +677,15 @@ mod tests {
                 store.run_sql(ENDLESS, vec![], 10, true, limit).await
             }));
         }
+        let sqlite = store.db.sqlite().unwrap();
+        for _ in 0..500 {
+            if sqlite.own_connections.available_permits() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(sqlite.own_connections.available_permits(), 0, "all running");
         assert!(callers.iter().all(|c| !c.is_finished()), "still running");
         for caller in &callers {
             caller.abort();
@@ -685,7 +697,6 @@ mod tests {
         let quick = Duration::from_secs(2);
         let after = store.run_sql("SELECT 1", vec![], 1, true, quick).await;
         assert_eq!(after.unwrap().rows, vec![vec![json!(1)]]);
-        let sqlite = store.db.sqlite().unwrap();
         for _ in 0..100 {
             if sqlite.own_connections.available_permits() == super::super::OWN_CONNECTIONS {
                 return;
