@@ -166,18 +166,16 @@ impl Console for Postgres {
         let cancel = CancelOnDrop(Some((client.cancel_token(), self.tls.clone())));
         let work = run_in_transaction(&client, &request);
         // The server's statement_timeout stops the statement; this is the backstop for
-        // a server that does not answer at all.
-        let outcome = tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await;
-        let (token, tls) = cancel.defuse();
-        match outcome {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                let _ = token.cancel_query(tls).await;
-                Err(StoreError::Postgres(format!(
-                    "canceling statement due to statement timeout: it ran longer than {} s",
-                    request.timeout.as_secs()
-                )))
+        // a server that does not answer at all (the guard, dropped armed, cancels it).
+        match tokio::time::timeout(request.timeout + Duration::from_secs(5), work).await {
+            Ok(outcome) => {
+                cancel.disarm();
+                outcome
             }
+            Err(_) => Err(StoreError::Postgres(format!(
+                "canceling statement due to statement timeout: it ran longer than {} s",
+                request.timeout.as_secs()
+            ))),
         }
     }
 
@@ -225,16 +223,17 @@ impl Console for Postgres {
     }
 }
 
-/// Cancels the statement on the server when its caller stops waiting (the request
-/// cancelled, the runtime shutting down): closing the connection alone leaves the
-/// server running it until its `statement_timeout`, as PostgreSQL notices a client gone
-/// only when it next writes to it.
+/// Cancels the statement on the server unless it ended: when its caller stops waiting
+/// (the request cancelled, the runtime shutting down) or the server does not answer in
+/// time. Closing the connection alone leaves the server running it until its
+/// `statement_timeout`, as PostgreSQL notices a client gone only when it next writes to
+/// it.
 struct CancelOnDrop(Option<(CancelToken, MakeRustlsConnect)>);
 
 impl CancelOnDrop {
-    /// The statement ended (or timed out, and the caller cancels it itself).
-    fn defuse(mut self) -> (CancelToken, MakeRustlsConnect) {
-        self.0.take().expect("defused once")
+    /// The statement ended: nothing to cancel.
+    fn disarm(mut self) {
+        self.0 = None;
     }
 }
 

@@ -219,8 +219,9 @@ impl Statement {
     /// so the stop can never land on what the connection runs next (on the writer,
     /// another caller's work). It is consulted while a statement is planned and run, not
     /// inside a few single steps bounded by the data (an in-memory sort, `count(*)` of a
-    /// whole table), which `sqlite3_interrupt` did not stop either. The connection's settings come back afterwards, even if
-    /// `run` panics: it may be the bot's writer, which serves the next caller.
+    /// whole table), which `sqlite3_interrupt` did not stop either. The connection's
+    /// settings come back afterwards, even if `run` panics: it may be the bot's writer,
+    /// which serves the next caller.
     fn run_on(self, c: &mut Connection, run: Runner) -> Result<SqlOutcome, StoreError> {
         if self.cancelled.load(Ordering::Relaxed) {
             return Err(StoreError::Busy(
@@ -319,8 +320,7 @@ impl Sqlite {
     /// so a long query there holds up the bot (and `tasks/get`); a query that only reads
     /// what any connection sees runs on a read-only connection of its own instead, with
     /// the same answer ([`reader_for`]).
-    async fn run_full_mode(&self, statement: Statement) -> Result<SqlOutcome, StoreError> {
-        let mut statement = statement;
+    async fn run_full_mode(&self, mut statement: Statement) -> Result<SqlOutcome, StoreError> {
         let elsewhere = self.path != ":memory:"
             && reads_only_shared_state(&statement.sql)
             && !self
