@@ -9,9 +9,11 @@
 //! 3. **by shape** — strings that look like bearer tokens, provider keys, private keys,
 //!    or `password=…` pairs are replaced even when nobody told us about them.
 
+mod error_body;
 mod scan;
 mod stream;
 
+pub use error_body::redact_error_body;
 pub use stream::RedactedStream;
 
 use std::borrow::Cow;

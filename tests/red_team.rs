@@ -698,3 +698,115 @@ async fn protocol_errors_that_quote_the_caller_are_redacted() {
         assert!(!reply.raw.contains(shaped), "{method}: {}", reply.raw);
     }
 }
+
+/// The same for what the transport, the guards and the page refuse before any method
+/// runs: an unknown method (in both eras, in a session and in a batch), a header that
+/// does not match the body, an unsupported protocol version, a content type, a Host or
+/// an Origin. Each quotes what the caller sent, and none quotes the bot's token.
+#[tokio::test]
+async fn refusals_that_quote_the_caller_are_redacted() {
+    let app = start_bot(&[]).await;
+    let body = |method: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": modern_meta()}})
+            .to_string()
+    };
+    let send = |path: &str, headers: String, body: String| {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        async move { raw_http(app.addr, request.as_bytes()).await }
+    };
+    let normal = |host: &str, version: &str, method_header: &str, content_type: &str| {
+        format!(
+            "Host: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: {content_type}\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n\
+             Mcp-Method: {method_header}\r\n"
+        )
+    };
+    let json = "application/json";
+    let cases = [
+        // The token as the method, named alike in Mcp-Method: method not found.
+        (
+            "/mcp",
+            normal("127.0.0.1", MODERN, TOKEN, json),
+            body(TOKEN),
+            "404",
+        ),
+        // Mcp-Method differs from the body's method.
+        (
+            "/mcp",
+            normal("127.0.0.1", MODERN, TOKEN, json),
+            body("tools/list"),
+            "400",
+        ),
+        // An unsupported version, a content type, a Host and an Origin.
+        (
+            "/mcp",
+            normal("127.0.0.1", TOKEN, "tools/list", json),
+            body("tools/list"),
+            "400",
+        ),
+        (
+            "/mcp",
+            normal("127.0.0.1", MODERN, "tools/list", &format!("text/{TOKEN}")),
+            body("tools/list"),
+            "415",
+        ),
+        (
+            "/mcp",
+            normal(TOKEN, MODERN, "tools/list", json),
+            body("tools/list"),
+            "403",
+        ),
+        (
+            "/mcp",
+            format!(
+                "{}Origin: http://{TOKEN}\r\n",
+                normal("127.0.0.1", MODERN, "tools/list", json)
+            ),
+            body("tools/list"),
+            "403",
+        ),
+        // The page: a Host that is not this machine.
+        (
+            "/api/conversations",
+            format!("Host: {TOKEN}\r\nContent-Type: {json}\r\n"),
+            "{}".into(),
+            "403",
+        ),
+    ];
+    for (path, headers, body, status) in cases {
+        let answer = send(path, headers.clone(), body).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{headers}: {answer}"
+        );
+        assert!(!answer.contains(TOKEN), "{headers}: {answer}");
+    }
+    // In a legacy session, alone and (in a 2025-03-26 session) in a batch.
+    let unknown = json!({"jsonrpc": "2.0", "id": 7, "method": TOKEN});
+    for (version, message) in [
+        ("2025-11-25", unknown.clone()),
+        ("2025-03-26", json!([unknown])),
+    ] {
+        let session = legacy_session(&app, version, json!({})).await;
+        let answer = client()
+            .post(format!("{}/mcp", app.url()))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", version)
+            .body(message.to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(answer.contains("-32601"), "{message}: {answer}");
+        assert!(!answer.contains(TOKEN), "{message}: {answer}");
+    }
+    app.shutdown().await;
+}

@@ -371,7 +371,8 @@ impl McpServer {
     pub fn router(&self) -> Router {
         // Every `/mcp` handler runs the guard first (the 405 for other methods too), and
         // only `/mcp` has them: a guard around the router would also answer the merged
-        // app's 404 fallback, so a mistyped path would answer 401 instead of 404.
+        // app's 404 fallback, so a mistyped path would answer 401 instead of 404. Its
+        // error answers are redacted on their way out ([`crate::redact::redact_error_body`]).
         let mcp = Router::new()
             .route(
                 "/mcp",
@@ -380,6 +381,10 @@ impl McpServer {
                     .delete(http::handle_delete)
                     .fallback(http::handle_other),
             )
+            .route_layer(axum::middleware::map_response_with_state(
+                self.inner.redactor.clone(),
+                crate::redact::redact_error_body,
+            ))
             .with_state(self.inner.clone());
         Router::new()
             .merge(mcp)

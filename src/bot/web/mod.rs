@@ -48,10 +48,15 @@ pub fn router(bot: Arc<Bot>) -> Router {
     Router::new()
         .merge(assets::router())
         .nest("/api", api::router(bot.clone()))
-        .merge(ws::router(bot))
+        .merge(ws::router(bot.clone()))
         .layer(axum::middleware::from_fn_with_state(
             allowed_hosts,
             local_host_only,
+        ))
+        // The refusals above quote the caller's Host or Origin: redacted like answers.
+        .layer(axum::middleware::map_response_with_state(
+            bot.redactor.clone(),
+            crate::redact::redact_error_body,
         ))
         .layer(axum::middleware::map_response(no_framing))
 }

@@ -85,7 +85,7 @@ pub(super) async fn legacy_post(
                 return rpc_error(
                     StatusCode::OK,
                     Some(&id),
-                    &RpcError::method_not_found(&method),
+                    &RpcError::method_not_found(&method).redacted(&inner.redactor),
                 );
             };
             let ctx = session_context(&inner, headers, access, &session, &id, Some(&params));
@@ -319,7 +319,7 @@ async fn batch_item(
             else {
                 return Some(jsonrpc::error_response(
                     Some(&id),
-                    &RpcError::method_not_found(&method),
+                    &RpcError::method_not_found(&method).redacted(&inner.redactor),
                 ));
             };
             let ctx = session_context(inner, headers, access, session, &id, None);

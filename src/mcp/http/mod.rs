@@ -337,7 +337,7 @@ async fn bare_post(
         return rpc_error(
             StatusCode::OK,
             Some(&id),
-            &RpcError::method_not_found(&method),
+            &RpcError::method_not_found(&method).redacted(&inner.redactor),
         );
     };
     let mut ctx = inner.context(

@@ -1,0 +1,94 @@
+//! Error answers redacted on their way out (`/mcp`'s and the page's). A refusal or a
+//! protocol error often quotes what the caller sent: a method's name, a header's value,
+//! the `Host` or `Origin`. What leaves the process never holds a secret, whoever typed
+//! it, so every answer with an error status passes through the redactor here, whichever
+//! check wrote it. Answers with a success status (results, SSE streams) pass untouched:
+//! the errors they can hold are redacted where they are made.
+
+use std::sync::Arc;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::Redactor;
+
+/// The largest error body read back; the guards' and the transport's are a few hundred
+/// bytes.
+/// A larger one is not one of them and is replaced by an empty body, never sent unread.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The response, its body redacted when its status is an error.
+pub async fn redact_error_body(
+    State(redactor): State<Arc<Redactor>>,
+    response: Response,
+) -> Response {
+    let status = response.status();
+    if !status.is_client_error() && !status.is_server_error() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = to_bytes(body, MAX_ERROR_BODY).await.unwrap_or_default();
+    let clean = redacted(&redactor, &bytes);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(clean))
+}
+
+/// A JSON body redacted value by value (so a redaction never breaks its syntax), any
+/// other body as text.
+fn redacted(redactor: &Redactor, bytes: &[u8]) -> Vec<u8> {
+    if let Ok(mut value) = serde_json::from_slice::<Value>(bytes) {
+        redactor.redact(&mut value);
+        return serde_json::to_vec(&value).unwrap_or_default();
+    }
+    let text = String::from_utf8_lossy(bytes);
+    redactor.redact_text(&text).into_owned().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+
+    const SECRET: &str = "mcp-secret-0123456789abcdef";
+
+    async fn body_of(response: Response) -> String {
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    fn redactor() -> State<Arc<Redactor>> {
+        State(Arc::new(Redactor::new([SECRET.to_string()])))
+    }
+
+    #[tokio::test]
+    async fn an_error_quoting_a_secret_loses_it_and_stays_json() {
+        let quoting = serde_json::json!({
+            "jsonrpc": "2.0",
+            "error": {"code": -32601, "message": format!("Method not found: {SECRET}")},
+        });
+        let response = (StatusCode::NOT_FOUND, axum::Json(quoting)).into_response();
+        let response = redact_error_body(redactor(), response).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let body = body_of(response).await;
+        assert!(!body.contains(SECRET), "{body}");
+        let value: Value = serde_json::from_str(&body).expect("still JSON");
+        assert_eq!(value["error"]["code"], -32601, "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_text_error_is_redacted_and_a_success_passes_untouched() {
+        let text = (StatusCode::FORBIDDEN, format!("refused: {SECRET}")).into_response();
+        let body = body_of(redact_error_body(redactor(), text).await).await;
+        assert_eq!(body, "refused: [REDACTED]");
+        let result = (StatusCode::OK, format!("a result naming {SECRET}")).into_response();
+        let body = body_of(redact_error_body(redactor(), result).await).await;
+        assert!(
+            body.contains(SECRET),
+            "results are redacted where they are made, not read again here"
+        );
+    }
+}
