@@ -181,5 +181,12 @@ async fn the_model_reports_status_and_tools_per_role() {
             assert!(!text.contains(secret), "a secret leaked: {text}");
         }
     }
+    if has_python {
+        // The failed call was an admin's `run_tool`: its error text is shown to admins,
+        // and a chat user's turn gets the counts only.
+        let servers = |status: &Value| status["mcp_servers"].to_string();
+        assert!(servers(admin_status).contains("boom"), "{admin_status}");
+        assert!(!servers(user_status).contains("boom"), "{user_status}");
+    }
     app.shutdown().await;
 }

@@ -72,13 +72,20 @@ impl ToolHandler for BotStatusTool {
             })
             .collect();
         let count = |source: ToolSource| tools.iter().filter(|t| t.def.source == source).count();
+        let mut mcp_servers = (self.0.mcp_servers)();
+        if !call.ctx.is_admin() {
+            // A last error may come from anyone's call (an admin's `run_tool` naming a
+            // private file): a chat user's turn gets the counts, not the text, as the
+            // page's `/api/tools` does.
+            clear_last_errors(&mut mcp_servers);
+        }
         Ok(json!({
             "uptime_secs": self.0.started.elapsed().as_secs(),
             "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
             "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
             "settings": self.0.settings,
             "agents": self.0.workers.agents(call.ctx),
-            "mcp_servers": (self.0.mcp_servers)(),
+            "mcp_servers": mcp_servers,
             "tools": {
                 "total": tools.len(),
                 "native": count(ToolSource::Native),
@@ -87,5 +94,22 @@ impl ToolHandler for BotStatusTool {
                 "usage": usage,
             },
         }))
+    }
+}
+
+/// Sets every `last_error` in `value` (a server's, its stats', each tool's) to null.
+fn clear_last_errors(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            for (key, member) in members.iter_mut() {
+                if key == "last_error" {
+                    *member = Value::Null;
+                } else {
+                    clear_last_errors(member);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(clear_last_errors),
+        _ => {}
     }
 }
