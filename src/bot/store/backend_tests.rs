@@ -1077,3 +1077,33 @@ async fn held_conversation_on(store: Store) {
     assert_eq!(conversation_ids(&store).await, vec![newest[0].clone()]);
     assert_eq!(count(&store, ORPHAN_MESSAGES).await, 0);
 }
+
+/// Rows of large values stop at the answer's byte budget, long before the row limit:
+/// memory holds a few MiB, not the thousand rows' hundreds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_rows_stop_at_the_byte_budget() {
+    on_every_backend!(large_rows_stop_at_the_byte_budget_on);
+}
+
+async fn large_rows_stop_at_the_byte_budget_on(store: Store) {
+    // 200 rows of a million characters each.
+    let sql = if store.backend_name() == "postgres" {
+        "SELECT repeat('x', 1000000) FROM generate_series(1, 200)"
+    } else {
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) \
+         SELECT hex(zeroblob(500000)) FROM n"
+    };
+    for read_only in [true, false] {
+        let outcome = store
+            .run_sql(sql, vec![], 1000, read_only, TIMEOUT)
+            .await
+            .unwrap();
+        let bytes = console::MAX_ROW_BYTES;
+        assert!(outcome.truncated, "read_only {read_only}");
+        assert!(
+            (1..=bytes / 1_000_000 + 1).contains(&outcome.rows.len()),
+            "read_only {read_only}: {} rows",
+            outcome.rows.len()
+        );
+    }
+}

@@ -16,7 +16,7 @@ pub struct SqlOutcome {
     /// Rows as JSON: integers and reals as numbers, text as strings, NULL as null,
     /// blobs as `{"base64": "…"}`.
     pub rows: Vec<Vec<Value>>,
-    /// More rows existed than the limit allowed.
+    /// More rows existed than the limit (or the byte budget) allowed.
     pub truncated: bool,
     /// For statements that change data: how many rows they changed.
     pub rows_affected: Option<usize>,
@@ -34,6 +34,61 @@ pub struct StatementSummary {
     pub writes: Vec<String>,
 }
 
+/// The most bytes of row values a statement's answer gathers. `db_query` answers with at
+/// most 1 MiB, so rows beyond this are never sent; without a bound, a statement that
+/// makes large values row after row (`zeroblob`, `repeat`) filled memory before the
+/// answer was cut.
+pub(super) const MAX_ROW_BYTES: usize = 2 * 1024 * 1024;
+
+/// The rows of one answer, gathered up to a row limit and [`MAX_ROW_BYTES`].
+pub(super) struct GatheredRows {
+    rows: Vec<Vec<Value>>,
+    limit: usize,
+    bytes: usize,
+}
+
+impl GatheredRows {
+    pub(super) fn new(limit: usize) -> GatheredRows {
+        GatheredRows {
+            rows: Vec::new(),
+            limit,
+            bytes: 0,
+        }
+    }
+
+    /// Whether another row may be added; when not, the answer is truncated.
+    pub(super) fn has_room(&self) -> bool {
+        self.rows.len() < self.limit && self.bytes < MAX_ROW_BYTES
+    }
+
+    pub(super) fn push(&mut self, row: Vec<Value>) {
+        self.bytes += row.iter().map(value_bytes).sum::<usize>();
+        self.rows.push(row);
+    }
+
+    /// The rows, and whether more were left out (`truncated`).
+    pub(super) fn into_outcome(self, columns: Vec<String>, truncated: bool) -> SqlOutcome {
+        SqlOutcome {
+            columns,
+            rows: self.rows,
+            truncated,
+            rows_affected: None,
+            last_insert_rowid: None,
+        }
+    }
+}
+
+/// About how many bytes a value takes in the answer (text and blobs count; the rest is
+/// small).
+fn value_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => items.iter().map(value_bytes).sum(),
+        Value::Object(members) => members.values().map(value_bytes).sum(),
+        _ => 8,
+    }
+}
+
 /// One statement for the console, with how to run it (see [`Store::run_sql`]).
 pub(super) struct SqlRequest {
     pub(super) sql: String,
@@ -45,7 +100,7 @@ pub(super) struct SqlRequest {
 
 impl Store {
     /// Runs one SQL statement of any kind with positional parameters. Rows stream and
-    /// stop at `limit` (so a huge table is never loaded whole). With `read_only`, only
+    /// stop at `limit` or [`MAX_ROW_BYTES`] (so a huge table is never loaded whole). With `read_only`, only
     /// reading is allowed and nothing outlives the call. A statement running longer
     /// than `timeout` is interrupted.
     pub async fn run_sql(

@@ -36,7 +36,9 @@ use async_trait::async_trait;
 use super::Postgres;
 use crate::bot::store::StoreError;
 use crate::bot::store::backend::Console;
-use crate::bot::store::console::{SqlOutcome, SqlRequest, StatementSummary, statement_kind};
+use crate::bot::store::console::{
+    GatheredRows, SqlOutcome, SqlRequest, StatementSummary, statement_kind,
+};
 
 /// Statements read-only mode runs (their first keyword).
 const READING_KINDS: &[&str] = &["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN"];
@@ -103,6 +105,24 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
     "pg_try_advisory_lock_shared",
 ];
 
+/// Families of such functions, refused by the start of their names: every `dblink_*`,
+/// `pg_stat_reset_*`, `pg_ls_*dir` and replication slot or origin call. And the
+/// functions that run a query given as text (`query_to_xml('SELECT pg_' || '…')`): the
+/// text is built when the statement runs, so no check of the statement's own text can
+/// see what it calls.
+const OUTSIDE_FUNCTION_PREFIXES: &[&str] = &[
+    "dblink",
+    "pg_stat_reset",
+    "pg_ls_",
+    "pg_create_",
+    "pg_drop_replication_slot",
+    "pg_copy_",
+    "pg_replication_",
+    "pg_logical_",
+    "query_to_xml",
+    "cursor_to_xml",
+];
+
 /// Why a statement is refused before it runs, if it is.
 fn refusal(sql: &str, read_only: bool) -> Option<StoreError> {
     let kind = statement_kind(sql);
@@ -126,25 +146,48 @@ fn refusal(sql: &str, read_only: bool) -> Option<StoreError> {
         ));
     }
     let folded = lowered.replace('"', "");
-    OUTSIDE_FUNCTIONS
+    let named = OUTSIDE_FUNCTIONS
         .iter()
         .find(|f| contains_word(&folded, f))
-        .map(|f| {
-            StoreError::Postgres(format!(
-                "{f} reaches outside the statement's transaction (other sessions, server files \
-                 or the server itself), so db_query does not call it"
-            ))
-        })
+        .map(|f| f.to_string());
+    let prefixed = || {
+        OUTSIDE_FUNCTION_PREFIXES
+            .iter()
+            .find(|p| contains_word_start(&folded, p))
+            .map(|p| format!("{p}…"))
+    };
+    named.or_else(prefixed).map(|f| {
+        StoreError::Postgres(format!(
+            "{f} reaches outside the statement's transaction (other sessions, server files \
+             or the server itself) or runs SQL given as text, which db_query cannot check, so \
+             db_query does not call it"
+        ))
+    })
 }
 
 /// Whether `text` holds `word` not as part of a longer identifier.
 fn contains_word(text: &str, word: &str) -> bool {
-    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     text.match_indices(word).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
         let after = text[at + word.len()..].chars().next();
-        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+        starts_identifier(text, at) && !after.is_some_and(is_identifier_char)
     })
+}
+
+/// Whether `text` holds an identifier that starts with `prefix`.
+fn contains_word_start(text: &str, prefix: &str) -> bool {
+    text.match_indices(prefix)
+        .any(|(at, _)| starts_identifier(text, at))
+}
+
+fn starts_identifier(text: &str, at: usize) -> bool {
+    !text[..at]
+        .chars()
+        .next_back()
+        .is_some_and(is_identifier_char)
+}
+
+fn is_identifier_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$'
 }
 
 impl Postgres {
@@ -316,23 +359,17 @@ async fn run_statement(
     }
     let stream = client.query_raw(&statement, bound_refs).await?;
     pin_mut!(stream);
-    let mut rows = Vec::new();
+    let mut rows = GatheredRows::new(limit);
     let mut truncated = false;
     while let Some(row) = stream.next().await {
         let row = row?;
-        if rows.len() == limit {
+        if !rows.has_room() {
             truncated = true;
             break;
         }
         rows.push((0..row.len()).map(|i| cell(&row, i)).collect());
     }
-    Ok(SqlOutcome {
-        columns,
-        rows,
-        truncated,
-        rows_affected: None,
-        last_insert_rowid: None,
-    })
+    Ok(rows.into_outcome(columns, truncated))
 }
 
 /// One value as JSON (see the module docs for the mapping).
@@ -601,6 +638,12 @@ mod tests {
             "SELECT \"pg_read_file\"('/etc/passwd')",
             "SELECT U&\"pg\\005fsleep\"(1)",
             "SELECT set_config('search_path', 'x', false)",
+            "SELECT query_to_xml('SELECT pg_'||'terminate_backend(1)', true, false, '')",
+            "SELECT * FROM dblink_exec('host=x', 'DROP TABLE t')",
+            "SELECT pg_stat_reset_shared('bgwriter')",
+            "SELECT * FROM pg_ls_waldir()",
+            "SELECT pg_create_physical_replication_slot('s')",
+            "SELECT pg_logical_emit_message(false, 'p', 'm')",
         ] {
             assert!(refusal(sql, false).is_some(), "{sql}");
             assert!(refusal(sql, true).is_some(), "{sql}");
@@ -608,6 +651,7 @@ mod tests {
         assert!(refusal("DELETE FROM messages", true).is_some());
         assert!(refusal("DELETE FROM messages", false).is_none());
         assert!(refusal("SELECT my_pg_read_file_copy FROM t", true).is_none());
+        assert!(refusal("SELECT my_dblink_notes FROM t", true).is_none());
         assert!(refusal("WITH x AS (SELECT 1) SELECT * FROM x", true).is_none());
         assert!(refusal("SELECT 'you&me'", true).is_none());
     }

@@ -36,7 +36,9 @@ use super::files::attach_traces;
 use super::{BUSY_TIMEOUT, Sqlite};
 use crate::bot::store::StoreError;
 use crate::bot::store::backend::Console;
-use crate::bot::store::console::{SqlOutcome, SqlRequest, StatementSummary, statement_kind};
+use crate::bot::store::console::{
+    GatheredRows, SqlOutcome, SqlRequest, StatementSummary, statement_kind,
+};
 
 /// PRAGMAs that only report, allowed in read-only mode without a value.
 const REPORTING_PRAGMAS: &[&str] = &[
@@ -82,8 +84,9 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
     "fts3_tokenizer",
 ];
 
-/// Largest string or blob a read-only statement may build (`zeroblob(1e12)`).
-const READ_ONLY_MAX_LENGTH: i32 = 64 * 1024 * 1024;
+/// Largest string or blob a console statement may build (`zeroblob(1e12)`), in either
+/// mode: the bot's own connection allows SQLite's default of 1 GB.
+const CONSOLE_MAX_LENGTH: i32 = 64 * 1024 * 1024;
 
 /// The read-only authorizer's rule: what a statement may do without changing anything.
 fn read_only_rule(context: AuthContext<'_>) -> Authorization {
@@ -229,6 +232,7 @@ impl Statement {
             ));
         }
         let length = c.limit(Limit::SQLITE_LIMIT_LENGTH)?;
+        c.set_limit(Limit::SQLITE_LIMIT_LENGTH, CONSOLE_MAX_LENGTH.min(length))?;
         let deadline = Instant::now() + self.timeout;
         let cancelled = Arc::clone(&self.cancelled);
         c.progress_handler(
@@ -453,7 +457,6 @@ fn run_read_only(
     params: &[Value],
     limit: usize,
 ) -> Result<SqlOutcome, StoreError> {
-    c.set_limit(Limit::SQLITE_LIMIT_LENGTH, READ_ONLY_MAX_LENGTH)?;
     c.authorizer(Some(read_only_rule));
     let read_only = c.prepare(sql)?.readonly();
     let kind = statement_kind(sql);
@@ -503,10 +506,10 @@ fn execute_one(
         });
     }
     let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter()))?;
-    let mut out = Vec::new();
+    let mut out = GatheredRows::new(limit);
     let mut truncated = false;
     while let Some(row) = rows.next()? {
-        if out.len() == limit {
+        if !out.has_room() {
             truncated = true;
             break;
         }
@@ -516,13 +519,7 @@ fn execute_one(
                 .collect::<Result<Vec<_>, _>>()?,
         );
     }
-    Ok(SqlOutcome {
-        columns,
-        rows: out,
-        truncated,
-        rows_affected: None,
-        last_insert_rowid: None,
-    })
+    Ok(out.into_outcome(columns, truncated))
 }
 
 #[cfg(test)]
@@ -537,6 +534,38 @@ mod tests {
 
     fn file_store(dir: &tempfile::TempDir) -> Store {
         Store::open(dir.path().join("bot.db").to_str().unwrap()).unwrap()
+    }
+
+    /// A value over the console's length limit is refused in either mode (the bot's own
+    /// connection allows 1 GB), and SQLite's memory in the process is bounded.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_cannot_build_a_huge_value_in_either_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir);
+        for read_only in [true, false] {
+            let refused = store
+                .run_sql("SELECT zeroblob(100000000)", vec![], 1, read_only, TIMEOUT)
+                .await
+                .unwrap_err();
+            assert!(
+                refused.to_string().contains("too big"),
+                "read_only {read_only}: {refused}"
+            );
+        }
+        let fits = store
+            .run_sql(
+                "SELECT length(zeroblob(1000000))",
+                vec![],
+                1,
+                false,
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+        assert_eq!(fits.rows[0][0], serde_json::json!(1_000_000));
+        // SAFETY: a negative argument only reads the limit.
+        let limit = unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(-1) };
+        assert_eq!(limit, super::super::SQLITE_HEAP_LIMIT);
     }
 
     /// A query that runs until its time limit stops it.

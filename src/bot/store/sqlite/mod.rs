@@ -58,10 +58,19 @@ pub(super) struct Sqlite {
     own_connections: Arc<tokio::sync::Semaphore>,
 }
 
+/// The most memory SQLite may hold in this process, every connection together. The
+/// bot's own statements need a few MiB (page caches); the bound is for `db_query`, whose
+/// values are capped one by one (64 MiB) but not in number: a row of many large values
+/// (`SELECT randomblob(6e7), randomblob(6e7), …`) now fails as "out of memory" rather
+/// than taking the machine's.
+pub(super) const SQLITE_HEAP_LIMIT: i64 = 1024 * 1024 * 1024;
+
 impl Sqlite {
     /// Opens (and creates, and migrates) the files at `path`; `:memory:` gives a private
     /// in-memory database.
     pub(super) fn open(path: &str) -> Result<Sqlite, StoreError> {
+        // SAFETY: sets a process-wide number SQLite reads on each allocation.
+        unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(SQLITE_HEAP_LIMIT) };
         Ok(Sqlite {
             path: path.to_string(),
             files: SqliteFiles::open(path)?,
