@@ -810,3 +810,54 @@ async fn refusals_that_quote_the_caller_are_redacted() {
     }
     app.shutdown().await;
 }
+
+/// An admin who continues a conversation the page started (`send_message` with its id)
+/// has a chat user's rights in it: what only admins may see (here an admin's memory)
+/// is never stored where the page reads.
+#[tokio::test]
+async fn an_admin_turn_in_a_page_conversation_keeps_admin_things_off_the_page() {
+    let app = start_bot(&[]).await;
+    let kept = call_tool(
+        &app,
+        "send_message",
+        json!({"content": r#"/run remember {"key": "launch", "value": "CONFIDENTIAL plan"}"#}),
+    )
+    .await;
+    assert!(!is_error(&kept), "{kept}");
+    let page = page_message(&app, json!({"content": "/help"})).await;
+    let page_id = page["conversation_id"].as_str().unwrap();
+    let continued = call_tool(
+        &app,
+        "send_message",
+        json!({"content": r#"/run recall {"query": ""}"#, "conversation_id": page_id}),
+    )
+    .await;
+    assert!(!is_error(&continued), "{continued}");
+    assert_eq!(
+        continued["structuredContent"]["conversation_id"], page_id,
+        "{continued}"
+    );
+    let messages = reqwest::get(format!(
+        "{}/api/conversations/{page_id}/messages",
+        app.url()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        messages.contains("recall"),
+        "the turn ran there: {messages}"
+    );
+    assert!(!messages.contains("CONFIDENTIAL"), "{messages}");
+    // The admin's own conversations still find it.
+    let found = call_tool(
+        &app,
+        "send_message",
+        json!({"content": r#"/run recall {"query": ""}"#}),
+    )
+    .await;
+    assert!(found.to_string().contains("CONFIDENTIAL plan"), "{found}");
+    app.shutdown().await;
+}

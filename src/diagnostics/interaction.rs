@@ -35,7 +35,8 @@ impl DiagnosticTool for SendMessage {
             "send_message",
             "Send a message to the bot",
             "Sends a user message to the running bot and waits for the agent's full reply (the agent may call \
-             tools). Omit conversation_id to start a new conversation; pass one from list_conversations to continue it. \
+             tools). Omit conversation_id to start a new conversation; pass one from list_conversations to continue it \
+             (in a conversation the web page started, the agent has a chat user's rights, not an admin's). \
              Returns {response, conversation_id}. Send a progressToken to watch the turn as it happens.",
         )
         .input(

@@ -4,6 +4,7 @@
 use super::*;
 use crate::bot::lock;
 use crate::bot::store::{Conversation, ConversationHold, is_admin_conversation};
+use crate::bot::tools::USER_ROLE;
 
 /// The supervisor's instructions for one turn: a scheduled prompt also reads which
 /// task, due time and attempt it runs as.
@@ -173,6 +174,13 @@ impl Supervisor {
         let history = self.store.conversation_history(&conversation.id).await?;
         let mut ctx = ctx.clone();
         ctx.conversation_id = Some(conversation.id.clone());
+        if ctx.is_admin() && !is_admin_conversation(&conversation.id) {
+            // A conversation started on the page is the page's to read: an admin who
+            // continues it (`/mcp` `send_message` with its id) gets a chat user's
+            // rights there, so no admin tool's result or admin memory is stored where
+            // chat users read.
+            ctx.roles = vec![USER_ROLE.to_string()];
+        }
         ctx.trace = span.scope();
         let system = system_prompt(&ctx);
         let settings = LoopSettings {
