@@ -13,7 +13,7 @@ mod error_body;
 mod scan;
 mod stream;
 
-pub use error_body::redact_error_body;
+pub use error_body::{redact_error, redact_error_body};
 pub use stream::RedactedStream;
 
 use std::borrow::Cow;

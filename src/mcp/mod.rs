@@ -371,8 +371,8 @@ impl McpServer {
     pub fn router(&self) -> Router {
         // Every `/mcp` handler runs the guard first (the 405 for other methods too), and
         // only `/mcp` has them: a guard around the router would also answer the merged
-        // app's 404 fallback, so a mistyped path would answer 401 instead of 404. Its
-        // error answers are redacted on their way out ([`crate::redact::redact_error_body`]).
+        // app's 404 fallback, so a mistyped path would answer 401 instead of 404. Each
+        // also redacts its error answers on their way out ([`crate::redact::redact_error`]).
         let mcp = Router::new()
             .route(
                 "/mcp",
@@ -381,10 +381,6 @@ impl McpServer {
                     .delete(http::handle_delete)
                     .fallback(http::handle_other),
             )
-            .route_layer(axum::middleware::map_response_with_state(
-                self.inner.redactor.clone(),
-                crate::redact::redact_error_body,
-            ))
             .with_state(self.inner.clone());
         Router::new()
             .merge(mcp)

@@ -20,18 +20,30 @@ use super::Redactor;
 /// A larger one is not one of them and is replaced by an empty body, never sent unread.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// The response, its body redacted when its status is an error.
+/// [`redact_error`] as a middleware (`axum::middleware::map_response_with_state`), for
+/// a router whose every answer passes it. `/mcp`'s handlers call [`redact_error`]
+/// themselves: a middleware costs each request allocations of its own.
 pub async fn redact_error_body(
     State(redactor): State<Arc<Redactor>>,
     response: Response,
 ) -> Response {
+    redact_error(&redactor, response).await
+}
+
+/// The response, its body redacted when its status is an error. The rewriting is
+/// boxed, so a success answer's future does not carry its room.
+pub async fn redact_error(redactor: &Redactor, response: Response) -> Response {
     let status = response.status();
     if !status.is_client_error() && !status.is_server_error() {
         return response;
     }
+    Box::pin(rewrite_body(redactor, response)).await
+}
+
+async fn rewrite_body(redactor: &Redactor, response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
     let bytes = to_bytes(body, MAX_ERROR_BODY).await.unwrap_or_default();
-    let clean = redacted(&redactor, &bytes);
+    let clean = redacted(redactor, &bytes);
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(clean))
 }

@@ -71,7 +71,18 @@ pub(crate) struct Limits {
     pub(crate) keepalive: Duration,
 }
 
+/// A POST to `/mcp`: one JSON-RPC message (or a 2025-03-26 batch), in either era. Its
+/// error answers are redacted ([`crate::redact::redact_error`]).
 pub(crate) async fn handle_post(
+    State(inner): State<Arc<ServerInner>>,
+    request: axum::extract::Request,
+) -> Response {
+    let redactor = inner.redactor.clone();
+    let response = answer_post(State(inner), request).await;
+    crate::redact::redact_error(&redactor, response).await
+}
+
+async fn answer_post(
     State(inner): State<Arc<ServerInner>>,
     request: axum::extract::Request,
 ) -> Response {
@@ -135,7 +146,18 @@ pub(crate) async fn handle_post(
 }
 
 /// Any other method on `/mcp`: 405 (axum adds `Allow`), once the guard lets it by.
+/// Its error answers are redacted ([`crate::redact::redact_error`]).
 pub(crate) async fn handle_other(
+    State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    let redactor = inner.redactor.clone();
+    let response = answer_other(State(inner), extensions, headers).await;
+    crate::redact::redact_error(&redactor, response).await
+}
+
+async fn answer_other(
     State(inner): State<Arc<ServerInner>>,
     extensions: axum::http::Extensions,
     headers: HeaderMap,

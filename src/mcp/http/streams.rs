@@ -3,7 +3,18 @@
 
 use super::*;
 
+/// `GET /mcp`; its error answers are redacted ([`crate::redact::redact_error`]).
 pub(crate) async fn handle_get(
+    State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    let redactor = inner.redactor.clone();
+    let response = answer_get(State(inner), extensions, headers).await;
+    crate::redact::redact_error(&redactor, response).await
+}
+
+async fn answer_get(
     State(inner): State<Arc<ServerInner>>,
     extensions: axum::http::Extensions,
     headers: HeaderMap,
@@ -114,7 +125,18 @@ impl Drop for StreamCleanup {
     }
 }
 
+/// `DELETE /mcp`; its error answers are redacted ([`crate::redact::redact_error`]).
 pub(crate) async fn handle_delete(
+    State(inner): State<Arc<ServerInner>>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    let redactor = inner.redactor.clone();
+    let response = answer_delete(State(inner), extensions, headers).await;
+    crate::redact::redact_error(&redactor, response).await
+}
+
+async fn answer_delete(
     State(inner): State<Arc<ServerInner>>,
     extensions: axum::http::Extensions,
     headers: HeaderMap,
