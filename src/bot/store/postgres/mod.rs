@@ -34,6 +34,7 @@ use crate::redact::{redact_url, scrub_url_password};
 mod changes;
 mod console;
 mod conversations;
+mod refusal;
 mod schema;
 mod tls;
 
