@@ -784,6 +784,21 @@ async fn refusals_that_quote_the_caller_are_redacted() {
         );
         assert!(!answer.contains(TOKEN), "{headers}: {answer}");
     }
+    // The guard's own words come back whole: the redactor takes only what looks like a
+    // secret, and the 401 tells the caller which header to send.
+    let answer = send(
+        "/mcp",
+        format!("Host: 127.0.0.1\r\nContent-Type: {json}\r\nAccept: application/json, text/event-stream\r\n"),
+        body("tools/list"),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(
+        answer.contains(
+            "Unauthorized: send the header `Authorization` with the value `Bearer <MCP_SERVER_SECRET>`"
+        ),
+        "{answer}"
+    );
     // In a legacy session, alone and (in a 2025-03-26 session) in a batch.
     let unknown = json!({"jsonrpc": "2.0", "id": 7, "method": TOKEN});
     for (version, message) in [

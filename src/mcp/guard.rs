@@ -223,7 +223,7 @@ fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'s
         }
     }
     Err(if provided.is_none() {
-        "Unauthorized: send `Authorization: Bearer <MCP_SERVER_SECRET>`"
+        "Unauthorized: send the header `Authorization` with the value `Bearer <MCP_SERVER_SECRET>`"
     } else if config.read_only_token.is_some() {
         "Unauthorized: the bearer token matches neither MCP_SERVER_SECRET nor MCP_SERVER_READONLY_SECRET"
     } else {

@@ -16,9 +16,12 @@ use serde_json::Value;
 use super::Redactor;
 
 /// The largest error body read back; the guards' and the transport's are a few hundred
-/// bytes.
-/// A larger one is not one of them and is replaced by an empty body, never sent unread.
+/// bytes. A larger one is not one of them, and is never sent unread: [`TOO_LARGE`] goes
+/// in its place.
 const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// What an error answer too large to read back says instead.
+const TOO_LARGE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error: the error answer was too large to check for secrets, so it was not sent"}}"#;
 
 /// [`redact_error`] as a middleware (`axum::middleware::map_response_with_state`), for
 /// a router whose every answer passes it. `/mcp`'s handlers call [`redact_error`]
@@ -42,8 +45,10 @@ pub async fn redact_error(redactor: &Redactor, response: Response) -> Response {
 
 async fn rewrite_body(redactor: &Redactor, response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
-    let bytes = to_bytes(body, MAX_ERROR_BODY).await.unwrap_or_default();
-    let clean = redacted(redactor, &bytes);
+    let clean = match to_bytes(body, MAX_ERROR_BODY).await {
+        Ok(bytes) => redacted(redactor, &bytes),
+        Err(_) => TOO_LARGE.as_bytes().to_vec(),
+    };
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(clean))
 }
@@ -89,6 +94,17 @@ mod tests {
         assert!(!body.contains(SECRET), "{body}");
         let value: Value = serde_json::from_str(&body).expect("still JSON");
         assert_eq!(value["error"]["code"], -32601, "{body}");
+    }
+
+    #[tokio::test]
+    async fn an_error_too_large_to_read_is_replaced_not_sent() {
+        let huge = format!("{SECRET} {}", "x".repeat(MAX_ERROR_BODY));
+        let response = (StatusCode::BAD_REQUEST, huge).into_response();
+        let response = redact_error(&Redactor::new([SECRET.to_string()]), response).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = body_of(response).await;
+        let value: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(value["error"]["code"], -32603, "{body}");
     }
 
     #[tokio::test]

@@ -1106,4 +1106,15 @@ async fn large_rows_stop_at_the_byte_budget_on(store: Store) {
             outcome.rows.len()
         );
     }
+    // One row larger than the whole budget is not turned into JSON at all.
+    let one_large_row = if store.backend_name() == "postgres" {
+        "SELECT repeat('x', 3000000)"
+    } else {
+        "SELECT hex(zeroblob(1500000))"
+    };
+    let outcome = store
+        .run_sql(one_large_row, vec![], 10, true, TIMEOUT)
+        .await
+        .unwrap();
+    assert!(outcome.truncated && outcome.rows.is_empty(), "{outcome:?}");
 }

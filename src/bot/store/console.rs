@@ -34,10 +34,10 @@ pub struct StatementSummary {
     pub writes: Vec<String>,
 }
 
-/// The most bytes of row values a statement's answer gathers. `db_query` answers with at
-/// most 1 MiB, so rows beyond this are never sent; without a bound, a statement that
-/// makes large values row after row (`zeroblob`, `repeat`) filled memory before the
-/// answer was cut.
+/// The most bytes of row values a statement's answer gathers, counted as the database
+/// hands them over (before they become JSON). `db_query` answers with at most 1 MiB, so
+/// rows beyond this are never sent; without a bound, a statement that makes large values
+/// row after row (`zeroblob`, `repeat`) filled memory before the answer was cut.
 pub(super) const MAX_ROW_BYTES: usize = 2 * 1024 * 1024;
 
 /// The rows of one answer, gathered up to a row limit and [`MAX_ROW_BYTES`].
@@ -56,13 +56,16 @@ impl GatheredRows {
         }
     }
 
-    /// Whether another row may be added; when not, the answer is truncated.
-    pub(super) fn has_room(&self) -> bool {
-        self.rows.len() < self.limit && self.bytes < MAX_ROW_BYTES
+    /// Whether a row of `row_bytes` (its values' sizes as the database holds them) may
+    /// be added, before it is turned into JSON; when not, the answer is truncated. A
+    /// row larger than the whole budget is never converted: the answer then holds the
+    /// rows before it, or none.
+    pub(super) fn has_room_for(&self, row_bytes: usize) -> bool {
+        self.rows.len() < self.limit && self.bytes.saturating_add(row_bytes) <= MAX_ROW_BYTES
     }
 
-    pub(super) fn push(&mut self, row: Vec<Value>) {
-        self.bytes += row.iter().map(value_bytes).sum::<usize>();
+    pub(super) fn push(&mut self, row: Vec<Value>, row_bytes: usize) {
+        self.bytes += row_bytes;
         self.rows.push(row);
     }
 
@@ -78,17 +81,6 @@ impl GatheredRows {
     }
 }
 
-/// About how many bytes a value takes in the answer (text and blobs count; the rest is
-/// small).
-fn value_bytes(value: &Value) -> usize {
-    match value {
-        Value::String(text) => text.len(),
-        Value::Array(items) => items.iter().map(value_bytes).sum(),
-        Value::Object(members) => members.values().map(value_bytes).sum(),
-        _ => 8,
-    }
-}
-
 /// One statement for the console, with how to run it (see [`Store::run_sql`]).
 pub(super) struct SqlRequest {
     pub(super) sql: String,
@@ -100,9 +92,9 @@ pub(super) struct SqlRequest {
 
 impl Store {
     /// Runs one SQL statement of any kind with positional parameters. Rows stream and
-    /// stop at `limit` or [`MAX_ROW_BYTES`] (so a huge table is never loaded whole). With `read_only`, only
-    /// reading is allowed and nothing outlives the call. A statement running longer
-    /// than `timeout` is interrupted.
+    /// stop at `limit` or [`MAX_ROW_BYTES`] (so a huge table is never loaded whole).
+    /// With `read_only`, only reading is allowed and nothing outlives the call. A
+    /// statement running longer than `timeout` is interrupted.
     pub async fn run_sql(
         &self,
         sql: &str,

@@ -215,13 +215,22 @@ async fn run_statement(
     let mut truncated = false;
     while let Some(row) = stream.next().await {
         let row = row?;
-        if !rows.has_room() {
+        let bytes = (0..row.len()).map(|i| cell_bytes(&row, i)).sum();
+        if !rows.has_room_for(bytes) {
             truncated = true;
             break;
         }
-        rows.push((0..row.len()).map(|i| cell(&row, i)).collect());
+        rows.push((0..row.len()).map(|i| cell(&row, i)).collect(), bytes);
     }
     Ok(rows.into_outcome(columns, truncated))
+}
+
+/// A value's size as the server sent it (NULL and small values count 8).
+fn cell_bytes(row: &tokio_postgres::Row, index: usize) -> usize {
+    match row.try_get::<_, Option<Raw>>(index) {
+        Ok(Some(Raw(raw))) => raw.len().max(8),
+        _ => 8,
+    }
 }
 
 /// One value as JSON (see the module docs for the mapping).

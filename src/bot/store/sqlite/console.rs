@@ -181,6 +181,15 @@ fn sql_value(value: rusqlite::types::ValueRef<'_>) -> Value {
     }
 }
 
+/// A value's size as SQLite holds it (text and blobs; the rest is small).
+fn cell_bytes(value: rusqlite::types::ValueRef<'_>) -> usize {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => bytes.len(),
+        _ => 8,
+    }
+}
+
 fn sql_param(value: &Value) -> rusqlite::types::Value {
     use rusqlite::types::Value as Sql;
     match value {
@@ -509,15 +518,15 @@ fn execute_one(
     let mut out = GatheredRows::new(limit);
     let mut truncated = false;
     while let Some(row) = rows.next()? {
-        if !out.has_room() {
+        let cells = (0..columns.len())
+            .map(|i| row.get_ref(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bytes = cells.iter().map(|cell| cell_bytes(*cell)).sum();
+        if !out.has_room_for(bytes) {
             truncated = true;
             break;
         }
-        out.push(
-            (0..columns.len())
-                .map(|i| row.get_ref(i).map(sql_value))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
+        out.push(cells.into_iter().map(sql_value).collect(), bytes);
     }
     Ok(out.into_outcome(columns, truncated))
 }

@@ -62,15 +62,19 @@ pub(super) struct Sqlite {
 /// bot's own statements need a few MiB (page caches); the bound is for `db_query`, whose
 /// values are capped one by one (64 MiB) but not in number: a row of many large values
 /// (`SELECT randomblob(6e7), randomblob(6e7), …`) now fails as "out of memory" rather
-/// than taking the machine's.
+/// than taking the machine's. It is a backstop, shared by every connection: a statement
+/// that reaches it makes the bot's own writes fail meanwhile too.
 pub(super) const SQLITE_HEAP_LIMIT: i64 = 1024 * 1024 * 1024;
 
 impl Sqlite {
     /// Opens (and creates, and migrates) the files at `path`; `:memory:` gives a private
     /// in-memory database.
     pub(super) fn open(path: &str) -> Result<Sqlite, StoreError> {
+        static HEAP_LIMIT: std::sync::Once = std::sync::Once::new();
         // SAFETY: sets a process-wide number SQLite reads on each allocation.
-        unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(SQLITE_HEAP_LIMIT) };
+        HEAP_LIMIT.call_once(|| unsafe {
+            rusqlite::ffi::sqlite3_hard_heap_limit64(SQLITE_HEAP_LIMIT);
+        });
         Ok(Sqlite {
             path: path.to_string(),
             files: SqliteFiles::open(path)?,
