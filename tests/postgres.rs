@@ -272,6 +272,11 @@ async fn read_only_db_query_on_postgres_refuses_every_attack() {
         "SELECT lo_export(1, '/tmp/porthole-pwned')",
         "SELECT U&\"pg\\005fsleep\"(1)",
         "/* looks harmless */ DELETE FROM messages",
+        // SQL built as the statement runs, where no check of its text can read it.
+        "SELECT query_to_xml('SELECT pg_'||'terminate_backend(pid) FROM pg_stat_activity', true, false, '')",
+        "SELECT * FROM ts_stat('SELECT to_tsvector(pg_'||'terminate_backend(pg_backend_pid())::text)')",
+        "SELECT * FROM pg_ls_waldir()",
+        "SELECT pg_stat_reset_shared('bgwriter')",
     ];
     for attack in attacks {
         let r = call_tool(&app, "db_query", json!({"query": attack})).await;
