@@ -806,20 +806,11 @@ async fn refusals_that_quote_the_caller_are_redacted() {
         ("2025-03-26", json!([unknown])),
     ] {
         let session = legacy_session(&app, version, json!({})).await;
-        let answer = client()
-            .post(format!("{}/mcp", app.url()))
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", version)
-            .body(message.to_string())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let in_session = [
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", version),
+        ];
+        let answer = post(&app, &message, &in_session).await.raw;
         assert!(answer.contains("-32601"), "{message}: {answer}");
         assert!(!answer.contains(TOKEN), "{message}: {answer}");
     }
