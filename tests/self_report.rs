@@ -98,6 +98,15 @@ async fn the_model_reports_status_and_tools_per_role() {
         assert!(is_error(&r) || r.to_string().contains("boom"), "{r}");
     }
 
+    // An admin runs the admin-only tool, so it has usage a chat user must not see.
+    let r = call_tool(
+        &app,
+        "run_tool",
+        json!({"tool_name": "admin_probe", "parameters": {}}),
+    )
+    .await;
+    assert!(!is_error(&r), "{r}");
+
     // A user asks over the web API (role `user`), twice.
     for question in ["what can you do?", "what is your status?"] {
         let reply = client()
@@ -181,6 +190,22 @@ async fn the_model_reports_status_and_tools_per_role() {
             assert!(!text.contains(secret), "a secret leaked: {text}");
         }
     }
+    let used = |status: &Value| -> Vec<String> {
+        status["tools"]["usage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(String::from))
+            .collect()
+    };
+    assert!(
+        used(admin_status).contains(&"admin_probe".to_string()),
+        "{admin_status}"
+    );
+    assert!(
+        !used(user_status).contains(&"admin_probe".to_string()),
+        "a chat user's status names no admin-only tool: {user_status}"
+    );
     if has_python {
         // The failed call was an admin's `run_tool`: its error text is shown to admins,
         // and a chat user's turn gets the counts only.

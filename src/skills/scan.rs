@@ -133,7 +133,9 @@ fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
     let mut files = Vec::with_capacity(relatives.len());
     let mut total = 0u64;
     for relative in relatives {
-        let bytes = std::fs::read(folder.join(&relative))
+        // Read no further than the budget allows: one huge file costs no more memory
+        // than the limit, and is refused all the same.
+        let bytes = read_at_most(&folder.join(&relative), MAX_BYTES - total + 1)
             .map_err(|e| format!("cannot read {relative}: {e}"))?;
         total += bytes.len() as u64;
         if total > MAX_BYTES {
@@ -153,6 +155,16 @@ fn read_skill(folder: &Path) -> Result<SkillEntry, String> {
         frontmatter,
         files,
     })
+}
+
+/// The first `limit` bytes of the file at `path` (all of it when it is shorter).
+fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut bytes = Vec::with_capacity(size.min(limit) as usize);
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Collects the regular files under `dir` as `/`-separated paths after `prefix`.

@@ -270,7 +270,7 @@ impl Endpoint {
             .map_err(|e| send_error(&self.url, e, self.timeout_secs))?;
         let status = response.status();
         if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
+            let body = crate::http_client::error_body(response).await;
             return Err(status_error(status.as_u16(), &body));
         }
         Ok(response)

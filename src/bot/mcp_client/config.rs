@@ -2,8 +2,8 @@
 //!
 //! The file has the shape used by desktop MCP hosts:
 //! `{"mcpServers": {"<name>": {"command": …, "args": […], "env": {…}} | {"url": …, "headers": {…}}}}`,
-//! plus the optional keys `type`, `enabled`, `timeoutMs`, `allowedTools`, `excludedTools`
-//! and `cwd`. A `url` entry speaks Streamable HTTP, or the older HTTP+SSE transport with
+//! plus the optional keys `type`, `enabled`, `timeoutMs`, `allowedTools`, `excludedTools`,
+//! `requiredRoles` and `cwd`. A `url` entry speaks Streamable HTTP, or the older HTTP+SSE transport with
 //! `"type": "sse"`.
 //! A bad entry is reported with its name and reason and left out; the others still load.
 
@@ -59,6 +59,9 @@ pub(crate) struct ServerConfig {
     /// When set, only these tools (by the server's own names) are registered.
     pub allowed_tools: Option<Vec<String>>,
     pub excluded_tools: Vec<String>,
+    /// `requiredRoles`: who may call the server's tools (any one of these roles; an
+    /// admin always may). Empty: everyone the bot serves, chat users included.
+    pub required_roles: Vec<String>,
 }
 
 impl ServerConfig {
@@ -181,6 +184,7 @@ impl ServerConfig {
             entry.insert("allowedTools".into(), allowed.clone().into());
         }
         entry.insert("excludedTools".into(), self.excluded_tools.clone().into());
+        entry.insert("requiredRoles".into(), self.required_roles.clone().into());
         Value::Object(entry)
     }
 }
@@ -226,7 +230,27 @@ fn parse_entry(
         timeout: parse_timeout(entry, default_timeout)?,
         allowed_tools: string_list(entry, "allowedTools")?,
         excluded_tools: string_list(entry, "excludedTools")?.unwrap_or_default(),
+        required_roles: parse_required_roles(entry)?,
     })
+}
+
+/// `requiredRoles`: role names, each a non-empty word without spaces (`["admin"]`).
+fn parse_required_roles(entry: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let roles = string_list(entry, "requiredRoles")?.unwrap_or_default();
+    let word = |role: &String| {
+        !role.is_empty()
+            && role.len() <= 64
+            && role
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    match roles.iter().find(|role| !word(role)) {
+        None => Ok(roles),
+        Some(_) => Err(
+            "`requiredRoles` must list role names of 1-64 characters from A-Z, a-z, 0-9, `_` and `-` (e.g. [\"admin\"])"
+                .into(),
+        ),
+    }
 }
 
 /// `command` makes a stdio entry, `url` an HTTP one (`"type": "sse"` picks HTTP+SSE).
@@ -391,7 +415,9 @@ mod tests {
             "old_sse": {"url": "http://a/sse", "type": "sse"},
             "sse_cmd": {"command": "x", "type": "sse"},
             "slow": {"command": "x", "timeoutMs": -1},
-            "lists": {"command": "x", "allowedTools": ["a"], "excludedTools": ["b"]},
+            "lists": {"command": "x", "allowedTools": ["a"], "excludedTools": ["b"], "requiredRoles": ["admin", "ops-team"]},
+            "roles_text": {"command": "x", "requiredRoles": "admin"},
+            "roles_blank": {"command": "x", "requiredRoles": ["admin", ""]},
             "a__b": {"command": "x"},
             "a_": {"command": "x"}
         }}"#;
@@ -399,7 +425,9 @@ mod tests {
         let names: Vec<_> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, vec!["files", "lists", "old_sse", "remote"]);
         let skipped: BTreeMap<_, _> = parsed.skipped.into_iter().collect();
-        assert_eq!(skipped.len(), 8, "{skipped:?}");
+        assert_eq!(skipped.len(), 10, "{skipped:?}");
+        assert!(skipped["roles_text"].contains("`requiredRoles` must be an array"));
+        assert!(skipped["roles_blank"].contains("`requiredRoles` must list role names"));
         assert!(skipped["a__b"].contains("`__`"));
         assert!(skipped["a_"].contains("`__`"));
         assert!(skipped["bad name!"].contains("server name"));
@@ -422,6 +450,8 @@ mod tests {
         assert!(lists.tool_wanted("a"));
         assert!(!lists.tool_wanted("b"));
         assert!(!lists.tool_wanted("c"));
+        assert_eq!(lists.required_roles, vec!["admin", "ops-team"]);
+        assert!(files.required_roles.is_empty());
     }
 
     #[test]

@@ -16,8 +16,6 @@ use crate::sse_decoder::SseDecoder;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";
-/// Largest error body kept for messages.
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Where to send requests, and the configured headers.
 #[derive(Clone)]
@@ -295,17 +293,11 @@ impl Endpoint {
 }
 
 /// The error of a POST the server refused: its status, its body (at most
-/// [`MAX_ERROR_BODY`]) and the JSON-RPC error in the body, if any.
-async fn refusal(mut response: reqwest::Response) -> PostError {
+/// [`MAX_ERROR_BODY`](crate::http_client::MAX_ERROR_BODY)) and the JSON-RPC error in
+/// the body, if any.
+async fn refusal(response: reqwest::Response) -> PostError {
     let status = response.status();
-    let mut text = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        text.extend_from_slice(&chunk);
-        if text.len() > MAX_ERROR_BODY {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&text).into_owned();
+    let text = crate::http_client::error_body(response).await;
     let rpc = serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| v.get("error").map(CallError::from_error_object));

@@ -49,7 +49,7 @@ impl Poster {
         if status.is_success() {
             return Ok(());
         }
-        let text = response.text().await.unwrap_or_default();
+        let text = crate::http_client::error_body(response).await;
         Err(CallError::Protocol(format!(
             "the server refused the message with HTTP status {}{}",
             status.as_u16(),

@@ -51,7 +51,7 @@ impl ServerEntry {
                 source: ToolSource::Mcp,
                 description: tool.description.clone(),
                 input_schema: tool.schema.clone().into(),
-                required_roles: vec![],
+                required_roles: self.config.required_roles.clone(),
                 internal: false,
             };
             let handler = Arc::new(McpTool::new(self, name.clone(), param_headers));

@@ -136,23 +136,35 @@ async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {
     written.map_err(|e| CallError::Lost(format!("cannot write to the server: {e}")))
 }
 
+/// Stops the server: it has [`EXIT_GRACE`] to exit on its own (stdin is closed), then
+/// its whole process group is asked to stop, then killed. The group, not the child
+/// alone: a server started through a launcher (`npx`, `uv run`, `sh -c`) runs as the
+/// launcher's child, and a launcher that does not pass the signal on would leave it
+/// running.
 async fn stop_child(server: &str, child: &mut Child) {
-    // Stdin is already closed: a well-behaved server exits on its own.
     if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
         return;
     }
     #[cfg(unix)]
-    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-        // SAFETY: `kill` only sends a signal; `pid` is our own child, not yet reaped
-        // (we hold it), so the id cannot have been reused.
+    if let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // SAFETY: `killpg` only sends a signal. `clean_command` made the child lead
+        // its own group, and the child is not reaped yet (we hold it), so the id
+        // names that group and nothing else.
         unsafe {
-            libc::kill(pid, libc::SIGTERM);
+            libc::killpg(group, libc::SIGTERM);
         }
         if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
             return;
         }
+        tracing::debug!(
+            server,
+            "the MCP server did not exit; killing its process group"
+        );
+        // SAFETY: as above; the child is still not reaped.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
     }
-    tracing::debug!(server, "the MCP server did not exit; killing it");
     let _ = child.kill().await;
 }
 
@@ -217,9 +229,24 @@ async fn read_stdout(
     }
 }
 
+/// The longest piece of a stderr line logged as one line: a server that writes without
+/// newlines is logged piece by piece instead of held in memory whole.
+const STDERR_LINE_BYTES: u64 = 64 * 1024;
+
 async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut reader = BufReader::new(stderr);
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match (&mut reader)
+            .take(STDERR_LINE_BYTES)
+            .read_until(b'\n', &mut bytes)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&bytes);
         let line = line.trim_end();
         if line.is_empty() {
             continue;

@@ -241,6 +241,49 @@ async fn allowed_and_excluded_tools_filter_registration() {
     setup.host.shutdown().await;
 }
 
+/// `requiredRoles` holds a server's tools back from chat users (the page, `/api`, user
+/// tasks): they are not offered to them and a call is refused, while an admin calls them.
+#[tokio::test]
+async fn required_roles_keep_a_servers_tools_from_chat_users() {
+    require_python!();
+    let setup = start(json!({
+        "fixture": fixture(json!({"requiredRoles": ["admin"]})),
+        "open": fixture(json!({}))
+    }));
+    connected(&setup, "fixture").await;
+    connected(&setup, "open").await;
+    let offered: Vec<String> = setup
+        .runner
+        .available_to(&user())
+        .into_iter()
+        .map(|t| t.def.name)
+        .collect();
+    assert!(
+        offered.contains(&"mcp.open__echo".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.iter().any(|name| name.starts_with("mcp.fixture__")),
+        "{offered:?}"
+    );
+    let refused = setup
+        .call("mcp.fixture__echo", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ToolError::Forbidden { .. }),
+        "{refused:?}"
+    );
+    let admin = ExecContext::new(&["admin"]);
+    let answered = setup
+        .runner
+        .call("mcp.fixture__echo", json!({"text": "hi"}), &admin)
+        .await
+        .unwrap();
+    assert!(answered.to_string().contains("hi"), "{answered}");
+    setup.host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_broken_config_entry_is_skipped_while_another_loads() {
     require_python!();
@@ -423,6 +466,44 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
             .unwrap_err(),
     );
     assert!(text.contains("not running"), "{text}");
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting for its parent).
+#[cfg(unix)]
+fn ended(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.rsplit(") ").next().is_some_and(|s| s.starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// Turning a server off stops its whole process group: a launcher (`sh -c` here) that
+/// outlives the server and dies of the signal leaves nothing behind.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn turning_a_server_off_stops_what_its_launcher_started() {
+    require_python!();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("leftover.pid");
+    let script = format!(
+        "python3 {FIXTURE}; sleep 1000 & echo $! > {}; wait; true",
+        pid_file.display()
+    );
+    let setup =
+        start(json!({"launched": {"command": "sh", "args": ["-c", script], "timeoutMs": 5000}}));
+    connected(&setup, "launched").await;
+    setup.host.set_enabled("launched", false).await.unwrap();
+    let leftover: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the launcher started its leftover before it was stopped")
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(
+        "the launcher's leftover ended",
+        Duration::from_secs(5),
+        || ended(leftover),
+    )
+    .await;
+    setup.host.shutdown().await;
 }
 
 #[tokio::test]

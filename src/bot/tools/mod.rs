@@ -101,6 +101,12 @@ impl ExecContext {
             || def.required_roles.is_empty()
             || def.required_roles.iter().any(|r| self.roles.contains(r))
     }
+
+    /// Whether this caller may know of the tool: call it, and it is not one of the
+    /// admins' internal tools.
+    fn may_see(&self, def: &ToolDef) -> bool {
+        self.may_use(def) && (!def.internal || self.is_admin())
+    }
 }
 
 /// What a tool handler receives besides its arguments.
@@ -335,7 +341,7 @@ impl ToolRunner {
         self.read()
             .values()
             .filter(|e| e.enabled.load(Ordering::Relaxed))
-            .filter(|e| ctx.may_use(&e.def) && (!e.def.internal || ctx.is_admin()))
+            .filter(|e| ctx.may_see(&e.def))
             .map(|e| info(e))
             .collect()
     }
@@ -354,6 +360,17 @@ impl ToolRunner {
     /// Up to three known names close to `name`, for "did you mean" messages.
     pub fn similar_names(&self, name: &str) -> Vec<String> {
         crate::text::closest(self.read().keys().map(String::as_str), name, 3)
+    }
+
+    /// The names closest to `name` among the tools `ctx` may know of: a chat user's
+    /// typo is not answered with the names of the admins' tools.
+    fn similar_names_for(&self, name: &str, ctx: &ExecContext) -> Vec<String> {
+        let tools = self.read();
+        let visible = tools
+            .iter()
+            .filter(|(_, entry)| ctx.may_see(&entry.def))
+            .map(|(name, _)| name.as_str());
+        crate::text::closest(visible, name, 3)
     }
 
     /// Calls a tool with every check applied and stats recorded.
@@ -396,7 +413,7 @@ impl ToolRunner {
         let Some(entry) = entry else {
             return Err(ToolError::Unknown {
                 name: name.to_string(),
-                suggestions: self.similar_names(name),
+                suggestions: self.similar_names_for(name, ctx),
             });
         };
         if !entry.enabled.load(Ordering::Relaxed) {

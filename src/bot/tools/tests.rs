@@ -135,3 +135,35 @@ async fn unknown_tool_suggests_close_names() {
         .unwrap_err();
     assert!(err.to_string().contains("did you mean calculator"), "{err}");
 }
+
+/// A caller's typo is answered only with names it may know of: not with an internal
+/// tool's, nor with one whose roles it lacks.
+#[tokio::test]
+async fn suggestions_name_only_the_callers_tools() {
+    let runner = ToolRunner::new(Duration::from_secs(5));
+    let mut ops = def("restart_service", json!({"type":"object"}));
+    ops.required_roles = vec!["ops".into()];
+    let mut hidden = def("restart_services", json!({"type":"object"}));
+    hidden.internal = true;
+    runner.register(ops, echo()).unwrap();
+    runner.register(hidden, echo()).unwrap();
+    let typo = |roles: &'static [&'static str]| {
+        let runner = &runner;
+        async move {
+            runner
+                .call("restart_servic", json!({}), &ExecContext::new(roles))
+                .await
+                .unwrap_err()
+                .to_string()
+        }
+    };
+    let user = typo(&["user"]).await;
+    assert!(!user.contains("restart_service"), "{user}");
+    let ops = typo(&["ops"]).await;
+    assert!(ops.contains("did you mean restart_service?"), "{ops}");
+    let admin = typo(&[ADMIN_ROLE]).await;
+    assert!(
+        admin.contains("restart_service") && admin.contains("restart_services"),
+        "{admin}"
+    );
+}

@@ -10,12 +10,14 @@
 //! manifest's own `"env": {"NAME": "value"}`, never the bot's secrets. Inside a
 //! scheduled run it also gets `PORTHOLE_TASK_ID`, `PORTHOLE_TASK_DUE_AT` and
 //! `PORTHOLE_TASK_ATTEMPT` ([`super::ScheduledRun`]); called any other way, none of them.
-//! Its stdout is the result (parsed as JSON when it is JSON, text otherwise). A non-zero
-//! exit is a tool error carrying the end of stderr; a timeout kills the tool's whole
-//! process group. A broken manifest is reported and skipped; it never stops the bot.
+//! Its stdout is the result (parsed as JSON when it is JSON, text otherwise); only its
+//! first MiB is kept, the rest read and dropped, so a tool that writes without end costs
+//! no more memory than that (the result then says it was cut). A non-zero exit is a tool
+//! error carrying the end of stderr, of which only the last few KiB are kept; a timeout
+//! kills the tool's whole process group. A broken manifest is reported and skipped; it never stops the bot.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -184,8 +186,13 @@ struct SubprocessTool {
     timeout: Duration,
 }
 
-/// How much of a subprocess's stdout we keep; more is cut and flagged.
+/// How much of a subprocess's stdout is kept; the rest is read and dropped, and the
+/// result says so.
 const OUTPUT_LIMIT: usize = 1024 * 1024;
+/// How much of the end of its stderr is kept for the error of a failed run.
+const STDERR_TAIL: usize = 4 * 1024;
+/// The most characters of that tail the error quotes.
+const STDERR_QUOTED: usize = 500;
 
 #[async_trait]
 impl ToolHandler for SubprocessTool {
@@ -221,37 +228,95 @@ impl ToolHandler for SubprocessTool {
             .map_err(|e| format!("failed while running: {e}"))?;
         group.release();
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stderr = String::from_utf8_lossy(&output.stderr.bytes);
+            let chars = stderr.chars().count();
             let tail: String = stderr
                 .chars()
-                .rev()
-                .take(500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
+                .skip(chars.saturating_sub(STDERR_QUOTED))
                 .collect();
             return Err(format!("exited with {}: {}", output.status, tail.trim()));
         }
-        let stdout = &output.stdout[..output.stdout.len().min(OUTPUT_LIMIT)];
-        let text = String::from_utf8_lossy(stdout);
-        Ok(serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.into_owned())))
+        Ok(result_of(&output.stdout))
     }
 }
 
-/// The child's exit status and everything it wrote, without giving up the child (so it
-/// is not reaped, and its group not left, before the caller decides).
-async fn wait_with_output(child: &mut Child) -> std::io::Result<Output> {
-    async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            pipe.read_to_end(&mut bytes).await?;
-        }
-        Ok(bytes)
+/// The tool's result: its stdout as JSON when it is JSON, else as text; stdout that was
+/// cut is text, ending with a line that says so.
+fn result_of(stdout: &Captured) -> Value {
+    let text = String::from_utf8_lossy(&stdout.bytes);
+    if stdout.total <= stdout.bytes.len() {
+        return serde_json::from_str(text.trim())
+            .unwrap_or_else(|_| Value::String(text.into_owned()));
     }
+    Value::String(format!(
+        "{text}\n[cut: the tool wrote {} bytes; only the first {OUTPUT_LIMIT} are kept]",
+        stdout.total
+    ))
+}
+
+/// What a run left: its exit status and the part of each stream that was kept.
+struct Finished {
+    status: ExitStatus,
+    stdout: Captured,
+    stderr: Captured,
+}
+
+/// Part of what a stream carried, and how many bytes it carried in all.
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    total: usize,
+}
+
+/// Which part of a stream is kept.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// The first bytes, up to the limit.
+    Head(usize),
+    /// The last bytes, at least the limit's worth (up to twice it).
+    Tail(usize),
+}
+
+/// Reads `pipe` to its end, keeping the part `keep` names and dropping the rest as it
+/// comes, so a stream of any length holds a bounded amount of memory.
+async fn read_kept(pipe: Option<impl AsyncRead + Unpin>, keep: Keep) -> std::io::Result<Captured> {
+    let mut captured = Captured::default();
+    let Some(mut pipe) = pipe else {
+        return Ok(captured);
+    };
+    let mut chunk = vec![0; 16 * 1024];
+    loop {
+        let read = pipe.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok(captured);
+        }
+        captured.total += read;
+        match keep {
+            Keep::Head(limit) => {
+                let room = limit.saturating_sub(captured.bytes.len());
+                captured.bytes.extend_from_slice(&chunk[..read.min(room)]);
+            }
+            Keep::Tail(limit) => {
+                captured.bytes.extend_from_slice(&chunk[..read]);
+                if captured.bytes.len() > 2 * limit {
+                    let dropped = captured.bytes.len() - limit;
+                    captured.bytes.drain(..dropped);
+                }
+            }
+        }
+    }
+}
+
+/// The child's exit status and what it wrote (bounded: [`read_kept`]), without giving
+/// up the child (so it is not reaped, and its group not left, before the caller decides).
+async fn wait_with_output(child: &mut Child) -> std::io::Result<Finished> {
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let (status, stdout, stderr) =
-        tokio::try_join!(child.wait(), read_all(stdout), read_all(stderr))?;
-    Ok(Output {
+    let (status, stdout, stderr) = tokio::try_join!(
+        child.wait(),
+        read_kept(stdout, Keep::Head(OUTPUT_LIMIT)),
+        read_kept(stderr, Keep::Tail(STDERR_TAIL))
+    )?;
+    Ok(Finished {
         status,
         stdout,
         stderr,
@@ -328,5 +393,48 @@ mod tests {
         assert!(err.to_string().contains("timed out after 1 s"), "{err}");
         let err = runner.call("fails", json!({}), &ctx).await.unwrap_err();
         assert!(err.to_string().contains("bad thing"), "{err}");
+    }
+
+    /// A tool that writes megabytes runs to its end; the result keeps the first MiB of
+    /// stdout and says it was cut, and a failure quotes the end of a long stderr.
+    #[tokio::test]
+    async fn long_output_is_cut_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "flood.json",
+            r#"{"name":"flood","description":"writes 3 MB","command":["sh","-c",
+                "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero >&2"]}"#,
+        );
+        write(
+            dir.path(),
+            "noisy.json",
+            r#"{"name":"noisy","description":"fails after 2 MB of stderr","command":["sh","-c",
+                "head -c 2000000 /dev/zero | tr '\\0' n >&2; echo the real reason >&2; exit 4"]}"#,
+        );
+        let runner = ToolRunner::new(Duration::from_secs(30));
+        let report = load_user_tools(&runner, dir.path(), Duration::from_secs(20));
+        assert_eq!(
+            report.loaded,
+            vec!["flood", "noisy"],
+            "{:?}",
+            report.skipped
+        );
+        let ctx = ExecContext::new(&[]);
+
+        let out = runner.call("flood", json!({}), &ctx).await.unwrap();
+        let text = out.as_str().expect("cut output is text");
+        let kept = text.bytes().take_while(|&b| b == b'a').count();
+        assert_eq!(kept, OUTPUT_LIMIT);
+        assert!(
+            text[kept..].contains("cut: the tool wrote 3000000 bytes"),
+            "{}",
+            &text[kept..]
+        );
+
+        let err = runner.call("noisy", json!({}), &ctx).await.unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("the real reason"), "{err}");
+        assert!(err.len() < 2 * STDERR_QUOTED, "{} bytes", err.len());
     }
 }

@@ -58,9 +58,11 @@ struct BotStatusTool(StatusSources);
 impl ToolHandler for BotStatusTool {
     async fn call(&self, call: ToolCall<'_>) -> Result<Value, String> {
         let tools = call.runner.all();
+        // Usage of the tools this caller may know of: a chat user's turn does not learn
+        // the names of the admins' tools from it.
         let usage: Vec<Value> = tools
             .iter()
-            .filter(|t| t.stats.invocations > 0)
+            .filter(|t| t.stats.invocations > 0 && call.ctx.may_see(&t.def))
             .map(|t| {
                 json!({
                     "name": t.def.name,

@@ -104,9 +104,8 @@ const READ_LIMIT: usize = 100 * 1024;
 /// Reads at most [`READ_LIMIT`] bytes: a huge file costs no more memory than a small one.
 fn read_text(root: &Path, relative: &str) -> Result<Value, String> {
     use std::io::Read;
-    let path = resolve_in_workspace(root, relative)?;
     let cannot = |e: std::io::Error| format!("cannot read `{relative}`: {e}");
-    let file = std::fs::File::open(&path).map_err(cannot)?;
+    let file = open_in_workspace(root, relative)?;
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
         return Err(format!(
@@ -122,6 +121,55 @@ fn read_text(root: &Path, relative: &str) -> Result<Value, String> {
     Ok(
         json!({"path": relative, "content": text, "bytes": size, "truncated": size > bytes.len() as u64}),
     )
+}
+
+/// Opens the file `relative` names in the workspace for reading. The path is checked
+/// first ([`resolve_in_workspace`]), and the file opened is checked again, since a
+/// folder on the way may have become a link meanwhile: on Linux, where the open file
+/// really lies must be inside the workspace. The last part of the path may not be a
+/// link, and a named pipe opens without waiting for a writer (and is then refused as
+/// not a regular file).
+fn open_in_workspace(root: &Path, relative: &str) -> Result<std::fs::File, String> {
+    let path = resolve_in_workspace(root, relative)?;
+    let through_a_link =
+        || format!("path `{relative}` leads outside the workspace (through a link)");
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    let file = options.open(&path).map_err(|e| {
+        if is_a_link(&e) {
+            through_a_link()
+        } else {
+            format!("cannot read `{relative}`: {e}")
+        }
+    })?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let opened = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let root = root.canonicalize();
+        if let (Ok(opened), Ok(root)) = (opened, root)
+            && !opened.starts_with(&root)
+        {
+            return Err(through_a_link());
+        }
+    }
+    Ok(file)
+}
+
+/// Whether opening failed because the path's last part is a link (`O_NOFOLLOW`).
+#[cfg(unix)]
+fn is_a_link(error: &std::io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ELOOP)
+}
+
+#[cfg(not(unix))]
+fn is_a_link(_: &std::io::Error) -> bool {
+    false
 }
 
 #[cfg(test)]
@@ -152,6 +200,18 @@ mod tests {
             let err = resolve_in_workspace(&root, "link").unwrap_err();
             assert!(err.contains("through a link"), "{err}");
         }
+    }
+
+    /// A named pipe is refused at once, not waited on for a writer that never comes.
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_without_waiting() {
+        let (_dir, root) = workspace_beside_a_secret();
+        let fifo = std::ffi::CString::new(root.join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: makes a FIFO at a path of our own temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = read_text(&root, "pipe").unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]
