@@ -54,7 +54,7 @@ pub(super) fn config_snapshot(c: &Config) -> Value {
                          "replica_id": c.replica_id,
                          "conversation_max_count": c.conversations.max_count,
                          "conversation_max_age_secs": c.conversations.max_age.map(|age| age.as_secs())},
-            "llm": {"provider": c.llm.provider.as_str(), "base_url": c.llm.base_url, "model": c.llm.model,
+            "llm": {"provider": c.llm.provider.as_str(), "base_url": crate::redact::redact_url(&c.llm.base_url), "model": c.llm.model,
                     "api_key": secret(&c.llm.api_key), "timeout_secs": c.llm.timeout.as_secs()},
             "agents": {"max_steps": c.agent_max_steps},
             "tools": {"timeout_secs": c.tool_timeout.as_secs(),
@@ -70,4 +70,31 @@ pub(super) fn config_snapshot(c: &Config) -> Value {
                            "send_message_timeout_secs": mcp.send_message_timeout.as_secs(),
                            "db_query_readonly": mcp.db_query_readonly},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// A password written into `LLM_BASE_URL` (a proxy's user and password) is not shown.
+    #[test]
+    fn a_password_in_the_llm_base_url_is_redacted() {
+        let vars: HashMap<String, String> = [
+            ("LLM_PROVIDER", "openai"),
+            ("LLM_API_KEY", "sk-test-0123456789abcdef"),
+            (
+                "LLM_BASE_URL",
+                "https://proxy-user:hunter2-pass@llm.example/v1",
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let config = Config::from_map(&vars).unwrap();
+        let snapshot = config_snapshot(&config);
+        let shown = snapshot["llm"]["base_url"].as_str().unwrap();
+        assert_eq!(shown, "https://proxy-user:[REDACTED]@llm.example/v1");
+        assert!(!snapshot.to_string().contains("hunter2-pass"), "{snapshot}");
+    }
 }
