@@ -135,7 +135,11 @@ impl AwaitingHeaders {
     }
 }
 
-/// HTTP/1 and HTTP/2 connections, with the header timeout.
+/// HTTP/1 and HTTP/2 connections, with the header timeout. An HTTP/2 connection has no
+/// headers to wait for between its requests, so it is pinged every `header_timeout`
+/// instead, and closed when a ping goes unanswered that long: a peer that opens
+/// connections, sends one request each and stops reading cannot hold them (and the
+/// connection cap) for good.
 fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -146,6 +150,8 @@ fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> 
     builder
         .http2()
         .timer(TokioTimer::new())
+        .keep_alive_interval(header_timeout)
+        .keep_alive_timeout(header_timeout)
         .enable_connect_protocol();
     builder
 }

@@ -633,6 +633,68 @@ async fn slow_headers_cannot_hold_the_bot_and_streams_outlive_the_header_timeout
     app.shutdown().await;
 }
 
+/// An HTTP/2 peer that sends a request and then answers nothing more (not the server's
+/// pings) is closed: it cannot hold a connection, and a place under the cap, for good.
+#[tokio::test]
+async fn an_http2_peer_that_stops_answering_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const SETTINGS: u8 = 4;
+    const PING: u8 = 6;
+    let app = start_bot(&[("HTTP_HEADER_TIMEOUT_SECS", "1")]).await;
+    let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let frame = |length: usize, kind: u8, flags: u8, stream: u32| {
+        let mut header = (length as u32).to_be_bytes()[1..].to_vec();
+        header.extend_from_slice(&[kind, flags]);
+        header.extend_from_slice(&stream.to_be_bytes());
+        header
+    };
+    // The preface, empty SETTINGS, then `GET /` on stream 1: `:method GET`, `:path /`
+    // and `:scheme http` from HPACK's static table, `:authority` as a literal.
+    let authority = app.addr.to_string();
+    let mut block = vec![0x82, 0x84, 0x86, 0x41, authority.len() as u8];
+    block.extend_from_slice(authority.as_bytes());
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend(frame(0, SETTINGS, 0, 0));
+    hello.extend(frame(block.len(), 1, 0x5, 0x1));
+    hello.extend(block);
+    tcp.write_all(&hello).await.unwrap();
+
+    // Read what comes, acknowledging the server's SETTINGS (as any client does) but
+    // never its pings, until the server closes the connection.
+    let started = std::time::Instant::now();
+    let (mut received, mut pings, mut answered) = (Vec::new(), 0, false);
+    let mut chunk = [0u8; 4096];
+    let closed = loop {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), tcp.read(&mut chunk));
+        match read.await {
+            Err(_) => break false,
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(n)) => received.extend_from_slice(&chunk[..n]),
+        }
+        while received.len() >= 9 {
+            let length = u32::from_be_bytes([0, received[0], received[1], received[2]]) as usize;
+            if received.len() < 9 + length {
+                break;
+            }
+            let (kind, flags) = (received[3], received[4]);
+            if kind == SETTINGS && flags & 1 == 0 {
+                tcp.write_all(&frame(0, SETTINGS, 1, 0)).await.unwrap();
+            }
+            answered |= kind == 1;
+            pings += usize::from(kind == PING && flags & 1 == 0);
+            received.drain(..9 + length);
+        }
+    };
+    assert!(answered, "the request was answered first");
+    assert!(
+        closed,
+        "the connection was still open after 10 s of unanswered pings"
+    );
+    assert!(pings >= 1, "closed after a ping went unanswered");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    app.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_read_only_token_sees_and_calls_only_what_changes_nothing() {
     const READ_ONLY: &str = "read-only-token-0123456789abcdef";
@@ -699,6 +761,18 @@ async fn a_read_only_token_sees_and_calls_only_what_changes_nothing() {
         "{}",
         refused.raw
     );
+    // A typo is answered with close names it may call, never with the others.
+    let mut typo_headers = modern_headers("tools/call");
+    typo_headers.push(("mcp-name", "db_quer".into()));
+    let typo = send(
+        READ_ONLY,
+        modern_body(3, "tools/call", json!({"name": "db_quer", "arguments": {}})),
+        typo_headers,
+    )
+    .await;
+    assert_eq!(typo.error_code(), Some(-32602), "{}", typo.raw);
+    assert!(typo.raw.contains("Unknown tool: db_quer"), "{}", typo.raw);
+    assert!(!typo.raw.contains("db_query"), "{}", typo.raw);
     // Nor as a task: the refusal comes before a task is created.
     let mut task_call = modern_body(
         7,

@@ -124,3 +124,33 @@ impl TaskStore for StoredTasks {
             .map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use crate::mcp::Notifier;
+    use crate::mcp::tasks::{TaskConfig, TaskEngine};
+
+    /// Calls that ask for tasks at the same moment cannot all pass the limit on the same
+    /// count: the store's round trips between counting and storing are where they did.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_keep_to_the_limit_of_unfinished_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("bot.db").to_str().unwrap()).unwrap();
+        let config = TaskConfig {
+            store: Arc::new(StoredTasks::new(store, "replica-a".into())),
+            max_unfinished_per_caller: 3,
+            ..TaskConfig::default()
+        };
+        let engine = Arc::new(TaskEngine::new(config, Notifier::default(), Some("secret")));
+        let created = futures::future::join_all((0..12).map(|_| {
+            let engine = Arc::clone(&engine);
+            async move { engine.create("owner", None, None).await }
+        }))
+        .await;
+        let started = created.iter().filter(|result| result.is_ok()).count();
+        assert_eq!(started, 3, "{created:?}");
+    }
+}

@@ -402,9 +402,15 @@ impl ToolSet {
             .unwrap_or_default()
     }
 
-    /// Names close to `name`, for the unknown-tool error.
-    fn similar(&self, name: &str) -> Vec<String> {
-        crate::text::closest(self.entries.keys().map(String::as_str), name, 5)
+    /// Names close to `name` among the tools a request with `access` may see, for the
+    /// unknown-tool error: the read-only token's typo names no tool it may not call.
+    fn similar(&self, name: &str, access: Access) -> Vec<String> {
+        let visible = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| access == Access::Full || entry.read_only)
+            .map(|(name, _)| name.as_str());
+        crate::text::closest(visible, name, 5)
     }
 
     /// Validates arguments and runs the tool. Unknown tools are a `-32602` error naming
@@ -418,7 +424,7 @@ impl ToolSet {
         args: Value,
         ctx: &RequestContext,
     ) -> Result<Outcome<CallToolResult>, RpcError> {
-        match self.admit(name, args) {
+        match self.admit(name, args, ctx.access) {
             Ok((entry, args)) => entry.tool.call(args, ctx).await,
             Err(refusal) => {
                 if let Some(refused) = &self.refused {
@@ -435,9 +441,10 @@ impl ToolSet {
         &self,
         name: &str,
         args: Value,
+        access: Access,
     ) -> Result<(&Entry, Value), Result<Outcome<CallToolResult>, RpcError>> {
         let Some(entry) = self.entries.get(name) else {
-            let similar = self.similar(name);
+            let similar = self.similar(name, access);
             let hint = if similar.is_empty() {
                 "call tools/list to see the tools".to_string()
             } else {

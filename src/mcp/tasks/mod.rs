@@ -96,6 +96,10 @@ pub(crate) struct TaskEngine {
     notifier: Notifier,
     /// Keys the hash that binds a task to its caller's credentials.
     owner_key: SealingKey,
+    /// Held from counting a caller's unfinished tasks until the new one is stored, so
+    /// concurrent calls cannot all pass the limit on the same count (within a replica;
+    /// replicas each check the shared store).
+    creating: tokio::sync::Mutex<()>,
 }
 
 /// The `-32021` error for a client that did not declare the extension.
@@ -120,6 +124,7 @@ impl TaskEngine {
             running: Mutex::new(HashMap::new()),
             notifier,
             owner_key: SealingKey::new(secret, "task-owner"),
+            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -174,6 +179,7 @@ impl TaskEngine {
         ttl: Option<Duration>,
     ) -> Result<TaskRecord, RpcError> {
         let store = &self.config.store;
+        let _creating = self.creating.lock().await;
         let unfinished = store
             .count_unfinished(owner)
             .await
