@@ -19,6 +19,7 @@ pub mod tools;
 pub mod trace;
 pub mod web;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -396,7 +397,17 @@ fn register_tools(
     if let Err(e) = std::fs::create_dir_all(&config.workspace_dir) {
         tracing::warn!(dir = %config.workspace_dir.display(), error = %e, "cannot create the workspace folder; file tools will report it");
     }
-    tools::native::register_all(tools, store.clone(), config.workspace_dir.clone(), status)
+    let traces_file = store.traces_file().map(|file| PathBuf::from(file.path));
+    let databases: Vec<&Path> = std::iter::once(Path::new(&config.database_path))
+        .chain(traces_file.as_deref())
+        .collect();
+    let private = tools::native::PrivateFiles::new(
+        &[&config.mcp_servers_config],
+        &databases,
+        &[&config.user_tools_dir],
+    );
+    let workspace = (config.workspace_dir.clone(), private);
+    tools::native::register_all(tools, store.clone(), workspace, status)
         .map_err(BotError::Tools)?;
     let user = tools::user::load_user_tools(tools, &config.user_tools_dir, config.tool_timeout);
     tracing::info!(

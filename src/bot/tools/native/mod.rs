@@ -28,7 +28,7 @@ use super::{ExecContext, ToolHandler, ToolRunner};
 use crate::bot::store::Store;
 use crate::model::{ToolDef, ToolSource};
 pub use calculator::calculate;
-pub use workspace::resolve_in_workspace;
+pub use workspace::{PrivateFiles, resolve_in_workspace};
 
 /// What the status tool reports about the bot besides its tools.
 pub struct StatusSources {
@@ -69,7 +69,7 @@ type NativeTool = (ToolDef, Arc<dyn ToolHandler>);
 pub fn register_all(
     runner: &ToolRunner,
     store: Store,
-    workspace: PathBuf,
+    (workspace, private): (PathBuf, PrivateFiles),
     status: StatusSources,
 ) -> Result<(), String> {
     let tools: [NativeTool; 9] = [
@@ -78,7 +78,7 @@ pub fn register_all(
         memory::remember(store.clone()),
         memory::recall(store),
         workspace::list_files(workspace.clone()),
-        workspace::read_file(workspace),
+        workspace::read_file(workspace, private),
         delegate::delegate(status.workers.clone()),
         self_report::list_available_tools(),
         self_report::get_bot_status(status),

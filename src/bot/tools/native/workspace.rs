@@ -1,11 +1,76 @@
 //! `list_files` and `read_file`: the workspace folder, read-only, with every path
-//! the model gives kept inside it (no absolute paths, no `..`, no escaping links).
+//! the model gives kept inside it (no absolute paths, no `..`, no escaping links), and
+//! the bot's own files never read even when the workspace holds them.
 
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use super::{NativeTool, native};
 use crate::bot::tools::FnTool;
+
+/// The bot's own files, which `read_file` refuses wherever the workspace is: a chat
+/// user's turn may call it, and a workspace set to the bot's own folder
+/// (`WORKSPACE_DIR=.`) would hand the model `.env` (the `/mcp` token among its values),
+/// `mcp.json` (servers' credentials), the user tools' manifests (their `env`) and the
+/// database files.
+#[derive(Debug, Default, Clone)]
+pub struct PrivateFiles {
+    /// Files, each as its folder (canonical) and its name: the name need not exist yet.
+    files: Vec<(PathBuf, std::ffi::OsString)>,
+    /// Folders whose whole content is the bot's own (canonical).
+    folders: Vec<PathBuf>,
+}
+
+impl PrivateFiles {
+    /// The files at `files` (with, for each database file, the `-wal`, `-shm` and
+    /// `-journal` files SQLite keeps beside it) and everything under `folders`.
+    pub fn new(files: &[&Path], databases: &[&Path], folders: &[&Path]) -> PrivateFiles {
+        let mut private = PrivateFiles::default();
+        let mut add = |path: &Path, suffix: &str| {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                return;
+            };
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            if let Ok(parent) = parent.canonicalize() {
+                let mut name = name.to_os_string();
+                name.push(suffix);
+                private.files.push((parent, name));
+            }
+        };
+        for file in files {
+            add(file, "");
+        }
+        for database in databases {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                add(database, suffix);
+            }
+        }
+        private.folders = folders
+            .iter()
+            .filter_map(|f| f.canonicalize().ok())
+            .collect();
+        private
+    }
+
+    /// Whether `path` (canonical) is one of them, or an `.env` file of any folder.
+    fn holds(&self, path: &Path) -> bool {
+        let name = path.file_name().unwrap_or_default();
+        let env_file = name.to_str().is_some_and(|name| {
+            (name == ".env" || name.starts_with(".env.")) && name != ".env.example"
+        });
+        env_file
+            || self.folders.iter().any(|folder| path.starts_with(folder))
+            || self
+                .files
+                .iter()
+                .any(|(folder, file)| path.parent() == Some(folder.as_path()) && name == file)
+    }
+}
 
 pub(super) fn list_files(root: PathBuf) -> NativeTool {
     native(
@@ -23,10 +88,11 @@ pub(super) fn list_files(root: PathBuf) -> NativeTool {
     )
 }
 
-pub(super) fn read_file(root: PathBuf) -> NativeTool {
+pub(super) fn read_file(root: PathBuf, private: PrivateFiles) -> NativeTool {
+    let private = Arc::new(private);
     native(
         "read_file",
-        "Reads a UTF-8 text file inside the workspace folder (first 100 KB).",
+        "Reads a UTF-8 text file inside the workspace folder (first 100 KB). The bot's own settings, credentials and database files are never read.",
         json!({
             "type": "object",
             "properties": {"path": {"type": "string", "minLength": 1}},
@@ -35,7 +101,10 @@ pub(super) fn read_file(root: PathBuf) -> NativeTool {
         }),
         FnTool(move |args: Value| {
             let relative = args["path"].as_str().unwrap_or_default().to_string();
-            off_the_runtime(root.clone(), relative, read_text)
+            let private = Arc::clone(&private);
+            off_the_runtime(root.clone(), relative, move |root, relative| {
+                read_text(root, relative, &private)
+            })
         }),
     )
 }
@@ -45,7 +114,7 @@ pub(super) fn read_file(root: PathBuf) -> NativeTool {
 async fn off_the_runtime(
     root: PathBuf,
     relative: String,
-    work: fn(&Path, &str) -> Result<Value, String>,
+    work: impl FnOnce(&Path, &str) -> Result<Value, String> + Send + 'static,
 ) -> Result<Value, String> {
     tokio::task::spawn_blocking(move || work(&root, &relative))
         .await
@@ -102,10 +171,10 @@ fn list_dir(root: &Path, relative: &str) -> Result<Value, String> {
 const READ_LIMIT: usize = 100 * 1024;
 
 /// Reads at most [`READ_LIMIT`] bytes: a huge file costs no more memory than a small one.
-fn read_text(root: &Path, relative: &str) -> Result<Value, String> {
+fn read_text(root: &Path, relative: &str, private: &PrivateFiles) -> Result<Value, String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| format!("cannot read `{relative}`: {e}");
-    let file = open_in_workspace(root, relative)?;
+    let file = open_in_workspace(root, relative, private)?;
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
         return Err(format!(
@@ -129,10 +198,23 @@ fn read_text(root: &Path, relative: &str) -> Result<Value, String> {
 /// really lies must be inside the workspace. The last part of the path may not be a
 /// link, and a named pipe opens without waiting for a writer (and is then refused as
 /// not a regular file).
-fn open_in_workspace(root: &Path, relative: &str) -> Result<std::fs::File, String> {
+fn open_in_workspace(
+    root: &Path,
+    relative: &str,
+    private: &PrivateFiles,
+) -> Result<std::fs::File, String> {
     let path = resolve_in_workspace(root, relative)?;
     let through_a_link =
         || format!("path `{relative}` leads outside the workspace (through a link)");
+    let refuse_private = |path: &Path| {
+        if private.holds(path) {
+            return Err(format!(
+                "`{relative}` is one of the bot's own files (its settings, credentials or database); the file tools do not read it"
+            ));
+        }
+        Ok(())
+    };
+    refuse_private(&path)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -152,10 +234,11 @@ fn open_in_workspace(root: &Path, relative: &str) -> Result<std::fs::File, Strin
         use std::os::fd::AsRawFd;
         let opened = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let root = root.canonicalize();
-        if let (Ok(opened), Ok(root)) = (opened, root)
-            && !opened.starts_with(&root)
-        {
-            return Err(through_a_link());
+        if let (Ok(opened), Ok(root)) = (opened, root) {
+            if !opened.starts_with(&root) {
+                return Err(through_a_link());
+            }
+            refuse_private(&opened)?;
         }
     }
     Ok(file)
@@ -210,8 +293,51 @@ mod tests {
         let fifo = std::ffi::CString::new(root.join("pipe").to_str().unwrap()).unwrap();
         // SAFETY: makes a FIFO at a path of our own temporary folder.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-        let err = read_text(&root, "pipe").unwrap_err();
+        let err = read_text(&root, "pipe", &PrivateFiles::default()).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    /// A workspace that holds the bot's own folder does not hand out its files: `.env`
+    /// files by name, the database and its companions, `mcp.json`, the user tools.
+    #[test]
+    fn the_bots_own_files_are_not_read_even_inside_the_workspace() {
+        let (_dir, root) = workspace_beside_a_secret();
+        for file in [
+            ".env",
+            "notes/.env.local",
+            ".env.example",
+            "bot.db",
+            "bot.db-wal",
+            "bot.traces.db",
+            "mcp.json",
+            "tools/weather.json",
+            "notes/readme.md",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "MCP_SERVER_SECRET=abc").unwrap();
+        }
+        let private = PrivateFiles::new(
+            &[&root.join("mcp.json")],
+            &[&root.join("bot.db"), &root.join("bot.traces.db")],
+            &[&root.join("tools")],
+        );
+        for refused in [
+            ".env",
+            "notes/.env.local",
+            "bot.db",
+            "bot.db-wal",
+            "./bot.traces.db",
+            "mcp.json",
+            "tools/weather.json",
+        ] {
+            let err = read_text(&root, refused, &private).unwrap_err();
+            assert!(err.contains("the bot's own files"), "{refused}: {err}");
+        }
+        for read in [".env.example", "notes/readme.md"] {
+            let ok = read_text(&root, read, &private).unwrap();
+            assert_eq!(ok["content"], "MCP_SERVER_SECRET=abc", "{read}");
+        }
     }
 
     #[test]
@@ -219,6 +345,10 @@ mod tests {
         let (_dir, root) = workspace_beside_a_secret();
         let listed = list_dir(&root, "notes").unwrap();
         assert_eq!(listed["entries"][0]["name"], "a.txt");
-        assert_eq!(read_text(&root, "notes/a.txt").unwrap()["content"], "hello");
+        let none = PrivateFiles::default();
+        assert_eq!(
+            read_text(&root, "notes/a.txt", &none).unwrap()["content"],
+            "hello"
+        );
     }
 }
