@@ -172,6 +172,22 @@ pub async fn serve(
     let mut stop = std::pin::pin!(stop);
     let mut warned_at_cap = false;
     loop {
+        // A connection first, then its place: at the cap, a connection that waits for
+        // its headers is closed only when another has arrived to take its place (and
+        // never the one that just arrived).
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors, or a connection reset before accept: wait a
+                    // little rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
         let permit = match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 warned_at_cap = false;
@@ -196,19 +212,6 @@ pub async fn serve(
                 }
             }
         };
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of descriptors, or a connection reset before accept: wait a
-                    // little rather than spin.
-                    tracing::warn!(error = %e, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut stop => break,
-        };
         let _ = tcp.set_nodelay(true);
         serve_connection(tcp, peer, permit, &router, &builder, &graceful, &awaiting);
     }
@@ -216,8 +219,18 @@ pub async fn serve(
     graceful.shutdown().await;
 }
 
+/// A connection's place under `HTTP_MAX_CONNECTIONS`, in every request's extensions. A
+/// request that takes the connection over (a WebSocket) keeps a clone for as long as it
+/// uses it: the connection's own task ends at the upgrade, and the place must not be
+/// given back while the socket is open.
+#[derive(Clone)]
+pub struct ConnectionPlace {
+    _permit: Arc<OwnedSemaphorePermit>,
+}
+
 /// Serves one accepted connection in a task of its own, which holds `permit` until the
-/// connection ends or is closed at the cap while waiting for its headers.
+/// connection ends or is closed at the cap while waiting for its headers (and a
+/// WebSocket made of it, until the socket closes: [`ConnectionPlace`]).
 fn serve_connection(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -229,6 +242,10 @@ fn serve_connection(
 ) {
     let (key, closed) = AwaitingHeaders::register(awaiting);
     let on_request = awaiting.clone();
+    let place = ConnectionPlace {
+        _permit: Arc::new(permit),
+    };
+    let held = place.clone();
     let service = router
         .clone()
         .map_request(move |mut request: hyper::Request<Incoming>| {
@@ -236,6 +253,7 @@ fn serve_connection(
             request
                 .extensions_mut()
                 .insert(ConnectInfo::<SocketAddr>(peer));
+            request.extensions_mut().insert(held.clone());
             request.map(Body::new)
         });
     let connection = builder
@@ -253,6 +271,6 @@ fn serve_connection(
             }
         }
         AwaitingHeaders::settled(&on_end, key);
-        drop(permit);
+        drop(place);
     });
 }

@@ -455,3 +455,36 @@ async fn retention_spares_the_conversation_of_a_running_turn() {
     );
     app.shutdown().await;
 }
+
+/// Workers may hand a task on, but not without end: two levels of workers run, and the
+/// third `delegate` is refused with a reason the model can act on.
+#[tokio::test]
+async fn delegation_stops_two_levels_of_workers_deep() {
+    let app = start_bot(&[]).await;
+    let ctx = ExecContext::new(&["user"]);
+    let delegate = |task: String| format!("/run delegate {}", serde_json::json!({"task": task}));
+    let calculate = r#"/run calculator {"expression": "6*7"}"#.to_string();
+    let two_levels = delegate(delegate(calculate.clone()));
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, &two_levels, &ctx, None)
+        .await
+        .unwrap();
+    assert!(reply.response.contains("42"), "{}", reply.response);
+
+    let three_levels = delegate(delegate(delegate(calculate)));
+    let reply = app
+        .bot
+        .supervisor
+        .send(None, &three_levels, &ctx, None)
+        .await
+        .unwrap();
+    assert!(
+        reply.response.contains("more than 2 levels deep"),
+        "{}",
+        reply.response
+    );
+    assert!(!reply.response.contains("42"), "{}", reply.response);
+    app.shutdown().await;
+}

@@ -242,6 +242,20 @@ async fn api_bad_input_gets_json_errors() {
             json!({"name": "flood", "schedule": "* * * * * *", "action": {"prompt": "hi"}}),
             "at most once a minute",
         ),
+        // Seconds fields whose first word is a number: the parser reads `0 -59` as
+        // `0-59` and `0 /1` as `0/1`, every second.
+        (
+            json!({"name": "spaced", "schedule": "0 -59 * * * * *", "action": {"prompt": "hi"}}),
+            "at most once a minute",
+        ),
+        (
+            json!({"name": "stepped", "schedule": "0 /1 * * * * *", "action": {"prompt": "hi"}}),
+            "at most once a minute",
+        ),
+        (
+            json!({"name": "twice", "schedule": "0,50 0 3 * * *", "action": {"prompt": "hi"}}),
+            "at most once a minute",
+        ),
         (
             json!({"name": "long", "schedule": format!("{} * * * *", "0,".repeat(150) + "0"),
                    "action": {"prompt": "hi"}}),
@@ -263,6 +277,14 @@ async fn api_bad_input_gets_json_errors() {
     )
     .await;
     assert_eq!(s, 201, "a single second in 6 fields is once a minute: {e}");
+    // A message longer than a turn takes is refused before anything is stored.
+    let long = json!({"content": "x".repeat(100_001)});
+    let (s, e) = post(format!("{base}/api/messages"), &long.to_string()).await;
+    assert_eq!(s, 400, "{e}");
+    assert!(
+        e["error"].as_str().unwrap().contains("send at most 100000"),
+        "{e}"
+    );
     let (s, e) = get(format!("{base}/api/conversations?limit=lots")).await;
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("query"));
@@ -505,5 +527,54 @@ async fn the_page_gets_tool_counts_not_an_admins_errors() {
     assert_eq!(read_file["stats"]["errors"], 1, "{read_file}");
     assert!(read_file["stats"]["last_error"].is_null(), "{read_file}");
     assert!(!tools.to_string().contains("salary-of-alice"), "{tools}");
+    app.shutdown().await;
+}
+
+/// A WebSocket keeps its connection's place under `HTTP_MAX_CONNECTIONS` while it is
+/// open (the upgrade ends the HTTP connection's own task), and a socket whose peer
+/// answers no ping is closed, giving the place back.
+#[tokio::test]
+async fn websockets_count_under_the_connection_cap_and_silent_ones_are_closed() {
+    let app = start_bot(&[
+        ("HTTP_MAX_CONNECTIONS", "16"),
+        ("HTTP_HEADER_TIMEOUT_SECS", "1"),
+    ])
+    .await;
+    let url = format!("ws://{}/ws", app.addr);
+    // The start-up's own keep-alive connections close after the header timeout: then
+    // every place is free.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Sixteen sockets whose clients stop reading, so they answer no ping.
+    let mut sockets = Vec::new();
+    for _ in 0..16 {
+        sockets.push(tokio_tungstenite::connect_async(&url).await.unwrap().0);
+    }
+    // Every place is taken: a request waits for one (it was served at once before).
+    let started = std::time::Instant::now();
+    let info = tokio::time::timeout(
+        Duration::from_secs(15),
+        client().get(format!("{}/api/info", app.url())).send(),
+    )
+    .await
+    .expect("served once the silent sockets were closed")
+    .unwrap();
+    assert_eq!(info.status(), 200);
+    assert!(
+        started.elapsed() > Duration::from_secs(2),
+        "the request waited for a place: {:?}",
+        started.elapsed()
+    );
+    // And the sockets were closed by the server: past the pings queued for them, the
+    // stream ends.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match sockets[0].next().await {
+                Some(Ok(Message::Ping(_))) | Some(Ok(Message::Text(_))) => continue,
+                _ => return,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the silent socket was still open");
     app.shutdown().await;
 }

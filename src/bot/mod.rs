@@ -401,11 +401,20 @@ fn register_tools(
     let databases: Vec<&Path> = std::iter::once(Path::new(&config.database_path))
         .chain(traces_file.as_deref())
         .collect();
-    let private = tools::native::PrivateFiles::new(
-        &[&config.mcp_servers_config],
-        &databases,
-        &[&config.user_tools_dir],
-    );
+    // The server log too (and its rotation `.1`): reading it is `/mcp`'s, not a turn's.
+    let log_files: Vec<PathBuf> = config
+        .log_file
+        .iter()
+        .flat_map(|log| {
+            let mut rotated = log.clone().into_os_string();
+            rotated.push(".1");
+            [log.clone(), PathBuf::from(rotated)]
+        })
+        .collect();
+    let files: Vec<&Path> = std::iter::once(config.mcp_servers_config.as_path())
+        .chain(log_files.iter().map(PathBuf::as_path))
+        .collect();
+    let private = tools::native::PrivateFiles::new(&files, &databases, &[&config.user_tools_dir]);
     let workspace = (config.workspace_dir.clone(), private);
     tools::native::register_all(tools, store.clone(), workspace, status)
         .map_err(BotError::Tools)?;

@@ -138,11 +138,17 @@ pub fn parse_schedule(schedule: &str) -> Result<cron::Schedule, ScheduleError> {
     })
 }
 
-/// Whether a schedule with seconds (6 or 7 fields) names more than one second (`*`,
-/// `*/5`, `0,30`): a task that could run many times a minute.
-fn runs_every_second(schedule: &str) -> bool {
-    let fields: Vec<&str> = schedule.split_whitespace().collect();
-    fields.len() >= 6 && fields[0].parse::<u8>().is_err()
+/// Whether `schedule` fires twice within a minute: its seconds field names more than
+/// one second (`*`, `*/5`, `0,30`, `0-59`, and the same spelled with spaces inside the
+/// field, which the parser accepts). Read from the times it gives, not from its text:
+/// every minute that fires fires at each of those seconds, so among its next three
+/// times (the first may fall late in a minute already under way) two lie less than a
+/// minute apart.
+fn fires_more_than_once_a_minute(schedule: &cron::Schedule) -> bool {
+    let times: Vec<_> = schedule.upcoming(Utc).take(3).collect();
+    times
+        .windows(2)
+        .any(|pair| pair[1] - pair[0] < chrono::TimeDelta::seconds(60))
 }
 
 fn next_run(schedule: &str) -> Option<String> {
@@ -221,8 +227,8 @@ impl Scheduler {
                 max: MAX_SCHEDULE_CHARS,
             });
         }
-        parse_schedule(schedule)?;
-        if run_as == RunAs::User && runs_every_second(schedule) {
+        let parsed = parse_schedule(schedule)?;
+        if run_as == RunAs::User && fires_more_than_once_a_minute(&parsed) {
             return Err(ScheduleError::TooOften(schedule.to_string()));
         }
         for (field, text) in [("name", name), ("schedule", schedule)] {

@@ -55,7 +55,13 @@ pub struct AgentInfo {
 impl AgentInfo {
     /// The agent as a chat user may see it: an admin turn's task is left out.
     pub fn for_chat_users(mut self) -> AgentInfo {
-        if self.admin_task {
+        // The supervisor's task is the conversation it works in: an admin one is named
+        // to admins only, as `processing` is.
+        let admin_conversation = self
+            .task
+            .as_deref()
+            .is_some_and(crate::bot::store::is_admin_conversation);
+        if self.admin_task || admin_conversation {
             self.task = None;
         }
         self
@@ -146,6 +152,10 @@ pub enum AgentError {
     UnknownConversation(String),
     #[error("the message is empty; send some text")]
     EmptyMessage,
+    #[error(
+        "the message is {length} characters long; send at most {max} (split it, or put a long text in a file of the workspace)"
+    )]
+    MessageTooLong { length: usize, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -234,5 +244,15 @@ mod tests {
         assert_eq!(worker.clone().for_chat_users().task, worker.task);
         worker.admin_task = true;
         assert_eq!(worker.for_chat_users().task, None);
+        let mut supervisor = new_agent("s", "🧭", "supervisor", None);
+        supervisor.task = Some(format!(
+            "{}abc",
+            crate::bot::store::ADMIN_CONVERSATION_PREFIX
+        ));
+        assert_eq!(
+            supervisor.for_chat_users().task,
+            None,
+            "an admin conversation"
+        );
     }
 }

@@ -18,6 +18,10 @@ fn system_prompt(ctx: &ExecContext) -> std::borrow::Cow<'static, str> {
 pub(super) const SUPERVISOR_PROMPT: &str = "You are Porthole, a helpful assistant. Use the tools you are given when they help; \
 delegate self-contained sub-tasks with the `delegate` tool. Answer concisely.";
 
+/// The longest message a turn takes, from any surface (the page, `/api`, a task's
+/// prompt, `/mcp`'s `send_message`).
+pub const MAX_MESSAGE_CHARS: usize = 100_000;
+
 /// The answer to one user message.
 #[derive(Debug, Clone, Serialize)]
 pub struct Reply {
@@ -156,6 +160,16 @@ impl Supervisor {
         let content = content.trim();
         if content.is_empty() {
             return Err(AgentError::EmptyMessage);
+        }
+        // Every later turn of the conversation sends it to the model again: one message
+        // must not make the conversation unusable (`/mcp`'s `send_message` has the same
+        // bound in its schema).
+        let length = content.chars().count();
+        if length > MAX_MESSAGE_CHARS {
+            return Err(AgentError::MessageTooLong {
+                length,
+                max: MAX_MESSAGE_CHARS,
+            });
         }
         // Held from before the turn first reads or writes it until the turn ends, so
         // conversation retention never deletes it under the turn.

@@ -30,6 +30,11 @@ impl Workers {
     }
 }
 
+/// How many levels of workers a turn may start: the supervisor's worker (1) may hand a
+/// part on once more (2); a worker there does its task itself. Each level multiplies
+/// the model calls a turn can make by the step limit.
+const MAX_DELEGATION_DEPTH: u8 = 2;
+
 /// The `delegate` tool's seam: a worker is listed in the registry while it works and
 /// removed when done (or when the call is dropped).
 #[async_trait]
@@ -41,6 +46,11 @@ impl Delegation for Workers {
         runner: &ToolRunner,
         ctx: &ExecContext,
     ) -> Result<String, String> {
+        if ctx.delegation_depth >= MAX_DELEGATION_DEPTH {
+            return Err(format!(
+                "a worker may not hand its task on more than {MAX_DELEGATION_DEPTH} levels deep; do this task yourself with the tools you have"
+            ));
+        }
         let mut info = new_agent(name, "🛠", "worker", Some(self.supervisor_id.clone()));
         info.task = Some(task.to_string());
         info.admin_task = ctx.is_admin();
@@ -49,13 +59,14 @@ impl Delegation for Workers {
         span.set_attribute("task", task);
         let mut ctx = ctx.clone();
         ctx.trace = span.scope();
+        ctx.delegation_depth += 1;
         let guard = RegistryEntry::new(&self.registry, info);
         let settings = LoopSettings {
             llm: self.llm.as_ref(),
             runner,
             ctx: &ctx,
             system: WORKER_PROMPT,
-            // Workers get one step fewer so nested delegation always terminates.
+            // One step fewer than the supervisor; nesting ends at MAX_DELEGATION_DEPTH.
             max_steps: self.max_steps.saturating_sub(1).max(1),
         };
         let outcome = run_tool_loop(

@@ -42,6 +42,9 @@ pub struct ExecContext {
     /// The scheduled run this work belongs to, if any: user tools get it as environment
     /// variables, the agent as a line of its instructions.
     pub scheduled_run: Option<ScheduledRun>,
+    /// How many workers deep this work runs: 0 for a turn, 1 inside a worker the
+    /// supervisor delegated to, and so on (`delegate` refuses past its limit).
+    pub delegation_depth: u8,
 }
 
 /// One attempt at one due time of a scheduled task. `(task_id, due_at)` names the work
@@ -89,6 +92,7 @@ impl ExecContext {
             conversation_id: None,
             trace: TraceScope::disabled(),
             scheduled_run: None,
+            delegation_depth: 0,
         }
     }
 

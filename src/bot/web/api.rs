@@ -100,7 +100,9 @@ impl From<AgentError> for ApiError {
             AgentError::UnknownConversation(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, e.to_string())
             }
-            AgentError::EmptyMessage => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            AgentError::EmptyMessage | AgentError::MessageTooLong { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+            }
             AgentError::Store(s) => s.into(),
         }
     }

@@ -36,6 +36,7 @@ pub fn router(bot: Arc<Bot>) -> Router {
 
 async fn upgrade(
     State(bot): State<Arc<Bot>>,
+    place: Option<axum::Extension<crate::serve::ConnectionPlace>>,
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -50,7 +51,11 @@ async fn upgrade(
             .into_response();
     }
     ws.max_message_size(MAX_FRAME_BYTES)
-        .on_upgrade(move |socket| serve(bot, socket))
+        .on_upgrade(move |socket| async move {
+            // The socket keeps its connection's place under HTTP_MAX_CONNECTIONS.
+            let _place = place;
+            serve(bot, socket).await
+        })
 }
 
 #[derive(Deserialize)]
@@ -88,9 +93,23 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
     let _ = out_tx.send(json!({"type": "hello", "client_id": client_id}));
     let mut chats = JoinSet::new();
+    // A browser answers pings by itself, even in a tab in the background; a peer that
+    // answers nothing for three rounds is gone, or holds the socket on purpose.
+    let ping_every = bot.config.http_header_timeout;
+    let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    let mut last_heard = tokio::time::Instant::now();
 
     loop {
         tokio::select! {
+            _ = pings.tick() => {
+                if last_heard.elapsed() > 3 * ping_every {
+                    tracing::debug!(%client_id, "websocket client silent; closing");
+                    break;
+                }
+                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                    break;
+                }
+            }
             outgoing = out_rx.recv() => {
                 let Some(mut frame) = outgoing else { break };
                 // Tool results and replies can quote secrets: the page gets what /mcp would.
@@ -100,6 +119,7 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
                 }
             }
             incoming = socket.recv() => {
+                last_heard = tokio::time::Instant::now();
                 let text = match incoming {
                     Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => {
@@ -123,8 +143,10 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
     tracing::debug!(%client_id, "websocket client disconnected");
 }
 
+/// Answers a frame the page would never send. Logged at debug only: the client is told,
+/// and a flood of such frames must not push the journal's warnings and audit lines out.
 fn reject(out: &mpsc::UnboundedSender<Value>, message: &str) {
-    tracing::warn!(reason = message, "malformed websocket frame");
+    tracing::debug!(reason = message, "malformed websocket frame");
     let _ = out.send(json!({"type": "error", "message": message}));
 }
 
