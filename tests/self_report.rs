@@ -63,7 +63,7 @@ async fn the_model_reports_status_and_tools_per_role() {
     .unwrap();
     let mcp_json = stdio_fixture_config(
         dir.path(),
-        json!({"env": {"FIXTURE_SECRET": "do-not-show-this-value"}}),
+        json!({"env": {"FIXTURE_SECRET": "do-not-show-this-value"}, "requiredRoles": ["admin"]}),
     );
     let has_python = mcp_json.is_some();
     let no_servers = dir.path().join("no-mcp.json").display().to_string();
@@ -176,14 +176,19 @@ async fn the_model_reports_status_and_tools_per_role() {
             assert!(server["stats"]["invocations"].as_u64().unwrap() >= 2);
             assert!(server["stats"]["errors"].as_u64().unwrap() >= 1);
             assert!(server["stats"]["mean_ms"].is_number());
-            let echo = server["tools"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|t| t["name"] == "echo")
-                .expect("per-tool stats");
-            assert_eq!(echo["invocations"], 1);
-            assert!(echo["p95_ms"].is_number());
+            let tools = server["tools"].as_array().unwrap();
+            if status == admin_status {
+                let echo = tools
+                    .iter()
+                    .find(|t| t["name"] == "echo")
+                    .expect("per-tool stats");
+                assert_eq!(echo["invocations"], 1);
+                assert!(echo["p95_ms"].is_number());
+            } else {
+                // The server is the admins' (`requiredRoles`): a chat user's turn gets
+                // its counts, not its tools' names.
+                assert!(tools.is_empty(), "{status}");
+            }
         }
         let text = status.to_string();
         for secret in [LLM_KEY, TOKEN, "do-not-show-this-value"] {

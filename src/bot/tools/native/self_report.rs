@@ -80,6 +80,7 @@ impl ToolHandler for BotStatusTool {
             // private file): a chat user's turn gets the counts, not the text, as the
             // page's `/api/tools` does.
             clear_last_errors(&mut mcp_servers);
+            keep_tools_it_may_see(&mut mcp_servers, &call);
         }
         Ok(json!({
             "uptime_secs": self.0.started.elapsed().as_secs(),
@@ -96,6 +97,25 @@ impl ToolHandler for BotStatusTool {
                 "usage": usage,
             },
         }))
+    }
+}
+
+/// Leaves in each MCP server's `tools` only those the caller may know of: a server whose
+/// `requiredRoles` the caller lacks keeps its counts, not its tools' names.
+fn keep_tools_it_may_see(servers: &mut Value, call: &ToolCall<'_>) {
+    let Some(servers) = servers.as_array_mut() else {
+        return;
+    };
+    for server in servers {
+        let prefix = format!("mcp.{}__", server["name"].as_str().unwrap_or_default());
+        if let Some(tools) = server.get_mut("tools").and_then(Value::as_array_mut) {
+            tools.retain(|tool| {
+                let name = format!("{prefix}{}", tool["name"].as_str().unwrap_or_default());
+                call.runner
+                    .get(&name)
+                    .is_some_and(|tool| call.ctx.may_see(&tool.def))
+            });
+        }
     }
 }
 
