@@ -955,5 +955,43 @@ async fn the_web_api_cannot_grow_the_task_table_without_bound() {
     .await;
     assert_eq!(status, 409, "{body}");
     assert!(body["error"].as_str().unwrap().contains("1000"), "{body}");
+
+    // Tasks that run as a chat user have a tenth of the places: the page cannot take
+    // the places an admin's tasks need.
+    let trim = call_tool(
+        &app,
+        "db_query",
+        json!({"query": "DELETE FROM tasks WHERE id NOT IN (SELECT id FROM tasks ORDER BY id LIMIT 100)"}),
+    )
+    .await;
+    assert_eq!(trim["structuredContent"]["rows_affected"], 900, "{trim}");
+    let one_more = || {
+        api(
+            &app,
+            reqwest::Method::POST,
+            "/api/tasks",
+            Some(
+                json!({"name": "one more", "schedule": "0 0 * * *", "action": {"tool": "current_time"}}),
+            ),
+            &[],
+        )
+    };
+    let (status, body) = one_more().await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("100 tasks that run as a chat user"),
+        "{body}"
+    );
+    call_tool(
+        &app,
+        "db_query",
+        json!({"query": "UPDATE tasks SET run_as = 'admin' WHERE id IN (SELECT id FROM tasks ORDER BY id LIMIT 50)"}),
+    )
+    .await;
+    let (status, body) = one_more().await;
+    assert_eq!(status, 201, "{body}");
     app.shutdown().await;
 }

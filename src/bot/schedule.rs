@@ -66,6 +66,9 @@ impl RunAs {
 /// Most tasks the bot keeps: `/api` has no token, and the scheduler reads every task
 /// twice a second, so their number must stay bounded.
 pub const MAX_TASKS: usize = 1000;
+/// Most tasks that run as a chat user (made through `/api`, which has no token): a
+/// tenth of [`MAX_TASKS`], so the page cannot take every place an admin's task needs.
+pub const MAX_USER_TASKS: usize = MAX_TASKS / 10;
 /// The longest a task's name, description and action (as JSON text) may be, in
 /// characters: every task is listed whole by `GET /api/tasks` and `list_tasks`, and
 /// the page's form accepts tasks without a token, so a task must stay a few lines.
@@ -120,6 +123,10 @@ pub enum ScheduleError {
     NeedsAdmin(i64),
     #[error("there are already {0} tasks, the most the bot keeps; delete one first (db_query)")]
     TooMany(usize),
+    #[error(
+        "there are already {0} tasks that run as a chat user, the most the page may make; an admin can delete some (db_query)"
+    )]
+    TooManyForUsers(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -190,6 +197,9 @@ pub struct Scheduler {
     tracer: Arc<Tracer>,
     /// This process among replicas sharing the database (`PORTHOLE_REPLICA_ID`).
     replica: String,
+    /// Held from counting the tasks until the new one is stored, so concurrent requests
+    /// cannot all pass a limit on the same count (within a replica).
+    creating: tokio::sync::Mutex<()>,
 }
 
 impl Scheduler {
@@ -206,6 +216,7 @@ impl Scheduler {
             runner,
             tracer,
             replica,
+            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -247,9 +258,16 @@ impl Scheduler {
                 return Err(ScheduleError::TooLong { field, length, max });
             }
         }
+        let _creating = self.creating.lock().await;
         let existing = self.store.count_tasks().await?;
         if existing >= MAX_TASKS {
             return Err(ScheduleError::TooMany(existing));
+        }
+        if run_as == RunAs::User {
+            let users = self.store.count_tasks_run_as(RunAs::User.as_str()).await?;
+            if users >= MAX_USER_TASKS {
+                return Err(ScheduleError::TooManyForUsers(users));
+            }
         }
         let parsed = serde_json::from_value::<JobAction>(action.clone())
             .map_err(|e| ScheduleError::InvalidAction(e.to_string()))?;

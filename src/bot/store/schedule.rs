@@ -60,6 +60,13 @@ impl Store {
         Ok(count.unwrap_or(0) as usize)
     }
 
+    /// How many tasks run with the rights of `run_as` (`user` or `admin`).
+    pub async fn count_tasks_run_as(&self, run_as: &str) -> Result<usize, StoreError> {
+        let sql = Sql::fixed("SELECT COUNT(*) FROM tasks WHERE run_as = ?1");
+        let count: Option<i64> = self.db.query_one(sql, vec![run_as.into()]).await?;
+        Ok(count.unwrap_or(0) as usize)
+    }
+
     pub async fn get_task(&self, id: i64) -> Result<Option<Task>, StoreError> {
         let sql = Sql::fixed(format!("{TASK_SELECT} WHERE id = ?1"));
         self.db.query_one(sql, vec![id.into()]).await

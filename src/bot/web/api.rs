@@ -114,7 +114,9 @@ impl From<ScheduleError> for ApiError {
             ScheduleError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             ScheduleError::AlreadyRunning(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             ScheduleError::NeedsAdmin(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
-            ScheduleError::TooMany(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            ScheduleError::TooMany(_) | ScheduleError::TooManyForUsers(_) => {
+                ApiError::new(StatusCode::CONFLICT, e.to_string())
+            }
             ScheduleError::Store(s) => s.into(),
             other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
         }
