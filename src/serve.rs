@@ -5,16 +5,19 @@
 //! be reached. So:
 //! - **header timeout**: a request's headers must arrive in full within
 //!   `HTTP_HEADER_TIMEOUT_SECS` of the server starting to wait for them. The wait also
-//!   starts after each response, so it closes idle keep-alive connections too. Bodies
-//!   (see `MCP_BODY_TIMEOUT_SECS`) and responses, SSE streams included, are not limited.
+//!   starts after each response, so it closes idle keep-alive connections too. HTTP/2
+//!   connections are pinged at that pace instead, and closed when a ping goes
+//!   unanswered. Bodies (see `MCP_BODY_TIMEOUT_SECS`) and responses, SSE streams
+//!   included, are not limited.
 //! - **connection cap**: at most `HTTP_MAX_CONNECTIONS` at once, lowered to fit the
-//!   process's open-file limit. At the cap the connection that has waited longest for
-//!   its first request's headers is closed to make room, so a flood of clients that
-//!   trickle their headers cannot keep a well-behaved request waiting; connections that
-//!   have sent a request (being answered, streaming, or idle between keep-alive
-//!   requests) are never closed for this. Only when every connection has sent one do
-//!   new connections wait in the kernel's queue until one closes. A warning says so once
-//!   per burst.
+//!   process's open-file limit; a WebSocket keeps its connection's place while open
+//!   ([`ConnectionPlace`]). When a connection arrives at the cap, the one that has waited
+//!   longest for its first request's headers is closed to make room, so a flood of
+//!   clients that trickle their headers cannot keep a well-behaved request waiting;
+//!   connections that have sent a request (being answered, streaming, or idle between
+//!   keep-alive requests) are never closed for this. When every connection has sent one,
+//!   the new connection waits, unserved, until one closes (and those after it in the
+//!   kernel's queue). A warning says so once per burst.
 //! - `TCP_NODELAY` on every connection: small SSE frames otherwise stall on Nagle's
 //!   algorithm plus delayed ACKs.
 //! - graceful shutdown: when `stop` resolves, accepting stops and open connections are

@@ -405,11 +405,7 @@ fn register_tools(
     let log_files: Vec<PathBuf> = config
         .log_file
         .iter()
-        .flat_map(|log| {
-            let mut rotated = log.clone().into_os_string();
-            rotated.push(".1");
-            [log.clone(), PathBuf::from(rotated)]
-        })
+        .flat_map(|log| [log.clone(), crate::logs::file::rotated(log)])
         .collect();
     let files: Vec<&Path> = std::iter::once(config.mcp_servers_config.as_path())
         .chain(log_files.iter().map(PathBuf::as_path))

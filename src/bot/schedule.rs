@@ -238,8 +238,8 @@ impl Scheduler {
                 max: MAX_SCHEDULE_CHARS,
             });
         }
-        let parsed = parse_schedule(schedule)?;
-        if run_as == RunAs::User && fires_more_than_once_a_minute(&parsed) {
+        let times = parse_schedule(schedule)?;
+        if run_as == RunAs::User && fires_more_than_once_a_minute(&times) {
             return Err(ScheduleError::TooOften(schedule.to_string()));
         }
         for (field, text) in [("name", name), ("schedule", schedule)] {

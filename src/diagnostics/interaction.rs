@@ -41,7 +41,7 @@ impl DiagnosticTool for SendMessage {
         )
         .input(
             json!({
-                "content": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "The user message"},
+                "content": {"type": "string", "minLength": 1, "maxLength": crate::bot::agents::MAX_MESSAGE_CHARS, "description": "The user message"},
                 "conversation_id": conversation_id_property("Continue this conversation")
             }),
             &["content"],

@@ -31,6 +31,13 @@ pub struct LogFile {
     writer: Mutex<Option<Writer>>,
 }
 
+/// Where the log file at `path` is moved when it reaches its size: `path.1`.
+pub fn rotated(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".1");
+    PathBuf::from(name)
+}
+
 impl LogFile {
     /// Opens (appending) the log file, creating its folder.
     pub fn open(path: &Path, max_bytes: u64) -> std::io::Result<Arc<LogFile>> {
@@ -51,9 +58,7 @@ impl LogFile {
     }
 
     fn rotated(&self) -> PathBuf {
-        let mut name = self.path.as_os_str().to_owned();
-        name.push(".1");
-        PathBuf::from(name)
+        rotated(&self.path)
     }
 
     fn append(&self, record: &LogRecord) {

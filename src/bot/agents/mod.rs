@@ -29,7 +29,7 @@ mod supervisor;
 mod tool_loop;
 mod workers;
 
-pub use supervisor::{Reply, Supervisor, SupervisorState};
+pub use supervisor::{MAX_MESSAGE_CHARS, Reply, Supervisor, SupervisorState};
 pub use tool_loop::history_to_context;
 use tool_loop::*;
 pub use workers::Workers;

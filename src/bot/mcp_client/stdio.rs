@@ -137,10 +137,10 @@ async fn write_line(writer: &Writer, message: &Value) -> Result<(), CallError> {
 }
 
 /// Stops the server: it has [`EXIT_GRACE`] to exit on its own (stdin is closed), then
-/// its whole process group is asked to stop, then killed. The group, not the child
-/// alone: a server started through a launcher (`npx`, `uv run`, `sh -c`) runs as the
-/// launcher's child, and a launcher that does not pass the signal on would leave it
-/// running.
+/// its whole process group is asked to stop and, [`EXIT_GRACE`] later, killed. The
+/// group, not the child alone: a server started through a launcher (`npx`, `uv run`,
+/// `sh -c`) runs as the launcher's child, and a launcher that does not pass the signal
+/// on would leave it running.
 async fn stop_child(server: &str, child: &mut Child) {
     if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
         return;
@@ -148,23 +148,20 @@ async fn stop_child(server: &str, child: &mut Child) {
     #[cfg(unix)]
     if let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
         // SAFETY: `killpg` only sends a signal. `clean_command` made the child lead
-        // its own group, and the child is not reaped yet (we hold it), so the id
-        // names that group and nothing else.
+        // its own group, and the child is not reaped until `kill` below (an exited
+        // child stays a zombie till then), so the id names that group and nothing else.
         unsafe {
             libc::killpg(group, libc::SIGTERM);
         }
-        if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-            return;
-        }
-        tracing::debug!(
-            server,
-            "the MCP server did not exit; killing its process group"
-        );
+        // Not `wait`: that would reap the child, and a member that ignores SIGTERM
+        // could then no longer be reached safely by the group's id.
+        tokio::time::sleep(EXIT_GRACE).await;
         // SAFETY: as above; the child is still not reaped.
         unsafe {
             libc::killpg(group, libc::SIGKILL);
         }
     }
+    tracing::debug!(server, "the MCP server did not exit on its own; stopped it");
     let _ = child.kill().await;
 }
 

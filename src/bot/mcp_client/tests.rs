@@ -469,7 +469,7 @@ async fn set_enabled_removes_and_restores_tools_and_shutdown_leaves_no_process()
 }
 
 /// Whether process `pid` has ended (gone, or a zombie waiting for its parent).
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn ended(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| stat.rsplit(") ").next().is_some_and(|s| s.starts_with('Z')))
@@ -477,7 +477,8 @@ fn ended(pid: i32) -> bool {
 }
 
 /// Turning a server off stops its whole process group: a launcher (`sh -c` here) that
-/// outlives the server and dies of the signal leaves nothing behind.
+/// outlives the server, waiting on a child that does not read stdin, leaves nothing
+/// behind when it dies of the signal.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn turning_a_server_off_stops_what_its_launcher_started() {
@@ -485,7 +486,7 @@ async fn turning_a_server_off_stops_what_its_launcher_started() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("leftover.pid");
     let script = format!(
-        "python3 {FIXTURE}; sleep 1000 & echo $! > {}; wait; true",
+        "sleep 1000 & echo $! > {}; python3 {FIXTURE}; wait; true",
         pid_file.display()
     );
     let setup =

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -106,7 +107,7 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
                     tracing::debug!(%client_id, "websocket client silent; closing");
                     break;
                 }
-                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                if !sent_in_time(&mut socket, Message::Ping(Default::default()), 3 * ping_every).await {
                     break;
                 }
             }
@@ -114,7 +115,8 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
                 let Some(mut frame) = outgoing else { break };
                 // Tool results and replies can quote secrets: the page gets what /mcp would.
                 bot.redactor.redact(&mut frame);
-                if socket.send(Message::Text(frame.to_string().into())).await.is_err() {
+                let text = Message::Text(frame.to_string().into());
+                if !sent_in_time(&mut socket, text, 3 * ping_every).await {
                     break;
                 }
             }
@@ -141,6 +143,15 @@ async fn serve(bot: Arc<Bot>, mut socket: WebSocket) {
     // Dropping the set aborts chats still running for this client.
     chats.abort_all();
     tracing::debug!(%client_id, "websocket client disconnected");
+}
+
+/// Sends `message`, giving up after `limit`: a peer that stops reading must not hold the
+/// socket (and its place under the connection cap) with a send that never completes.
+async fn sent_in_time(socket: &mut WebSocket, message: Message, limit: Duration) -> bool {
+    matches!(
+        tokio::time::timeout(limit, socket.send(message)).await,
+        Ok(Ok(()))
+    )
 }
 
 /// Answers a frame the page would never send. Logged at debug only: the client is told,

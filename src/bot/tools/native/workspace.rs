@@ -28,18 +28,22 @@ impl PrivateFiles {
     pub fn new(files: &[&Path], databases: &[&Path], folders: &[&Path]) -> PrivateFiles {
         let mut private = PrivateFiles::default();
         let mut add = |path: &Path, suffix: &str| {
-            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                return;
-            };
-            let parent = if parent.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                parent
-            };
-            if let Ok(parent) = parent.canonicalize() {
-                let mut name = name.to_os_string();
-                name.push(suffix);
-                private.files.push((parent, name));
+            let mut named = path.as_os_str().to_owned();
+            named.push(suffix);
+            let named = PathBuf::from(named);
+            // The file as configured, and (when it is a link) the file it leads to.
+            for path in std::iter::once(named.clone()).chain(named.canonicalize()) {
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    continue;
+                };
+                let parent = if parent.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    parent
+                };
+                if let Ok(parent) = parent.canonicalize() {
+                    private.files.push((parent, name.to_os_string()));
+                }
             }
         };
         for file in files {
@@ -50,9 +54,10 @@ impl PrivateFiles {
                 add(database, suffix);
             }
         }
+        // A folder made later is known by where it will be.
         private.folders = folders
             .iter()
-            .filter_map(|f| f.canonicalize().ok())
+            .filter_map(|f| f.canonicalize().or_else(|_| std::path::absolute(f)).ok())
             .collect();
         private
     }
@@ -337,6 +342,24 @@ mod tests {
         for read in [".env.example", "notes/readme.md"] {
             let ok = read_text(&root, read, &private).unwrap();
             assert_eq!(ok["content"], "MCP_SERVER_SECRET=abc", "{read}");
+        }
+    }
+
+    /// A database path that is a link names the file it leads to as well, and a private
+    /// folder made after start-up is private all the same.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_database_and_a_later_folder_stay_private() {
+        let (dir, root) = workspace_beside_a_secret();
+        std::fs::write(root.join("data.sqlite"), "rows").unwrap();
+        let link = dir.path().join("bot.db");
+        std::os::unix::fs::symlink(root.join("data.sqlite"), &link).unwrap();
+        let private = PrivateFiles::new(&[], &[&link], &[&root.join("later")]);
+        std::fs::create_dir_all(root.join("later")).unwrap();
+        std::fs::write(root.join("later/tool.json"), "{}").unwrap();
+        for refused in ["data.sqlite", "later/tool.json"] {
+            let err = read_text(&root, refused, &private).unwrap_err();
+            assert!(err.contains("the bot's own files"), "{refused}: {err}");
         }
     }
 
