@@ -64,8 +64,15 @@ async fn api_json(request: reqwest::RequestBuilder) -> Value {
     request.send().await.unwrap().json().await.unwrap()
 }
 
-/// The task's `last_result` once its first run has finished.
+/// The task's `last_result` once its first run has finished, which must have succeeded.
 async fn first_result(app: &RunningApp, id: i64) -> String {
+    let (status, result) = first_run(app, id).await;
+    assert_eq!(status, "ok", "{result}");
+    result
+}
+
+/// The task's `status` and `last_result` once its first run has finished.
+async fn first_run(app: &RunningApp, id: i64) -> (String, String) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let listed = api_json(client().get(format!("{}/api/tasks", app.url()))).await;
@@ -77,8 +84,8 @@ async fn first_result(app: &RunningApp, id: i64) -> String {
             .unwrap()
             .clone();
         if task["last_run"].is_string() {
-            assert_eq!(task["status"], "ok", "{task}");
-            return task["last_result"].as_str().unwrap().to_string();
+            let text = |field: &str| task[field].as_str().unwrap_or_default().to_string();
+            return (text("status"), text("last_result"));
         }
         assert!(Instant::now() < deadline, "the task never ran: {task}");
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -193,5 +200,39 @@ async fn a_scheduled_prompt_reads_its_run_and_its_tools_get_it_too() {
     let requests = llm.requests();
     let system = requests[2]["messages"][0]["content"].as_str().unwrap();
     assert!(!system.contains("scheduled_run"), "{system}");
+    app.shutdown().await;
+}
+
+/// A due time whose earlier attempts were all interrupted is not run a fourth time: the
+/// run ends as an error that says why, and the tool never starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_interrupted_three_times_is_given_up() {
+    let tools = tools_with_print_env();
+    let tools_dir = tools.path().display().to_string();
+    let app = start_bot(&[
+        ("USER_TOOLS_DIR", &tools_dir),
+        ("SCHEDULER_ENABLED", "true"),
+    ])
+    .await;
+    let (id, due_at) = task_due_soon(&app, "crashes-the-bot", json!({"tool": "print_env"})).await;
+    // Three attempts at this due time, each cut short by a stop of the process.
+    let ledger = call_tool(
+        &app,
+        "db_query",
+        json!({"query": format!(
+            "INSERT INTO task_runs (task_id, due_at, replica, attempts, started_at, status) \
+             VALUES ({id}, '{due_at}', 'gone', 3, '{due_at}', 'interrupted')"
+        )}),
+    )
+    .await;
+    assert_eq!(ledger["structuredContent"]["rows_affected"], 1, "{ledger}");
+    let (status, result) = first_run(&app, id).await;
+    assert_eq!(status, "error", "{result}");
+    assert!(result.contains("gave up: 3 attempts"), "{result}");
+    assert_eq!(
+        app.bot.tools.get("print_env").unwrap().stats.invocations,
+        0,
+        "the tool did not run"
+    );
     app.shutdown().await;
 }

@@ -174,6 +174,10 @@ pub struct JobRun {
     pub result: String,
 }
 
+/// How many attempts one due time of a task gets: an attempt that was interrupted (its
+/// process stopped mid-run) is made again, but not without end.
+pub const MAX_ATTEMPTS: u32 = 3;
+
 /// How long a claim on a running task holds unless renewed.
 pub const RUN_LEASE: Duration = Duration::from_secs(30);
 
@@ -340,6 +344,30 @@ impl Scheduler {
         claimed_at: Instant,
     ) -> Result<JobRun, ScheduleError> {
         let id = task.id;
+        if run.attempt > MAX_ATTEMPTS {
+            // Each earlier attempt ended with the process that ran it (a crash, a kill,
+            // a lost lease): running it again would repeat whatever stops it, and its
+            // side effects, after every restart.
+            let result = format!(
+                "gave up: {MAX_ATTEMPTS} attempts at the run due {} were interrupted (the process running it stopped each time); the next due time runs as usual",
+                run.due_at
+            );
+            tracing::warn!(task = %task.name, id, due_at = %run.due_at, "{result}");
+            self.store
+                .finish_task_run(
+                    id,
+                    &self.replica,
+                    "error",
+                    &result,
+                    next_run(&task.schedule),
+                )
+                .await?;
+            return Ok(JobRun {
+                task_id: id,
+                status: "error".to_string(),
+                result,
+            });
+        }
         tracing::info!(task = %task.name, id, replica = %self.replica, due_at = %run.due_at, attempt = run.attempt, "running task");
         let held = hold_claim(self.store.clone(), id, self.replica.clone(), claimed_at);
         let outcome = tokio::select! {
