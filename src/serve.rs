@@ -222,13 +222,20 @@ pub async fn serve(
     graceful.shutdown().await;
 }
 
-/// A connection's place under `HTTP_MAX_CONNECTIONS`, in every request's extensions. A
-/// request that takes the connection over (a WebSocket) keeps a clone for as long as it
-/// uses it: the connection's own task ends at the upgrade, and the place must not be
-/// given back while the socket is open.
+/// A connection's place under `HTTP_MAX_CONNECTIONS`, in the extensions of a request
+/// that may take the connection over ([`takes_the_connection_over`]). A WebSocket keeps
+/// it for as long as it is open: the connection's own task ends at the upgrade, and the
+/// place must not be given back while the socket is open.
 #[derive(Clone)]
 pub struct ConnectionPlace {
     _permit: Arc<OwnedSemaphorePermit>,
+}
+
+/// Whether `request` asks to take its connection over: an HTTP/1 `Upgrade`, or HTTP/2's
+/// extended `CONNECT` (how a WebSocket starts on each).
+fn takes_the_connection_over<B>(request: &hyper::Request<B>) -> bool {
+    request.headers().contains_key(hyper::header::UPGRADE)
+        || request.method() == hyper::Method::CONNECT
 }
 
 /// Serves one accepted connection in a task of its own, which holds `permit` until the
@@ -256,7 +263,11 @@ fn serve_connection(
             request
                 .extensions_mut()
                 .insert(ConnectInfo::<SocketAddr>(peer));
-            request.extensions_mut().insert(held.clone());
+            // Only a request that may take the connection over needs its place: the
+            // others answer while the connection's own task holds it.
+            if takes_the_connection_over(&request) {
+                request.extensions_mut().insert(held.clone());
+            }
             request.map(Body::new)
         });
     let connection = builder
