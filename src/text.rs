@@ -22,13 +22,20 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// The longest `wanted` [`closest`] compares: names are far shorter, and an edit
+/// distance costs the product of the two lengths.
+const LONGEST_NAME: usize = 256;
+
 /// Up to `max` of `candidates` close to `wanted` (containing it, contained in it, or a
-/// few edits away), closest first.
+/// few edits away), closest first; none for a `wanted` longer than any name.
 pub fn closest<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
     wanted: &str,
     max: usize,
 ) -> Vec<String> {
+    if wanted.len() > LONGEST_NAME {
+        return Vec::new();
+    }
     let wanted = wanted.to_ascii_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
@@ -179,6 +186,8 @@ mod tests {
         assert_eq!(closest(names, "helth", 3), vec!["health"]);
         assert_eq!(closest(names, "log", 3), vec!["server_log", "web_log"]);
         assert!(closest(names, "zzzzzzzzzz", 3).is_empty());
+        let huge = format!("server_log{}", "x".repeat(4_000_000));
+        assert!(closest(names, &huge, 3).is_empty(), "no name is that long");
     }
 
     #[test]

@@ -386,18 +386,30 @@ pub fn select<'a>(
         {
             continue;
         }
-        if let Some(needle) = &needle {
-            let hit = |text: &str| match &lowered {
-                Some(lowered) => lowered.found_in(text),
-                None => text.contains(needle),
-            };
-            if !hit(&record.message)
-                && !hit(&record.target)
-                && !record.fields.iter().any(|(_, v)| hit(v))
-            {
-                continue;
+        let record = match &needle {
+            None => Cow::Borrowed(record),
+            Some(needle) => {
+                let hit = |text: &str| match &lowered {
+                    Some(lowered) => lowered.found_in(text),
+                    None => text.contains(needle),
+                };
+                let hits = |r: &LogRecord| {
+                    hit(&r.message) || hit(&r.target) || r.fields.iter().any(|(_, v)| hit(v))
+                };
+                if !hits(record) {
+                    continue;
+                }
+                // Lines are kept as logged and redacted on the way out: the search must
+                // match what the answer will show, or a caller could guess a secret a
+                // line quotes one character at a time by whether the grep finds it.
+                let mut shown = record.clone();
+                super::redaction::redact_record(&mut shown);
+                if !hits(&shown) {
+                    continue;
+                }
+                Cow::Owned(shown)
             }
-        }
+        };
         if picked.len() == limit {
             truncated_by_limit = true;
             break;
@@ -411,7 +423,7 @@ pub fn select<'a>(
             break;
         }
         used += weight;
-        picked.push(record.clone());
+        picked.push(record.into_owned());
     }
     picked.reverse();
     (picked, truncated_by_limit, truncated_by_budget)
@@ -513,6 +525,30 @@ mod tests {
         let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
         tracing::subscriber::with_default(subscriber, f);
         buffer
+    }
+
+    /// A grep matches the lines as the answer shows them: a secret a line quotes cannot
+    /// be guessed by whether a search for part of it finds the line.
+    #[test]
+    fn a_grep_does_not_find_what_redaction_hides() {
+        let buffer = with_buffer(10, || {
+            tracing::info!(target: "porthole::bot", "child env OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234");
+        });
+        let grep = |text: &str| {
+            let query = LogQuery {
+                grep: Some(text.to_string()),
+                ..LogQuery::default()
+            };
+            buffer.query(&query).records
+        };
+        assert!(grep("sk-proj-abc").is_empty(), "the secret's start");
+        let found = grep("child env");
+        assert_eq!(found.len(), 1, "the rest of the line is found");
+        assert!(
+            !found[0].message.contains("sk-proj"),
+            "{}",
+            found[0].message
+        );
     }
 
     #[test]

@@ -439,21 +439,26 @@ fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize)
     if let Value::Object(map) = attributes {
         span.attributes = map;
     }
-    if let Some(error) = &span.error {
-        span.error = Some(redactor.redact_text(error).into_owned());
+    // The error, the name, the tool and the model can hold text a caller or the model
+    // chose (an unknown tool's name can be any text, of any length): redacted, and cut
+    // as a payload is. The tool and model are exported as `gen_ai.tool.name` and
+    // `gen_ai.request.model`.
+    let clean = |text: &str| clean_text(text, redactor, max_payload_bytes);
+    if let Some(error) = &span.error
+        && let Some(clean) = clean(error)
+    {
+        span.error = Some(clean);
     }
-    if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&span.name) {
+    if let Some(clean) = clean(&span.name) {
         span.name = clean.into();
     }
-    // The tool and model are names the model chose (an unknown tool's name can be any
-    // text it saw), exported as `gen_ai.tool.name` and `gen_ai.request.model`.
     if let Some(tool) = &span.tool
-        && let std::borrow::Cow::Owned(clean) = redactor.redact_text(tool)
+        && let Some(clean) = clean(tool)
     {
         span.tool = Some(clean.into());
     }
     if let Some(model) = &span.model
-        && let std::borrow::Cow::Owned(clean) = redactor.redact_text(model)
+        && let Some(clean) = clean(model)
     {
         span.model = Some(clean);
     }
@@ -479,16 +484,29 @@ pub fn cut_payload(value: &mut Value, max_bytes: usize) -> bool {
         other if json_length(other) <= max_bytes => return false,
         other => serde_json::to_string(&*other).unwrap_or_default(),
     };
+    *value = Value::String(cut_text(&text, max_bytes));
+    true
+}
+
+/// `text`'s first `max_bytes` (at a character's boundary), marked as cut.
+fn cut_text(text: &str, max_bytes: usize) -> String {
     let mut end = max_bytes.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    *value = Value::String(format!(
-        "{}…[cut: kept {end} of {} bytes]",
-        &text[..end],
-        text.len()
-    ));
-    true
+    format!("{}…[cut: kept {end} of {} bytes]", &text[..end], text.len())
+}
+
+/// `text` redacted and cut to `max_bytes`, when either changes it.
+fn clean_text(text: &str, redactor: &Redactor, max_bytes: usize) -> Option<String> {
+    let redacted = redactor.redact_text(text);
+    if redacted.len() > max_bytes {
+        return Some(cut_text(&redacted, max_bytes));
+    }
+    match redacted {
+        std::borrow::Cow::Owned(clean) => Some(clean),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
 }
 
 /// The length of `value`'s JSON text, counted as it is written out, not kept.
@@ -593,5 +611,29 @@ mod tests {
             "exactly at the limit: kept"
         );
         assert!(cut_payload(&mut fits, text.len() - 1), "one byte over: cut");
+    }
+
+    /// A span's error and names are text a caller chose, of any length: redacted and cut
+    /// like a payload, so one call with a huge unknown tool name stores no huge span.
+    #[test]
+    fn errors_and_names_are_redacted_and_cut_too() {
+        let redactor = Redactor::new(["hunter2-secret".to_string()]);
+        let mut record = crate::bot::trace::gather::tests::span("s", true, Some("mcp"));
+        record.error = Some(format!(
+            "Unknown tool: hunter2-secret{}",
+            "x".repeat(100_000)
+        ));
+        record.tool = Some("t".repeat(100_000).into());
+        record.name = "tool hunter2-secret".into();
+        prepare(&mut record, &redactor, 1_000);
+        let error = record.error.unwrap();
+        assert!(error.len() < 1_100, "{}", error.len());
+        assert!(
+            error.contains("[REDACTED]") && !error.contains("hunter2"),
+            "{error}"
+        );
+        assert!(error.ends_with("bytes]"), "says it was cut");
+        assert!(record.tool.unwrap().len() < 1_100);
+        assert_eq!(record.name, "tool [REDACTED]");
     }
 }
