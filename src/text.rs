@@ -72,6 +72,16 @@ pub fn elide_middle(text: &str, max: usize) -> String {
     format!("{head}…[{} characters]…{tail}", count - 2 * keep)
 }
 
+/// `text`'s first `max_bytes` at most, cut at a character's boundary: a borrowed
+/// prefix, for a log field that must stay short without costing an allocation.
+pub fn head(text: &str, max_bytes: usize) -> &str {
+    let mut end = max_bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// `text` with its control characters (newlines, NUL, escape sequences…) written as
 /// escapes, so a message that echoes input stays one log line and cannot forge others.
 pub fn one_line(text: &str) -> String {
@@ -188,6 +198,8 @@ mod tests {
         assert!(closest(names, "zzzzzzzzzz", 3).is_empty());
         let huge = format!("server_log{}", "x".repeat(4_000_000));
         assert!(closest(names, &huge, 3).is_empty(), "no name is that long");
+        assert_eq!(head("ééé", 3), "é", "cut at a character's boundary");
+        assert_eq!(head("abc", 10), "abc");
     }
 
     #[test]

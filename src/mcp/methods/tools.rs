@@ -183,7 +183,8 @@ pub(super) async fn invoke(
     };
     tracing::info!(
         target: "porthole::mcp::audit",
-        tool = name,
+        // A name no tool has can be any length: the audit line keeps its start.
+        tool = crate::text::head(name, 128),
         era = ctx.era.version(),
         session = ctx.session.as_ref().map(|s| session::short(&s.id)).unwrap_or("-"),
         duration_ms = format!("{elapsed_ms:.1}"),
