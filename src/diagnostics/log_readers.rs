@@ -58,11 +58,8 @@ pub(super) async fn add_older_from_file(
         };
         let before = d.logs.oldest_time_us();
         let reader = file.clone();
-        let picked = tokio::task::spawn_blocking(move || {
-            let records: Vec<LogRecord> = reader.newest_first(before).collect();
-            select(records.iter(), &older)
-        })
-        .await;
+        let picked =
+            tokio::task::spawn_blocking(move || select(reader.newest_first(before), &older)).await;
         if let Ok((records, by_limit, by_budget)) = picked {
             from_file = records.len();
             let mut merged = label(&records, "log_file");

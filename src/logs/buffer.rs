@@ -357,9 +357,10 @@ impl LowercasedNeedle {
 
 /// Picks the lines `query` wants from `newest_first` records; returns them oldest
 /// first, with whether the limit or the byte budget cut older ones. Shared by the ring
-/// buffer and the log file reader.
-pub fn select<'a>(
-    newest_first: impl Iterator<Item = &'a LogRecord>,
+/// buffer and the log file reader, whose records it takes as they are read: it stops
+/// at the limit or the budget, so the rest of a file is never read.
+pub fn select<R: std::borrow::Borrow<LogRecord>>(
+    newest_first: impl IntoIterator<Item = R>,
     query: &LogQuery,
 ) -> (Vec<LogRecord>, bool, bool) {
     let needle = query.grep.as_deref();
@@ -371,7 +372,8 @@ pub fn select<'a>(
     let mut picked: Vec<LogRecord> = Vec::new();
     let (mut truncated_by_limit, mut truncated_by_budget) = (false, false);
     let mut used = query.bytes_used;
-    for record in newest_first {
+    for item in newest_first {
+        let record: &LogRecord = item.borrow();
         if query.after_seq.is_some_and(|after| record.seq <= after) {
             break;
         }
