@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done, failed};
-use crate::bot::schedule::RunAs;
+use crate::bot::schedule::{RunAs, ScheduleError};
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 
 pub(super) struct ListTasks;
@@ -54,7 +54,7 @@ impl DiagnosticTool for RunTask {
              (status, last result, next run) and returns the outcome. Get ids from list_tasks.",
         )
         .input(
-            json!({"id": {"type": "integer", "minimum": 1, "description": "Task id from list_tasks"}}),
+            json!({"id": {"type": "integer", "minimum": 1, "maximum": i64::MAX, "description": "Task id from list_tasks"}}),
             &["id"],
         )
         .output(
@@ -75,7 +75,10 @@ impl DiagnosticTool for RunTask {
         ctx.progress(1.0, Some(1.0), Some("task finished"));
         match run {
             Ok(run) => Ok(done(json!(run))),
-            Err(e) => Ok(failed(format!("{e}; call list_tasks for valid ids"))),
+            Err(e @ ScheduleError::NotFound(_)) => {
+                Ok(failed(format!("{e}; call list_tasks for valid ids")))
+            }
+            Err(e) => Ok(failed(e.to_string())),
         }
     }
 }
