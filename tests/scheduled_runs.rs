@@ -29,6 +29,19 @@ fn tools_with_print_env() -> tempfile::TempDir {
     dir
 }
 
+/// A bot with its scheduler on and the `print_env` user tool (the folder that holds the
+/// tool must outlive the bot).
+async fn scheduling_bot() -> (tempfile::TempDir, RunningApp) {
+    let tools = tools_with_print_env();
+    let tools_dir = tools.path().display().to_string();
+    let app = start_bot(&[
+        ("USER_TOOLS_DIR", &tools_dir),
+        ("SCHEDULER_ENABLED", "true"),
+    ])
+    .await;
+    (tools, app)
+}
+
 /// The `PORTHOLE_TASK_*` variables in the output of `env`.
 fn task_vars(env_output: &str) -> BTreeMap<String, String> {
     env_output
@@ -105,13 +118,7 @@ fn expected_vars(id: i64, due_at: &str, attempt: u32) -> BTreeMap<String, String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scheduled_tool_run_gets_its_task_due_time_and_attempt() {
-    let tools = tools_with_print_env();
-    let tools_dir = tools.path().display().to_string();
-    let app = start_bot(&[
-        ("USER_TOOLS_DIR", &tools_dir),
-        ("SCHEDULER_ENABLED", "true"),
-    ])
-    .await;
+    let (_tools, app) = scheduling_bot().await;
 
     // Called directly (through /mcp): none of the variables.
     let direct = call_tool(
@@ -207,13 +214,7 @@ async fn a_scheduled_prompt_reads_its_run_and_its_tools_get_it_too() {
 /// run ends as an error that says why, and the tool never starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_interrupted_three_times_is_given_up() {
-    let tools = tools_with_print_env();
-    let tools_dir = tools.path().display().to_string();
-    let app = start_bot(&[
-        ("USER_TOOLS_DIR", &tools_dir),
-        ("SCHEDULER_ENABLED", "true"),
-    ])
-    .await;
+    let (_tools, app) = scheduling_bot().await;
     let (id, due_at) = task_due_soon(&app, "crashes-the-bot", json!({"tool": "print_env"})).await;
     // Three attempts at this due time, each cut short by a stop of the process.
     let ledger = call_tool(
