@@ -143,7 +143,7 @@ impl ServerEntry {
     }
 
     pub(super) fn prefix(&self) -> String {
-        format!("mcp.{}__", self.config.name)
+        crate::bot::tools::mcp_tool_prefix(&self.config.name)
     }
 
     pub(super) fn current_conn(&self) -> Option<Arc<Conn>> {

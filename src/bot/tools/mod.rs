@@ -80,6 +80,12 @@ impl ScheduledRun {
     }
 }
 
+/// The start of the runner's name of every tool of MCP server `server`:
+/// `mcp.<server>__<tool>`.
+pub fn mcp_tool_prefix(server: &str) -> String {
+    format!("mcp.{server}__")
+}
+
 pub const ADMIN_ROLE: &str = "admin";
 /// The role of a chat user: the web page, and tasks created through it.
 pub const USER_ROLE: &str = "user";
@@ -363,18 +369,22 @@ impl ToolRunner {
 
     /// Up to three known names close to `name`, for "did you mean" messages.
     pub fn similar_names(&self, name: &str) -> Vec<String> {
-        crate::text::closest(self.read().keys().map(String::as_str), name, 3)
+        self.similar_names_among(name, |_| true)
     }
 
     /// The names closest to `name` among the tools `ctx` may know of: a chat user's
     /// typo is not answered with the names of the admins' tools.
     fn similar_names_for(&self, name: &str, ctx: &ExecContext) -> Vec<String> {
+        self.similar_names_among(name, |def| ctx.may_see(def))
+    }
+
+    fn similar_names_among(&self, name: &str, known: impl Fn(&ToolDef) -> bool) -> Vec<String> {
         let tools = self.read();
-        let visible = tools
+        let candidates = tools
             .iter()
-            .filter(|(_, entry)| ctx.may_see(&entry.def))
+            .filter(|(_, entry)| known(&entry.def))
             .map(|(name, _)| name.as_str());
-        crate::text::closest(visible, name, 3)
+        crate::text::closest(candidates, name, 3)
     }
 
     /// Calls a tool with every check applied and stats recorded.

@@ -107,7 +107,8 @@ fn keep_tools_it_may_see(servers: &mut Value, call: &ToolCall<'_>) {
         return;
     };
     for server in servers {
-        let prefix = format!("mcp.{}__", server["name"].as_str().unwrap_or_default());
+        let prefix =
+            crate::bot::tools::mcp_tool_prefix(server["name"].as_str().unwrap_or_default());
         if let Some(tools) = server.get_mut("tools").and_then(Value::as_array_mut) {
             tools.retain(|tool| {
                 let name = format!("{prefix}{}", tool["name"].as_str().unwrap_or_default());
