@@ -299,8 +299,8 @@ claude_env() { # home, command...: a throwaway HOME, no credentials, no backgrou
   )
 }
 
-claude_list() { # url, token, home: add the server, then `claude mcp list` into $home/list.txt
-  local url="$1" token="$2" home="$3" rc t0
+claude_add() { # url, token, home: `claude mcp add` the server with this token
+  local url="$1" token="$2" home="$3" rc
   echo "  client: $(claude_env "$home" "$CLAUDE" --version 2>/dev/null), HOME=$home"
   show_cmd claude mcp add --scope user --transport http porthole "$url" --header "Authorization: Bearer $token"
   claude_env "$home" limited "claude mcp add" "$CLAUDE" mcp add --scope user --transport http porthole "$url" \
@@ -308,6 +308,34 @@ claude_list() { # url, token, home: add the server, then `claude mcp list` into 
   rc=$?
   sed -e 's/^/  | /' "$home/add.txt"
   [ "$rc" -eq 0 ] || { echo "  FAIL: claude mcp add exited $rc"; return 1; }
+}
+
+claude_add_pasted() { # url, home: the connect line `porthole token` prints, pasted into a
+  # fresh shell in the bot's folder with nothing exported (the token only in a .env written
+  # with export, spaces, quotes and CRLF). `cargo run … -- ARGS` stands for the bot binary.
+  local url="$1" home="$2" port line rc bin
+  port="${url#http://127.0.0.1:}"; port="${port%%/*}"
+  bin="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+  printf 'export MCP_SERVER_SECRET = "%s"\r\nPORT=%s\r\n' "$TOKEN" "$port" >"$home/.env"
+  mkdir -p "$home/stand-ins"
+  printf '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "%s" "$@"\n' "$bin" \
+    >"$home/stand-ins/cargo"
+  chmod +x "$home/stand-ins/cargo"
+  ln -sf "$(readlink -f "$CLAUDE")" "$home/stand-ins/claude"
+  line="$(cd "$home" && env -i PATH="$PATH" "$bin" token | sed -n 's/^  \(claude mcp add .*\)$/\1/p')"
+  [ -n "$line" ] || { echo "  FAIL: porthole token printed no connect line"; return 1; }
+  echo "  client: $(claude_env "$home" "$CLAUDE" --version 2>/dev/null), HOME=$home"
+  echo "  \$ $line"
+  claude_env "$home" limited "the pasted connect line" env -i HOME="$home" PATH="$home/stand-ins:$PATH" \
+    DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
+    bash -c "$line" >"$home/add.txt" 2>&1
+  rc=$?
+  sed -e 's/^/  | /' "$home/add.txt"
+  [ "$rc" -eq 0 ] || { echo "  FAIL: the pasted connect line exited $rc"; return 1; }
+}
+
+claude_list() { # home: `claude mcp list` into $home/list.txt
+  local home="$1" rc t0
   show_cmd claude mcp list
   t0=$(now_ms)
   claude_env "$home" limited "claude mcp list" "$CLAUDE" mcp list >"$home/list.txt" 2>&1
@@ -321,7 +349,8 @@ claude_list() { # url, token, home: add the server, then `claude mcp list` into 
 check_claude_code() { # url
   local home
   home="$(mktemp -d "$TMP_DIR/claude-home.XXXXXX")"
-  claude_list "$1" "$TOKEN" "$home" || return 1
+  claude_add_pasted "$1" "$home" || return 1
+  claude_list "$home" || return 1
   # `claude mcp list` exits 0 even when a server fails: the verdict is in the text.
   if ! grep -q '^porthole: .*✔ Connected' "$home/list.txt"; then
     echo "  FAIL: claude mcp list does not report 'porthole: … ✔ Connected'"
@@ -343,7 +372,8 @@ check_claude_code_bad_token() { # url
   home="$(mktemp -d "$TMP_DIR/claude-home.XXXXXX")"
   wrong="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
   echo "  (configured with a random token that is not MCP_SERVER_SECRET)"
-  claude_list "$1" "$wrong" "$home" || return 1
+  claude_add "$1" "$wrong" "$home" || return 1
+  claude_list "$home" || return 1
   if grep -q 'Connected' "$home/list.txt" && ! grep -q '^porthole: .*✘' "$home/list.txt"; then
     echo "  FAIL: claude mcp list reports the server as connected with a wrong token"
     return 1

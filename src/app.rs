@@ -106,7 +106,7 @@ fn mcp_auth(c: &crate::config::McpServerConfig) -> Auth {
         (None, false) => {
             tracing::error!(
                 "MCP_SERVER_ENABLED=true but MCP_SERVER_SECRET is not set: /mcp will answer 500 \"Server misconfigured\". \
-                 Run `porthole token` to create one, then restart."
+                 Run `cargo run --release -- token` to create one, then restart."
             );
             Auth::Misconfigured
         }
@@ -217,6 +217,27 @@ fn offered_mcp_tools(
     offered
 }
 
+/// The answer to a path no route serves: a JSON 404 that says where `/mcp` is (a mistyped
+/// `/mcpx` or `/mcp/` is the usual cause) or, for `/mcp…` while the endpoint is off, how
+/// to turn it on. An empty 404 left a client saying "endpoint not found" with no cause.
+/// The path asked for is not echoed: the answer is the same for every caller.
+fn not_found(mcp_on: bool) -> axum::routing::MethodRouter {
+    axum::routing::any(move |uri: axum::http::Uri| async move {
+        let error = if mcp_on {
+            "Not Found: no route for this path; the MCP endpoint is /mcp"
+        } else if uri.path().starts_with("/mcp") {
+            "Not Found: the MCP endpoint is off; run `cargo run --release -- token` (it sets \
+             MCP_SERVER_ENABLED=true in .env), then restart the bot"
+        } else {
+            "Not Found: no route for this path"
+        };
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({ "error": error })),
+        )
+    })
+}
+
 /// Builds every service and starts serving on `config.host:config.port`.
 pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningApp> {
     let mcp_enabled = config.mcp.enabled;
@@ -243,6 +264,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
         router = router.merge(server.router());
         mcp = Some(server);
     }
+    let router = router.fallback(not_found(mcp.is_some()));
 
     let bind = SocketAddr::new(bot.config.host, bot.config.port);
     let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| {

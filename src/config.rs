@@ -476,7 +476,7 @@ fn mcp_config(vars: &Vars) -> Result<McpServerConfig, ConfigError> {
         return Err(ConfigError {
             variable: "MCP_SERVER_SECRET",
             value: "(hidden)".into(),
-            allowed: "at least 16 characters; generate one with `porthole token` or `openssl rand -hex 32`".into(),
+            allowed: "at least 16 characters; generate one with `cargo run --release -- token` or `openssl rand -hex 32`".into(),
         });
     }
     let read_only_secret = vars.raw("MCP_SERVER_READONLY_SECRET");

@@ -3,7 +3,9 @@
 //! - `porthole` — reads configuration, sets up logging, runs the bot until Ctrl-C or
 //!   SIGTERM;
 //! - `porthole token` — creates `MCP_SERVER_SECRET` in `.env` if it is absent and prints
-//!   the `claude mcp add` line to connect with it.
+//!   the `claude mcp add` line to connect with it;
+//! - `porthole token --print` — prints the secret alone, read as the bot reads it, which
+//!   is what the connect line's `$(…)` runs: the line works in any shell, pasted anywhere.
 
 use std::process::ExitCode;
 
@@ -28,11 +30,15 @@ use porthole::redact::Redactor;
 use std::net::SocketAddr;
 use std::path::Path;
 
-const USAGE: &str = "usage: porthole [token | --help]
+const USAGE: &str = "usage: porthole [token [--print] | --help]
 
-  porthole          run the bot (configuration from the environment and .env)
-  porthole token    add a random MCP_SERVER_SECRET to .env (if absent) and print
-                    the command that connects Claude Code";
+  porthole                run the bot (configuration from the environment and .env)
+  porthole token          add a random MCP_SERVER_SECRET to .env (if absent) and print
+                          the command that connects Claude Code
+  porthole token --print  print MCP_SERVER_SECRET alone, as the bot reads it";
+
+/// How a user runs the binary from the repository (what every printed hint says).
+const RUN_TOKEN: &str = "cargo run --release -- token";
 
 /// mimalloc instead of glibc's allocator: the request path allocates many small JSON
 /// values, and glibc `malloc`/`free` were a quarter of the server's time under load
@@ -63,11 +69,16 @@ async fn main() -> ExitCode {
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         [] => run().await,
         ["token"] => token(),
+        ["token", "--print"] => print_token(),
         ["-h" | "--help" | "help"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        [command @ ("token" | "-h" | "--help" | "help"), _, ..] => {
+        ["token", other, ..] => {
+            eprintln!("porthole: `token` takes only `--print`, not `{other}`\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        [command @ ("-h" | "--help" | "help"), _, ..] => {
             eprintln!("porthole: `{command}` takes no arguments\n\n{USAGE}");
             ExitCode::from(2)
         }
@@ -161,7 +172,8 @@ async fn run() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Tells a newcomer, once, how to connect Claude Code. Never prints the token.
+/// Tells a newcomer, once, how to connect Claude Code. Never prints the token. An
+/// endpoint that cannot serve (enabled without a secret) is not called ready.
 fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
@@ -169,31 +181,47 @@ fn announce_mcp(config: &Config, addr: SocketAddr, server: &McpServer) {
         addr.ip().to_string()
     };
     let url = format!("http://{host}:{}/mcp", addr.port());
-    tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
+    if config.mcp.secret.is_some() || config.mcp.auth_disabled {
+        tracing::info!(tools = server.tool_count(), "MCP endpoint ready at {url}");
+    }
     println!("{}", connect_instructions(config, &url));
+}
+
+/// The one `claude mcp add` line the banner and `token` print. The token is read when
+/// the line runs, by `token --print` in the bot's folder, so the line works pasted in
+/// any shell (none needs `MCP_SERVER_SECRET` exported) and the screen never shows it.
+fn claude_mcp_add(url: &str) -> String {
+    format!(
+        "claude mcp add --transport http porthole {url} --header \"Authorization: Bearer $({RUN_TOKEN_PRINT})\""
+    )
 }
 
 /// What start-up prints about `/mcp`: the `claude mcp add` line when the endpoint can
 /// be used, and what to set instead when it is enabled without a secret (then every
 /// request answers 500, so a connect line would only lead to errors).
 fn connect_instructions(config: &Config, url: &str) -> String {
-    let add = format!("claude mcp add --transport http porthole {url}");
     match (&config.mcp.secret, config.mcp.auth_disabled) {
         (_, true) => format!(
-            "\nPorthole MCP endpoint: {url} (authentication is DISABLED)\nConnect Claude Code with:\n  {add}\n"
+            "\nPorthole MCP endpoint: {url} (authentication is DISABLED)\nConnect Claude Code with:\n  \
+             claude mcp add --transport http porthole {url}\n"
         ),
         (Some(_), false) => format!(
-            "\nPorthole MCP endpoint: {url}\nConnect Claude Code (the token is MCP_SERVER_SECRET in your .env or environment):\n  \
-             {add} --header \"Authorization: Bearer $MCP_SERVER_SECRET\"\n"
+            "\nPorthole MCP endpoint: {url}\nConnect Claude Code from this folder (the token is read from .env by `token --print`):\n  {}\n",
+            claude_mcp_add(url)
         ),
         (None, false) => format!(
             "\nPorthole MCP endpoint: {url} is NOT usable yet: MCP_SERVER_ENABLED=true but MCP_SERVER_SECRET is not set, \
              so every /mcp request answers 500 \"Server misconfigured\".\n\
-             To fix it, run `porthole token` (or `cargo run --release -- token`), which writes a new MCP_SERVER_SECRET to .env,\n\
+             To fix it, run `{RUN_TOKEN}`, which writes a new MCP_SERVER_SECRET to .env,\n\
              or set MCP_SERVER_SECRET yourself (at least 16 characters, e.g. `openssl rand -hex 32`); then restart the bot.\n"
         ),
     }
 }
+
+/// The command the connect line runs for its token. "From this folder", the banner and
+/// `token` say: `$(…)` reads that folder's `.env`, and `claude mcp add` keeps a server
+/// for the folder it runs in unless told `--scope user`.
+const RUN_TOKEN_PRINT: &str = "cargo run -q --release -- token --print";
 
 /// The `set_log_level` tool's handle on the subscriber's filter.
 struct ReloadableFilter<S> {
@@ -242,7 +270,7 @@ fn token() -> ExitCode {
     let env_file = match EnvFile::load(path) {
         Ok(file) => file,
         Err(e) => {
-            eprintln!("porthole: {e}; fix that line, then run `porthole token` again");
+            eprintln!("porthole: {e}; fix that line, then run `{RUN_TOKEN}` again");
             return ExitCode::from(2);
         }
     };
@@ -259,7 +287,7 @@ fn token() -> ExitCode {
         Err(e) => {
             eprintln!(
                 "porthole: configuration error: {e}; .env was left as it was (a variable set in \
-                 the environment wins over .env: fix or unset it there), then run `porthole token` again"
+                 the environment wins over .env: fix or unset it there), then run `{RUN_TOKEN}` again"
             );
             return ExitCode::from(2);
         }
@@ -271,18 +299,41 @@ fn token() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let url = format!("http://127.0.0.1:{}/mcp", config.port);
-    match new_secret {
-        Some(secret) => println!(
-            "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env.\n\
-             Start the bot (cargo run --release), then connect Claude Code with:\n  \
-             claude mcp add --transport http porthole {url} --header \"Authorization: Bearer {secret}\""
-        ),
-        None => println!(
-            "MCP_SERVER_SECRET is already set (in .env or the environment); kept it and made sure MCP_SERVER_ENABLED=true.\n\
-             Connect Claude Code with:\n  claude mcp add --transport http porthole {url} --header \"Authorization: Bearer $MCP_SERVER_SECRET\""
-        ),
-    }
+    let what = if new_secret.is_some() {
+        "Wrote MCP_SERVER_ENABLED=true and a new MCP_SERVER_SECRET to .env."
+    } else {
+        "MCP_SERVER_SECRET is already set (in .env or the environment); kept it and made sure MCP_SERVER_ENABLED=true."
+    };
+    println!(
+        "{what}\nStart the bot (cargo run --release), then connect Claude Code from this folder with:\n  {}",
+        claude_mcp_add(&url)
+    );
     ExitCode::SUCCESS
+}
+
+/// `token --print`: the secret alone on standard output, read from `.env` and the
+/// environment exactly as the bot reads them (`export`, spaces, quotes, CRLF), for the
+/// connect line's `$(…)` and for scripts. Nothing on standard output when there is none,
+/// so a `$(…)` around it never captures an error message as a token.
+fn print_token() -> ExitCode {
+    match read_config() {
+        Ok(config) => match &config.mcp.secret {
+            Some(secret) => {
+                println!("{secret}");
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!(
+                    "porthole: no MCP_SERVER_SECRET in .env or the environment; run `{RUN_TOKEN}` to create one"
+                );
+                ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
+            eprintln!("porthole: configuration error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `.env` text with every `MCP_SERVER_ENABLED` assignment (and, when a new secret is

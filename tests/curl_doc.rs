@@ -34,6 +34,8 @@ const VOLATILE_KEYS: &[&str] = &[
     "utc",
     "unix",
     "time_us",
+    "memory_heap_bytes",
+    "hostname",
     "writer_cpu_us",
     "timestamp",
     "created_at",
@@ -253,7 +255,8 @@ async fn every_curl_example_answers_what_the_page_shows() {
     if !has_program("curl", "install curl (apt-get install curl)") {
         return;
     }
-    let app = start_bot(&[]).await;
+    // The replica's name the page shows (by default it is the machine's and the pid).
+    let app = start_bot(&[("PORTHOLE_REPLICA_ID", "myhost-4242")]).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join(".env"),

@@ -106,11 +106,22 @@ async fn guards_answer_with_the_right_status_and_a_json_rpc_body() {
     assert_eq!(r.status(), 404);
     assert_eq!(r.headers()["content-type"], "application/json");
 
-    // Paths that are not `/mcp` are the plain 404 they are with `/mcp` off, token or
-    // not; `/mcp` itself still asks for the token, whatever the method.
-    for path in ["/favicon.ico", "/mpc", "/mcp/extra"] {
-        let r = c.get(format!("{}{path}", app.url())).send().await.unwrap();
-        assert_eq!(r.status(), 404, "{path}");
+    // Paths that are not `/mcp` are a JSON 404 naming the endpoint, token or not (a
+    // mistyped URL is not blamed on MCP being off); `/mcp` itself still asks for the
+    // token, whatever the method.
+    for path in ["/favicon.ico", "/mpc", "/mcpx", "/mcp/", "/mcp/extra"] {
+        for post in [false, true] {
+            let target = format!("{}{path}", app.url());
+            let request = if post { c.post(target) } else { c.get(target) };
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 404, "{path}");
+            assert_eq!(r.headers()["content-type"], "application/json", "{path}");
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(
+                body["error"], "Not Found: no route for this path; the MCP endpoint is /mcp",
+                "{path}"
+            );
+        }
     }
     let r = c.put(&url).send().await.unwrap();
     assert_eq!(r.status(), 401, "PUT /mcp without a token");
@@ -644,7 +655,23 @@ async fn disabled_mcp_is_not_mounted_and_misconfigured_answers_500() {
     let off = start_bot(&[("MCP_SERVER_ENABLED", "false")]).await;
     let r = modern(&off, 1, "server/discover", json!({})).await;
     assert_eq!(r.status, 404);
+    assert!(
+        r.raw.contains("the MCP endpoint is off") && r.raw.contains("-- token"),
+        "a 404 that says how to turn /mcp on: {}",
+        r.raw
+    );
     assert!(off.mcp.is_none());
+    let other = reqwest::get(format!("{}/nowhere", off.url()))
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    assert!(
+        other
+            .text()
+            .await
+            .unwrap()
+            .contains("no route for this path")
+    );
     off.shutdown().await;
 
     let mut vars = vec![("MCP_SERVER_ENABLED", "true")];

@@ -13,9 +13,14 @@
 //!    request's [`Access`]: the full token may do everything, the optional read-only
 //!    token only what changes nothing (tools annotated read-only, resources, prompts).
 //!
-//! Every refusal is a JSON-RPC error body (no `id`) with a message that says what to fix.
+//! Every refusal is a JSON-RPC error body (no `id`) with a message that says what to fix,
+//! and leaves a WARN line in the bot's log (a refused token at most once per
+//! [`TOKEN_WARN_PERIOD`], never the token itself), so the bot's terminal says why a
+//! client sees 401.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
@@ -71,6 +76,33 @@ pub struct GuardConfig {
     pub allowed_origins: Vec<String>,
     /// Extra allowed `Host` names (without port).
     pub allowed_hosts: Vec<String>,
+    /// When a refused token was last logged, and how many were refused since.
+    pub(crate) token_warnings: Arc<TokenWarnings>,
+}
+
+/// A client retrying with a bad token would fill the log with one line per request:
+/// refused tokens are logged at most once per period, the rest counted on the next line.
+pub(crate) const TOKEN_WARN_PERIOD: Duration = Duration::from_secs(10);
+
+/// The state of [`TOKEN_WARN_PERIOD`]'s limit: the last line's time and the refusals
+/// not logged since. Locked only on a refusal, never on an admitted request.
+#[derive(Debug, Default)]
+pub(crate) struct TokenWarnings(Mutex<(Option<Instant>, u64)>);
+
+impl TokenWarnings {
+    /// Logs `reason` unless a line went out less than a period ago (then counts it).
+    fn warn(&self, reason: &str) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (last, suppressed) = &mut *state;
+        if last.is_some_and(|at| at.elapsed() < TOKEN_WARN_PERIOD) {
+            *suppressed += 1;
+            return;
+        }
+        *last = Some(Instant::now());
+        let suppressed = std::mem::take(suppressed);
+        drop(state);
+        tracing::warn!(target: "porthole::mcp::guard", suppressed, "refused /mcp request: {reason}");
+    }
 }
 
 /// A refusal: HTTP status plus a JSON-RPC error body without id.
@@ -106,7 +138,10 @@ pub(crate) fn admit(
             return Err(refusal);
         }
     }
-    authenticate(config, headers).map_err(unauthorized)
+    authenticate(config, headers).map_err(|reason| {
+        config.token_warnings.warn(reason);
+        unauthorized(reason)
+    })
 }
 
 fn localhost_only(_: &GuardConfig, _: &HeaderMap, extensions: &Extensions) -> Option<Response> {
@@ -135,7 +170,7 @@ fn not_misconfigured(config: &GuardConfig, _: &HeaderMap, _: &Extensions) -> Opt
         return Some(refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             jsonrpc::INTERNAL_ERROR,
-            "Server misconfigured: MCP_SERVER_ENABLED is true but MCP_SERVER_SECRET is not set. Run `porthole token` (or set MCP_SERVER_SECRET to the output of `openssl rand -hex 32`) and restart the bot.",
+            "Server misconfigured: MCP_SERVER_ENABLED is true but MCP_SERVER_SECRET is not set. Run `cargo run --release -- token` (or set MCP_SERVER_SECRET to the output of `openssl rand -hex 32`) and restart the bot.",
         ));
     }
     None
@@ -222,12 +257,19 @@ fn authenticate(config: &GuardConfig, headers: &HeaderMap) -> Result<Access, &'s
             return Ok(Access::ReadOnly);
         }
     }
-    Err(if provided.is_none() {
-        "Unauthorized: send the header `Authorization` with the value `Bearer <MCP_SERVER_SECRET>`"
-    } else if config.read_only_token.is_some() {
-        "Unauthorized: the bearer token matches neither MCP_SERVER_SECRET nor MCP_SERVER_READONLY_SECRET"
-    } else {
-        "Unauthorized: the bearer token does not match MCP_SERVER_SECRET"
+    Err(match (header, provided) {
+        (Some(value), None) if value.trim().eq_ignore_ascii_case("bearer") => {
+            "Unauthorized: the Authorization header says `Bearer` with no token after it; the line that \
+             added this server probably read an empty variable. Add it again from the bot's folder with \
+             --header \"Authorization: Bearer $(cargo run -q --release -- token --print)\""
+        }
+        (_, None) => {
+            "Unauthorized: send the header `Authorization` with the value `Bearer <MCP_SERVER_SECRET>`"
+        }
+        _ if config.read_only_token.is_some() => {
+            "Unauthorized: the bearer token matches neither MCP_SERVER_SECRET nor MCP_SERVER_READONLY_SECRET"
+        }
+        _ => "Unauthorized: the bearer token does not match MCP_SERVER_SECRET",
     })
 }
 

@@ -317,6 +317,7 @@ impl McpServerBuilder {
                     read_only_token: self.read_only_token,
                     allowed_origins: self.allowed_origins,
                     allowed_hosts: self.allowed_hosts,
+                    token_warnings: Default::default(),
                 },
                 limits: http::Limits {
                     max_body_bytes: self.max_body_bytes,

@@ -42,17 +42,41 @@ pub fn fenced_blocks(doc: &str) -> Vec<Block> {
     blocks
 }
 
-/// Runs one shell snippet in `dir`; returns its standard output. While it runs,
-/// `during` happens once after a moment (for streaming examples).
+/// A folder holding a `cargo` that runs this build's `porthole` binary with the
+/// arguments after `--`: the docs' `$(cargo run -q --release -- token --print)` then reads
+/// `.env` with the bot's own reader, as it does for a user, without a release build.
+pub fn cargo_stand_in(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join(".stand-ins");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    let script = format!(
+        "#!/bin/sh\nwhile [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec '{}' \"$@\"\n",
+        env!("CARGO_BIN_EXE_porthole")
+    );
+    std::fs::write(&cargo, script).unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Runs one shell snippet in `dir`, with [`cargo_stand_in`] first on `PATH`; returns
+/// its standard output. While it runs, `during` happens once after a moment (for
+/// streaming examples).
 pub async fn run_shell(
     dir: &std::path::Path,
     script: &str,
     during: impl std::future::Future,
 ) -> String {
+    let path = format!(
+        "{}:{}",
+        cargo_stand_in(dir).display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(script)
         .current_dir(dir)
+        .env("PATH", path)
         .env_remove("MCP_SERVER_SECRET")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

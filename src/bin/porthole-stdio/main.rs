@@ -248,7 +248,7 @@ impl Relay {
             Err(_) if status == reqwest::StatusCode::NOT_FOUND => self.fail(
                 id,
                 format!(
-                    "{} has no MCP endpoint (HTTP 404): start the bot with MCP_SERVER_ENABLED=true (`porthole token` sets it in .env), or point PORTHOLE_URL at the bot's /mcp",
+                    "{} has no MCP endpoint (HTTP 404): start the bot with MCP_SERVER_ENABLED=true (`cargo run --release -- token` sets it in .env), or point PORTHOLE_URL at the bot's /mcp",
                     self.url
                 ),
             ),

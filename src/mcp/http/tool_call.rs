@@ -3,11 +3,15 @@
 //! envelope, `params` or `_meta`; only `arguments` is a `Value`, as tools take one),
 //! checked by the same functions as the general path, and run.
 //!
-//! It serves only a call in the usual shape that passes every check. Anything else
-//! (another method, a member it does not know, a duplicate key, an escaped string, a
-//! `null` where the general path reads more into it, a check that fails) is left to
-//! the general path, which reads the body again and answers as it always has: so what
-//! a client sees is the same either way, errors included.
+//! It serves every call in the usual shape that passes every check: `_meta` members it
+//! does not know are skipped unread, as the general path ignores them, so the calls real
+//! clients send (Claude Code's `claudecode/toolUseId`, VS Code's `vscode.*` and
+//! `tracestate`, Codex's `x-codex-turn-metadata`) take this path (`tests/allocations.rs`
+//! counts each). Anything else (another method, an envelope or `params` member it does
+//! not know, a duplicate key, an escaped string, a `null` where the general path reads
+//! more into it, a check that fails) is left to the general path, which reads the body
+//! again and answers as it always has: so what a client sees is the same either way,
+//! errors included.
 
 use std::marker::PhantomData;
 
@@ -60,11 +64,10 @@ struct Params<'a> {
     meta: Option<Meta<'a>>,
 }
 
-/// The members of `_meta` a `tools/call` reads. To the general path a `null` version,
-/// capabilities or level is present (and wrong), so those are a [`Member`]; a `null`
-/// token or trace parent is ignored by both.
+/// The members of `_meta` a `tools/call` reads; any other is skipped, by both paths. To
+/// the general path a `null` version, capabilities or level is present (and wrong), so
+/// those are a [`Member`]; a `null` token or trace parent is ignored by both.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Meta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
     protocol_version: Member<&'a str>,
@@ -328,6 +331,15 @@ mod tests {
                 "io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
                 "io.modelcontextprotocol/logLevel":"debug",
                 "traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#,
+            // What Claude Code, VS Code and Codex add to every call.
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{
+                "claudecode/toolUseId":"toolu_01","progressToken":4,
+                "io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.337"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{
+                "vscode.conversationId":"c","vscode.requestId":"r","tracestate":"a=b",
+                "traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","_meta":{
+                "x-codex-turn-metadata":{"turn":[1,{"deep":null}]},"other":1,"other":2}}}"#,
         ] {
             same_as_general(body);
         }
@@ -424,7 +436,7 @@ mod tests {
             r#"{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":null}}"#,
             r#"{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":[]}}"#,
             r#"{"name":"x","_meta":{"traceparent":1}}"#,
-            r#"{"name":"x","_meta":{"other":1}}"#,
+            r#"{"name":"x","_meta":{"progressToken":1,"progressToken":2}}"#,
         ] {
             others.push(call(params));
         }
