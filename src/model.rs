@@ -225,21 +225,27 @@ pub struct McpRequest {
     pub protocol_version: &'static str,
     /// `jsonrpc.request.id`, as the client sent it (a number or a string).
     pub request_id: Value,
+    /// What the caller said about itself: `mcp.client.name`, `mcp.client.version` and
+    /// its own ids for the call (`claudecode/toolUseId`, `vscode.conversationId`, …).
+    pub caller: Option<Arc<crate::trace_context::CallerTag>>,
 }
 
 impl McpRequest {
     /// The span attributes it stands for: the request id as text (a string id as it
-    /// is, without JSON quotes).
-    pub fn attributes(&self) -> [(&'static str, Value); 3] {
+    /// is, without JSON quotes), then what the caller said about itself.
+    pub fn attributes(&self) -> impl Iterator<Item = (&'static str, Value)> + '_ {
         let id = match &self.request_id {
             Value::String(id) => id.clone(),
             other => other.to_string(),
         };
+        let caller = self.caller.iter().flat_map(|tag| tag.attributes());
         [
             ("mcp.method.name", self.method.into()),
             ("mcp.protocol.version", self.protocol_version.into()),
             ("jsonrpc.request.id", id.into()),
         ]
+        .into_iter()
+        .chain(caller.map(|(key, value)| (*key, Value::String(value.clone()))))
     }
 }
 
@@ -276,8 +282,9 @@ mod tests {
                 method: "tools/call",
                 protocol_version: "2025-11-25",
                 request_id,
+                caller: None,
             };
-            request.attributes()[2].1.clone()
+            request.attributes().nth(2).unwrap().1
         };
         assert_eq!(id_of(Value::from(7)), "7");
         assert_eq!(id_of(Value::from("call-7")), "call-7", "no JSON quotes");

@@ -1,5 +1,9 @@
 //! W3C Trace Context ids, shared by both layers: the `mcp` layer reads a `traceparent`
-//! from a request's `_meta`, the bot's tracer starts its traces as that parent's child.
+//! from a request's `_meta` (or, without one there, its `traceparent` header), the bot's
+//! tracer starts its traces as that parent's child. Beside it, [`CallerTag`]: what the
+//! caller says about itself (client name and version, its own ids for the call), which
+//! the span of the work a request starts records, so `list_traces` finds that work by
+//! the caller's ids.
 //!
 //! A `traceparent` is `00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>`
 //! (<https://www.w3.org/TR/trace-context/#traceparent-header>). Ids of all zeros are
@@ -42,6 +46,66 @@ impl TraceParent {
     /// The header value for a span of this trace (version 00, sampled).
     pub fn header(trace_id: &str, span_id: &str) -> String {
         format!("00-{trace_id}-{span_id}-01")
+    }
+}
+
+/// The `_meta` members in which clients name a call by their own ids: Claude Code's
+/// tool use, VS Code's conversation and request. Each is recorded under its own key.
+pub const CALLER_ID_KEYS: [&str; 3] = [
+    "claudecode/toolUseId",
+    "vscode.conversationId",
+    "vscode.requestId",
+];
+
+/// The span attributes of the client's name and version (from its `clientInfo`).
+pub const CLIENT_NAME: &str = "mcp.client.name";
+pub const CLIENT_VERSION: &str = "mcp.client.version";
+
+/// The longest value of a [`CallerTag`] kept, in characters: a caller's text of any
+/// length is cut before it is held (the writer redacts it, as every attribute).
+const CALLER_TEXT_CHARS: usize = 200;
+
+/// What a caller says about itself on one request: its client's name and version and
+/// its own ids for the call, as span attributes (`key`, value).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallerTag {
+    attributes: Vec<(&'static str, String)>,
+}
+
+impl CallerTag {
+    /// The tag of a request whose client is `name`/`version` and whose `_meta` gives
+    /// `ids` (by their [`CALLER_ID_KEYS`] key); `None` when it says nothing.
+    pub fn new<'a>(
+        name: Option<&'a str>,
+        version: Option<&'a str>,
+        ids: impl IntoIterator<Item = (&'static str, &'a str)>,
+    ) -> Option<CallerTag> {
+        let cut = |text: &str| match text.char_indices().nth(CALLER_TEXT_CHARS) {
+            Some((end, _)) => text[..end].to_string(),
+            None => text.to_string(),
+        };
+        let attributes: Vec<(&'static str, String)> =
+            [(CLIENT_NAME, name), (CLIENT_VERSION, version)]
+                .into_iter()
+                .filter_map(|(key, value)| Some((key, value?)))
+                .chain(ids)
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(key, value)| (key, cut(value)))
+                .collect();
+        (!attributes.is_empty()).then_some(CallerTag { attributes })
+    }
+
+    /// Its span attributes, in a fixed order (name, version, then the ids).
+    pub fn attributes(&self) -> &[(&'static str, String)] {
+        &self.attributes
+    }
+
+    /// The value of one of its attributes.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, value)| value.as_str())
     }
 }
 
@@ -95,6 +159,33 @@ pub fn is_span_id(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_tag_keeps_what_the_caller_said_cut_to_size() {
+        assert_eq!(CallerTag::new(None, None, []), None);
+        assert_eq!(
+            CallerTag::new(Some(""), None, [("vscode.requestId", "")]),
+            None
+        );
+        let long = "x".repeat(5000);
+        let tag = CallerTag::new(
+            Some("claude-code"),
+            Some("2.1.337"),
+            [
+                ("claudecode/toolUseId", "toolu_01"),
+                ("vscode.requestId", long.as_str()),
+            ],
+        )
+        .unwrap();
+        let attributes = tag.attributes();
+        assert_eq!(attributes[0], (CLIENT_NAME, "claude-code".to_string()));
+        assert_eq!(attributes[1], (CLIENT_VERSION, "2.1.337".to_string()));
+        assert_eq!(
+            attributes[2],
+            ("claudecode/toolUseId", "toolu_01".to_string())
+        );
+        assert_eq!(attributes[3].1.chars().count(), CALLER_TEXT_CHARS);
+    }
 
     #[test]
     fn parses_the_spec_example() {

@@ -740,3 +740,111 @@ async fn mcp_calls_are_kept_under_their_own_cap_and_never_evict_turns() {
     assert_eq!(turns[0]["source"], "send_message");
     app.shutdown().await;
 }
+
+/// A caller's trace joined from a `traceparent` header as from `_meta` (which wins when
+/// both are sent), in both eras, and what the caller says about itself (client name and
+/// version, Claude Code's tool use id, VS Code's ids) recorded on the call's span, where
+/// `list_traces` finds it by client and by id.
+#[tokio::test]
+async fn a_call_joins_the_callers_trace_from_a_header_and_carries_its_ids() {
+    let (app, _llm) = bot_with(vec![], &[]).await;
+    let header_parent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
+    let meta_trace = "0af7651916cd43dd8448eb211c80319c";
+    let meta_parent = format!("00-{meta_trace}-b7ad6b7169203331-01");
+
+    // Legacy, as Claude Code sends it: clientInfo at initialize, its tool use id and a
+    // progress token on every call; the trace parent in a header.
+    let init = common::post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1.337"}}}),
+        &[],
+    )
+    .await;
+    let session = init.header("mcp-session-id").unwrap().to_string();
+    let call = common::post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "list_agents", "arguments": {},
+            "_meta": {"claudecode/toolUseId": "toolu_01JoinMe", "progressToken": 2}}}),
+        &[
+            ("mcp-session-id", &session),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("traceparent", &header_parent),
+        ],
+    )
+    .await;
+    assert!(!is_error(call.result()), "{}", call.raw);
+
+    // Modern, as VS Code sends it: the trace parent in `_meta` and in a header.
+    let vscode = common::modern(
+        &app,
+        3,
+        "tools/call",
+        json!({"name": "health", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/clientInfo": {"name": "Visual Studio Code", "version": "1.107.0"},
+            "vscode.conversationId": "conv-7", "vscode.requestId": "req-9",
+            "traceparent": meta_parent}}),
+    )
+    .await;
+    assert!(!is_error(vscode.result()), "{}", vscode.raw);
+    // The same with only the header: `common::modern` sends no traceparent of its own.
+    let header_only = common::post(
+        &app,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "list_tools", "arguments": {}, "_meta": common::modern_meta()}}),
+        &[
+            ("mcp-protocol-version", common::MODERN),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "list_tools"),
+            ("traceparent", &header_parent),
+        ],
+    )
+    .await;
+    assert!(!is_error(header_only.result()), "{}", header_only.raw);
+
+    let by_id = listed(&app, json!({"caller_id": "toolu_01JoinMe"})).await;
+    assert_eq!(by_id.len(), 1, "{by_id:?}");
+    assert_eq!(by_id[0]["tool"], "list_agents");
+    assert_eq!(by_id[0]["trace_id"], CALLER_TRACE, "joined from the header");
+    assert_eq!(by_id[0]["remote_parent_span_id"], CALLER_SPAN);
+    let span = call_span(&app, &by_id[0]).await;
+    assert_eq!(span["attributes"]["mcp.client.name"], "claude-code");
+    assert_eq!(span["attributes"]["mcp.client.version"], "2.1.337");
+    assert_eq!(span["attributes"]["claudecode/toolUseId"], "toolu_01JoinMe");
+
+    let by_client = listed(&app, json!({"client": "Visual Studio Code"})).await;
+    assert_eq!(by_client.len(), 1, "{by_client:?}");
+    assert_eq!(
+        by_client[0]["trace_id"], meta_trace,
+        "`_meta` wins over the header"
+    );
+    let span = call_span(&app, &by_client[0]).await;
+    assert_eq!(span["attributes"]["vscode.conversationId"], "conv-7");
+    assert_eq!(span["attributes"]["vscode.requestId"], "req-9");
+    assert_eq!(listed(&app, json!({"caller_id": "req-9"})).await.len(), 1);
+
+    let header_only = listed(&app, json!({"source": "mcp"})).await;
+    let list_tools = header_only
+        .iter()
+        .find(|t| t["tool"] == "list_tools")
+        .unwrap();
+    assert_eq!(
+        list_tools["trace_id"], CALLER_TRACE,
+        "modern, joined from the header"
+    );
+    // A value of one client is not another's, and wildcards are matched as text.
+    assert!(listed(&app, json!({"client": "claude"})).await.is_empty());
+    assert!(
+        listed(&app, json!({"caller_id": "toolu_01%"}))
+            .await
+            .is_empty()
+    );
+    assert!(
+        listed(&app, json!({"caller_id": "toolu_01_oinMe"}))
+            .await
+            .is_empty()
+    );
+    app.shutdown().await;
+}

@@ -33,6 +33,8 @@ pub(super) struct ListTracesArgs {
     status: Option<String>,
     min_duration_ms: Option<f64>,
     source: Option<String>,
+    client: Option<String>,
+    caller_id: Option<String>,
     #[serde(flatten)]
     paging: Paging,
 }
@@ -48,7 +50,10 @@ impl DiagnosticTool for ListTraces {
              trace_id, source, conversation, status (error when any step failed), duration, LLM and tool call counts, tokens. \
              Every other /mcp tools/call leaves a one-span trace of source `mcp`, listed only with source=\"mcp\". \
              Filter by conversation, status, since, min_duration_ms or source; page with `cursor` = the previous `next_cursor`. \
-             Open one with get_trace.",
+             client and caller_id find the work a client's call started (its /mcp call's span and, for send_message, the turn): \
+             client is the name its clientInfo gave (\"claude-code\"), caller_id one of its own ids for the call \
+             (Claude Code's claudecode/toolUseId, VS Code's vscode.conversationId or vscode.requestId); either lists \
+             source mcp too. Open one with get_trace.",
         )
         .input(
             with_paging(json!({
@@ -56,7 +61,11 @@ impl DiagnosticTool for ListTraces {
                 "status": {"type": "string", "enum": ["ok", "error"]},
                 "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
                 "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool", "replay", "mcp"],
-                           "description": "Only traces started this way; without it, every source but mcp (the /mcp tool calls)"}
+                           "description": "Only traces started this way; without it, every source but mcp (the /mcp tool calls)"},
+                "client": {"type": "string", "minLength": 1, "maxLength": 200,
+                           "description": "Only traces started by /mcp calls of this client (its clientInfo name, e.g. claude-code)"},
+                "caller_id": {"type": "string", "minLength": 1, "maxLength": 200,
+                              "description": "Only traces started by the /mcp call the caller gave this id (claudecode/toolUseId, vscode.requestId, vscode.conversationId)"}
             })),
             &[],
         )
@@ -74,6 +83,8 @@ impl DiagnosticTool for ListTraces {
                 status: args.status,
                 min_duration_us: args.min_duration_ms.map(|ms| (ms * 1000.0) as i64),
                 source: args.source,
+                client: args.client,
+                caller_id: args.caller_id,
                 ..paged
             },
             Err(e) => return Ok(failed(e)),

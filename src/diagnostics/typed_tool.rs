@@ -165,6 +165,7 @@ pub(super) fn mcp_request(ctx: &RequestContext) -> McpRequest {
         method: "tools/call",
         protocol_version: ctx.era.version(),
         request_id: ctx.request_id.clone(),
+        caller: ctx.caller_tag(),
     }
 }
 

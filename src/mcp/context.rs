@@ -18,7 +18,7 @@ use super::protocol::{Era, log_level_rank};
 use super::seal::SealingKey;
 use super::session::Session;
 use crate::redact::Redactor;
-use crate::trace_context::TraceParent;
+use crate::trace_context::{CLIENT_NAME, CLIENT_VERSION, CallerTag, TraceParent};
 
 /// How long a legacy server→client request waits for the client's answer.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
@@ -58,8 +58,11 @@ pub struct RequestContext {
     pub(crate) caller: Caller,
     /// The call runs as a task (its request has been answered with a handle).
     pub(crate) in_task: bool,
-    /// The caller's W3C `traceparent` from `_meta` (either era), when valid.
+    /// The caller's W3C `traceparent` from `_meta` (either era), else from the
+    /// `traceparent` header, when valid.
     pub(crate) trace_parent: Option<TraceParent>,
+    /// What the caller says about itself: client name and version, its ids for the call.
+    pub(crate) caller_tag: Option<Arc<CallerTag>>,
 }
 
 /// The `traceparent` of a request's `_meta`; an invalid one is ignored, as the W3C
@@ -70,10 +73,52 @@ pub(super) fn trace_parent(meta: &Value) -> Option<TraceParent> {
         .and_then(TraceParent::parse)
 }
 
+/// What a caller says about itself on one request: its client's name and version (the
+/// session's, from `initialize`, else the request's `_meta` `clientInfo`) and the ids
+/// its `_meta` gives the call. A session's own tag is shared, not copied, by its calls
+/// that give no ids.
+pub(super) fn caller_tag<'a>(
+    session: Option<&'a Session>,
+    client_info: (Option<&'a str>, Option<&'a str>),
+    ids: impl IntoIterator<Item = (&'static str, &'a str)>,
+) -> Option<Arc<CallerTag>> {
+    let known = session.and_then(|s| s.client_tag.get());
+    let mut ids = ids.into_iter().peekable();
+    if ids.peek().is_none()
+        && let Some(known) = known
+    {
+        return Some(known.clone());
+    }
+    let (name, version) = match known {
+        Some(tag) => (tag.get(CLIENT_NAME), tag.get(CLIENT_VERSION)),
+        None => client_info,
+    };
+    CallerTag::new(name, version, ids).map(Arc::new)
+}
+
+/// [`caller_tag`] from a `_meta` read as a `Value`.
+pub(super) fn caller_tag_of_meta(
+    session: Option<&Session>,
+    meta: Option<&Value>,
+) -> Option<Arc<CallerTag>> {
+    let info = meta.and_then(|m| m.get(super::protocol::META_CLIENT_INFO));
+    let text = |key: &str| info.and_then(|i| i.get(key)).and_then(Value::as_str);
+    let ids = crate::trace_context::CALLER_ID_KEYS
+        .into_iter()
+        .filter_map(|key| Some((key, meta?.get(key)?.as_str()?)));
+    caller_tag(session, (text("name"), text("version")), ids)
+}
+
 impl RequestContext {
     /// The caller's trace, so the work this request starts joins it as a child.
     pub fn trace_parent(&self) -> Option<TraceParent> {
         self.trace_parent.clone()
+    }
+
+    /// What the caller says about itself (client, its ids for the call), for the span
+    /// of the work this request starts.
+    pub fn caller_tag(&self) -> Option<Arc<CallerTag>> {
+        self.caller_tag.clone()
     }
 
     /// Whether the client declared a capability (`sampling`, `elicitation`, `roots`…).

@@ -125,6 +125,7 @@ impl ServerInner {
         RequestContext {
             progress_token: meta.and_then(http::progress_token),
             trace_parent: meta.and_then(context::trace_parent),
+            caller_tag: context::caller_tag_of_meta(session.as_deref(), meta),
             client_capabilities: session
                 .as_ref()
                 .map(|s| s.client_capabilities.clone())

@@ -227,8 +227,13 @@ impl Relay {
         status: reqwest::StatusCode,
         body: &str,
     ) {
-        match serde_json::from_str::<Value>(body) {
-            Ok(mut reply) => {
+        // A JSON body that is no JSON-RPC message (the bot's 404 for a path it does not
+        // serve) is not passed on as one.
+        let message = serde_json::from_str::<Value>(body)
+            .ok()
+            .filter(|reply| reply.get("jsonrpc").is_some());
+        match message {
+            Some(mut reply) => {
                 if method == "initialize"
                     && let Some(version) = reply["result"]["protocolVersion"].as_str()
                 {
@@ -244,15 +249,15 @@ impl Relay {
                 }
                 self.emit(&reply);
             }
-            // A plain 404 is a bot (or another server) without `/mcp` mounted.
-            Err(_) if status == reqwest::StatusCode::NOT_FOUND => self.fail(
+            // A 404 that is no JSON-RPC answer is a bot (or another server) without `/mcp`.
+            None if status == reqwest::StatusCode::NOT_FOUND => self.fail(
                 id,
                 format!(
                     "{} has no MCP endpoint (HTTP 404): start the bot with MCP_SERVER_ENABLED=true (`cargo run --release -- token` sets it in .env), or point PORTHOLE_URL at the bot's /mcp",
                     self.url
                 ),
             ),
-            Err(_) => self.fail(
+            None => self.fail(
                 id,
                 format!(
                     "the bot answered HTTP {status} with a body that is not JSON-RPC: {}",

@@ -42,6 +42,12 @@ pub struct SpanQuery {
     pub source: Option<String>,
     /// LLM spans: the model.
     pub model: Option<String>,
+    /// Roots: what the caller said about itself on the `/mcp` call that started the
+    /// trace, its client's name (`mcp.client.name`) and one of its own ids for the call
+    /// (`claudecode/toolUseId`, `vscode.conversationId`, `vscode.requestId`). Either
+    /// lists `mcp` calls too when no source is named.
+    pub client: Option<String>,
+    pub caller_id: Option<String>,
     /// Continue after this `(start_us, span_id)`.
     pub after: Option<(i64, String)>,
     pub limit: usize,
@@ -521,9 +527,30 @@ fn trace_filter(query: &SpanQuery) -> Filter {
     if let Some(id) = &query.conversation_id {
         filter.push("r.conversation_id = ?", Some(id.as_str().into()));
     }
+    let by_caller = query.client.is_some() || query.caller_id.is_some();
     match &query.source {
         Some(source) => filter.push("r.source = ?", Some(source.as_str().into())),
+        None if by_caller => {}
         None => filter.push(NOT_AN_MCP_CALL, None),
+    }
+    // The turn's spans are JSON: a value is found as the whole JSON string it is there
+    // (PostgreSQL's JSONB text puts a space after a key's colon, SQLite's text none).
+    if let Some(client) = &query.client {
+        let key = format!("\"{}\":", crate::trace_context::CLIENT_NAME);
+        let value = json_string_pattern(client);
+        filter.push(
+            "(CAST(r.spans AS TEXT) LIKE ? ESCAPE '\\' OR CAST(r.spans AS TEXT) LIKE ? ESCAPE '\\')",
+            [
+                format!("%{}{value}%", like_escaped(&key)).into(),
+                format!("%{} {value}%", like_escaped(&key)).into(),
+            ],
+        );
+    }
+    if let Some(id) = &query.caller_id {
+        filter.push(
+            "CAST(r.spans AS TEXT) LIKE ? ESCAPE '\\'",
+            Some(format!("%{}%", json_string_pattern(id)).into()),
+        );
     }
     match query.status.as_deref() {
         Some("error") => filter.push("r.failed > 0", None),
@@ -531,6 +558,24 @@ fn trace_filter(query: &SpanQuery) -> Filter {
         None => {}
     }
     filter
+}
+
+/// `text` as a JSON string (quotes and escapes) made safe inside a `LIKE … ESCAPE '\'`
+/// pattern.
+fn json_string_pattern(text: &str) -> String {
+    like_escaped(&serde_json::Value::from(text).to_string())
+}
+
+/// `text` with `LIKE`'s wildcards (and the escape itself) escaped by `\`.
+fn like_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 /// WHERE clauses with their values for anonymous `?` placeholders, in order, built up

@@ -160,3 +160,12 @@ pub(super) fn caller(headers: &HeaderMap) -> Caller {
         authorization: headers.get(header::AUTHORIZATION).cloned(),
     }
 }
+
+/// What a request's headers give its context: the caller, and the caller's trace from a
+/// `traceparent` header when `_meta` named none (`_meta` wins: it is the request's own).
+pub(super) fn apply_headers(ctx: &mut RequestContext, headers: &HeaderMap) {
+    ctx.caller = caller(headers);
+    if ctx.trace_parent.is_none() {
+        ctx.trace_parent = header(headers, "traceparent").and_then(TraceParent::parse);
+    }
+}

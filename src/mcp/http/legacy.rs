@@ -3,6 +3,7 @@
 //! events are kept on the session's stream so a `GET` can resume them.
 
 use super::*;
+use crate::trace_context::CallerTag;
 
 /// The 400 a request of a session (`POST`, `GET` or `DELETE`) gets when its
 /// `MCP-Protocol-Version` header names no 2025 version: the spec's transport page says a
@@ -137,11 +138,12 @@ async fn initialize(
             );
         }
     };
-    let client = params
-        .get("clientInfo")
-        .and_then(|c| c.get("name"))
-        .and_then(|n| n.as_str())
-        .unwrap_or("unknown");
+    let info = params.get("clientInfo");
+    let text = |key: &str| info.and_then(|c| c.get(key)).and_then(Value::as_str);
+    if let Some(tag) = CallerTag::new(text("name"), text("version"), []) {
+        let _ = session.client_tag.set(Arc::new(tag));
+    }
+    let client = text("name").unwrap_or("unknown");
     tracing::info!(
         target: "porthole::mcp::session",
         session = %crate::mcp::session::short(&session.id),
@@ -190,7 +192,7 @@ pub(super) fn session_context(
         params,
         Some(session.log_threshold()),
     );
-    ctx.caller = caller(headers);
+    apply_headers(&mut ctx, headers);
     ctx
 }
 

@@ -44,6 +44,7 @@ use super::methods::{self, Method, MethodResult, Work};
 use super::protocol::{self, Era};
 use super::session::{Lookup, Session};
 use super::subscriptions::ListenFilter;
+use crate::trace_context::TraceParent;
 
 mod headers;
 mod legacy;
@@ -137,7 +138,7 @@ async fn answer_post(
     };
     let routing = Routing::of(&message);
     if is_bare(headers, session_id, &routing) {
-        bare_post(inner, access, message, accept).await
+        bare_post(inner, headers, access, message, accept).await
     } else if is_legacy(headers, session_id, &routing) {
         legacy_post(inner, headers, access, session_id, message, accept).await
     } else {
@@ -345,6 +346,7 @@ fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -> 
 
 async fn bare_post(
     inner: Arc<ServerInner>,
+    headers: &HeaderMap,
     access: Access,
     message: Incoming,
     accept: Accepts,
@@ -372,6 +374,7 @@ async fn bare_post(
     );
     // A bare request has no progress stream, but may still join the caller's trace.
     ctx.trace_parent = params.get("_meta").and_then(super::context::trace_parent);
+    apply_headers(&mut ctx, headers);
     if let Some(known) = methods::remembered(&inner, parsed, &params, &ctx) {
         return raw_reply(&id, known, accept);
     }

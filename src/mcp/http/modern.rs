@@ -229,7 +229,7 @@ fn request_context(
         checked.log_threshold,
     );
     ctx.client_capabilities = checked.capabilities.clone();
-    ctx.caller = caller(headers);
+    apply_headers(&mut ctx, headers);
     ctx.input_responses = params
         .get("inputResponses")
         .and_then(Value::as_object)

@@ -17,11 +17,11 @@ use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 
 use super::*;
 use crate::mcp::methods::ToolCall;
-use crate::trace_context::TraceParent;
+use crate::trace_context::{CALLER_ID_KEYS, CallerTag};
 
 const TOOLS_CALL: &str = "tools/call";
 
@@ -73,15 +73,52 @@ struct Meta<'a> {
     protocol_version: Member<&'a str>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
     client_capabilities: Member<Map<String, Value>>,
-    /// Sent by every 2026 client; nothing on this path reads it.
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
-    _client_info: Option<IgnoredAny>,
+    /// Sent by every 2026 client: its name and version go on the call's span.
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default, borrow)]
+    client_info: Option<ClientInfo<'a>>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", default, borrow)]
     log_level: Member<&'a str>,
     #[serde(rename = "progressToken", default)]
     progress_token: Option<Value>,
     #[serde(default, borrow)]
     traceparent: Option<&'a str>,
+    // The caller's own ids for the call (`trace_context::CALLER_ID_KEYS`, in order).
+    #[serde(rename = "claudecode/toolUseId", default, borrow)]
+    claude_code_tool_use_id: Option<&'a str>,
+    #[serde(rename = "vscode.conversationId", default, borrow)]
+    vscode_conversation_id: Option<&'a str>,
+    #[serde(rename = "vscode.requestId", default, borrow)]
+    vscode_request_id: Option<&'a str>,
+}
+
+/// A client's `clientInfo`: the members a span records (the rest skipped).
+#[derive(Deserialize)]
+struct ClientInfo<'a> {
+    #[serde(default, borrow)]
+    name: Option<&'a str>,
+    #[serde(default, borrow)]
+    version: Option<&'a str>,
+}
+
+impl Meta<'_> {
+    /// What the caller says about itself, as the general path reads it from `_meta`.
+    fn caller_tag(&self, session: Option<&Session>) -> Option<Arc<CallerTag>> {
+        let info = self.client_info.as_ref();
+        let ids = [
+            self.claude_code_tool_use_id,
+            self.vscode_conversation_id,
+            self.vscode_request_id,
+        ];
+        let ids = CALLER_ID_KEYS
+            .into_iter()
+            .zip(ids)
+            .filter_map(|(key, id)| Some((key, id?)));
+        crate::mcp::context::caller_tag(
+            session,
+            (info.and_then(|i| i.name), info.and_then(|i| i.version)),
+            ids,
+        )
+    }
 }
 
 /// A member that may be absent but, when present, must read as `T`: `null` fails the
@@ -203,7 +240,7 @@ fn plan(
     } else {
         modern_context(inner, headers, access, envelope)?
     };
-    ctx.caller = caller(headers);
+    apply_headers(&mut ctx, headers);
     Some(Plan::Modern(with_meta(ctx, meta)))
 }
 
@@ -259,7 +296,8 @@ fn modern_context(
     Some(ctx)
 }
 
-/// What `_meta` gives every request's context: the progress token and the trace parent.
+/// What `_meta` gives every request's context: the progress token, the trace parent
+/// (over the header's: `_meta` wins) and what the caller says about itself.
 fn with_meta(mut ctx: RequestContext, meta: Option<&Meta<'_>>) -> RequestContext {
     if let Some(meta) = meta {
         ctx.progress_token = meta
@@ -267,7 +305,10 @@ fn with_meta(mut ctx: RequestContext, meta: Option<&Meta<'_>>) -> RequestContext
             .as_ref()
             .filter(|t| is_progress_token(t))
             .cloned();
-        ctx.trace_parent = meta.traceparent.and_then(TraceParent::parse);
+        if let Some(parent) = meta.traceparent.and_then(TraceParent::parse) {
+            ctx.trace_parent = Some(parent);
+        }
+        ctx.caller_tag = meta.caller_tag(ctx.session.as_deref());
     }
     ctx
 }
@@ -315,6 +356,11 @@ mod tests {
                 meta.and_then(progress_token),
                 member("traceparent").filter(Value::is_string),
             ),
+            "{body}"
+        );
+        assert_eq!(
+            fast_meta.and_then(|m| m.caller_tag(None)),
+            crate::mcp::context::caller_tag_of_meta(None, meta),
             "{body}"
         );
     }

@@ -107,6 +107,9 @@ pub struct Session {
     pub client_capabilities: Value,
     /// Restored from its id after a restart rather than created by `initialize`.
     pub restored: bool,
+    /// The client's name and version from `initialize` (none in a restored session),
+    /// for the spans of the work its calls start.
+    pub(crate) client_tag: std::sync::OnceLock<Arc<crate::trace_context::CallerTag>>,
     /// When the id was minted, in Unix milliseconds (for the maximum age).
     minted_ms: u64,
     last_seen: AtomicU64,
@@ -130,6 +133,7 @@ impl Session {
             access: minted.access,
             client_capabilities: minted.client_capabilities,
             restored,
+            client_tag: std::sync::OnceLock::new(),
             minted_ms: minted.minted_ms,
             last_seen: AtomicU64::new(now),
             // Until the client sets a level, send info and above.
