@@ -588,6 +588,54 @@ async fn mcp_calls_on(store: Store) {
     assert_eq!(listed(Some("mcp")).await, ["m3"], "no MCP call went");
 }
 
+/// `list_traces`' `client` and `caller_id` find the calls a client's ids name, on both
+/// backends (PostgreSQL's JSONB text spaces its members), with `LIKE`'s wildcards and
+/// quotes in a value matched as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_found_by_what_the_caller_said() {
+    on_every_backend!(callers_on);
+}
+
+async fn callers_on(store: Store) {
+    let tagged = |trace: &str, start_us, client: &str, id: &str| {
+        let mut call = mcp_call(trace, start_us, None);
+        call.attributes
+            .insert("mcp.client.name".into(), client.into());
+        call.attributes
+            .insert("claudecode/toolUseId".into(), id.into());
+        call
+    };
+    let calls = vec![
+        tagged("m1", 1_000, "claude-code", "toolu_1"),
+        tagged("m2", 2_000, "claude-code", "toolu_%\"2"),
+        tagged("m3", 3_000, "Visual Studio Code", "toolu_3"),
+        span("t1", "r1", "r1", SpanKind::Turn, 4_000),
+    ];
+    store.append_spans(calls, Prune::default()).await.unwrap();
+    let listed = |client: Option<&str>, caller_id: Option<&str>| {
+        let query = SpanQuery {
+            client: client.map(String::from),
+            caller_id: caller_id.map(String::from),
+            limit: 10,
+            ..Default::default()
+        };
+        let store = store.clone();
+        async move {
+            let page = store.list_traces(query).await.unwrap();
+            let roots = page.items.iter().map(|t| t.root.span_id.clone());
+            roots.collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(Some("claude-code"), None).await, ["m2", "m1"]);
+    assert_eq!(listed(Some("Visual Studio Code"), None).await, ["m3"]);
+    assert!(listed(Some("claude"), None).await.is_empty());
+    assert_eq!(listed(None, Some("toolu_1")).await, ["m1"]);
+    assert_eq!(listed(None, Some("toolu_%\"2")).await, ["m2"]);
+    assert!(listed(None, Some("toolu_%")).await.is_empty());
+    assert!(listed(None, Some("toolu__")).await.is_empty());
+    assert_eq!(listed(Some("claude-code"), Some("toolu_1")).await, ["m1"]);
+}
+
 /// A turn's spans may reach the store in several batches: children before their root
 /// (the batch closed while the turn went on) and after it (a cancelled child). Each part
 /// is merged into the turn's one row.
