@@ -9,7 +9,7 @@
 #                       stateless one (per-request _meta). Each runs the runner's frozen
 #                       required set plus the not-scored scenarios.
 #   --scenario NAME     run only this scenario (at each requested revision where it applies)
-#   --fixture           test the conformance fixture (examples/conformance.rs: the suite's
+#   --fixture           test the conformance fixture (crates/porthole-mcp/examples/conformance.rs: the suite's
 #                       test tools, resources and prompts on Porthole's mcp module) instead
 #                       of the bot, gated on scripts/conformance/required-fixture.txt
 #

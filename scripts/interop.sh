@@ -20,6 +20,9 @@
 #   inspector-modern     MCP Inspector CLI --protocol-era modern: the same
 #   claude-code          Claude Code `claude mcp add` + `claude mcp list` shows ✔ Connected
 #   claude-code-bad-token  the same with a wrong token must not show Connected
+#   claude-code-mount    Claude Code connects to the porthole-mcp crate's mount example (an axum
+#                        service of its own mounting /mcp), then `claude mcp list` ✔ Connected
+#                        (SKIP when target/debug/examples/mount is not built)
 #   stdio-relay          target/debug/porthole-stdio driven by the TS SDK's StdioClientTransport
 #                        (SKIP when the binary is not built)
 #   tasks-ts-sdk-v1      sdk 1.x client.experimental.tasks.callToolStream (2025-11-25 tasks)
@@ -58,8 +61,8 @@ usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 . "$REPO_ROOT/scripts/lib/bot.sh"
 
 ALL_CHECKS=(ts-sdk-v1 ts-client-v2-auto ts-client-v2-modern python-auto python-legacy
-  inspector-legacy inspector-modern claude-code claude-code-bad-token stdio-relay
-  tasks-ts-sdk-v1 skills-ts-client-v2)
+  inspector-legacy inspector-modern claude-code claude-code-bad-token claude-code-mount
+  stdio-relay tasks-ts-sdk-v1 skills-ts-client-v2)
 
 # --- arguments --------------------------------------------------------------------------
 ONLY=""
@@ -165,7 +168,7 @@ TOKEN="$(random_token)"
 export INTEROP_TOKEN="$TOKEN"   # the helpers read the token from here (kept out of argv)
 # A sample skill for the skills check (the conformance fixture's).
 start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN" \
-  SKILLS_DIR="$REPO_ROOT/examples/conformance_fixture/skills"
+  SKILLS_DIR="$REPO_ROOT/crates/porthole-mcp/examples/conformance_fixture/skills"
 PORT="$BOT_PORT"
 URL="http://127.0.0.1:$PORT/mcp"
 log "bot (pid $BOT_PID) listening; MCP endpoint $URL"
@@ -367,6 +370,30 @@ check_claude_code() { # url
   return 0
 }
 
+check_claude_code_mount() { # the mount example on a port of its own, then Claude Code against it
+  local bin="$REPO_ROOT/target/debug/examples/mount" home log pid port="" rc=0
+  [ -x "$bin" ] || { echo "  SKIP: $bin is not built (cargo build -p porthole-mcp --example mount)"; return 3; }
+  home="$(mktemp -d "$TMP_DIR/claude-home.XXXXXX")"
+  log="$home/mount.log"
+  MCP_SECRET="$TOKEN" PORT=0 "$bin" >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do
+    port="$(sed -nE 's#^listening on http://127\.0\.0\.1:([0-9]+)$#\1#p' "$log")"
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then echo "  FAIL: the mount example did not start"; sed 's/^/  | /' "$log"; stop_pid "$pid"; return 1; fi
+  echo "  mount example listening on 127.0.0.1:$port"
+  claude_add "http://127.0.0.1:$port/mcp" "$TOKEN" "$home" && claude_list "$home" || rc=1
+  stop_pid "$pid"
+  [ "$rc" -eq 0 ] || return 1
+  if ! grep -q '^porthole: .*✔ Connected' "$home/list.txt"; then
+    echo "  FAIL: claude mcp list does not report the mount example's /mcp as ✔ Connected"
+    return 1
+  fi
+  echo "  claude mcp list: the mount example's /mcp ✔ Connected"
+}
+
 check_claude_code_bad_token() { # url
   local home wrong
   home="$(mktemp -d "$TMP_DIR/claude-home.XXXXXX")"
@@ -416,6 +443,7 @@ check_fn() { # check name -> function and arguments
     inspector-modern) echo check_inspector @URL modern ;;
     claude-code) echo check_claude_code ;;
     claude-code-bad-token) echo check_claude_code_bad_token ;;
+    claude-code-mount) echo check_claude_code_mount ;;
     stdio-relay) echo check_stdio_relay ;;
     tasks-ts-sdk-v1) echo check_extension @URL tasks-legacy ;;
     skills-ts-client-v2) echo check_extension @URL skills ;;
@@ -432,6 +460,7 @@ describe() {
     inspector-modern) echo "MCP Inspector CLI, modern era (2026-07-28)" ;;
     claude-code) echo "Claude Code: claude mcp add + claude mcp list" ;;
     claude-code-bad-token) echo "Claude Code with a wrong bearer token must fail to connect" ;;
+    claude-code-mount) echo "Claude Code against the porthole-mcp mount example (another axum service)" ;;
     stdio-relay) echo "porthole-stdio relay under the TS SDK's StdioClientTransport" ;;
     tasks-ts-sdk-v1) echo "TypeScript SDK v1 ($(pkg_version @modelcontextprotocol/sdk)) experimental tasks (2025-11-25): callToolStream, tasks/list" ;;
     skills-ts-client-v2) echo "TypeScript client v2 ($(pkg_version @modelcontextprotocol/client)) SkillsClient: list, verified read, directory read" ;;

@@ -1,5 +1,10 @@
 //! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
 //!
+//! Crates (the workspace's `crates/`): [`mcp`] is `porthole-mcp`, the endpoint any axum
+//! service mounts; [`redact`], [`net`], [`text`], [`skills`], [`trace_context`] and
+//! [`replica_changes`] are `porthole-core`, the ground floor both build on. Cargo keeps
+//! them from importing the bot. Re-exported here under the names the bot's code uses.
+//!
 //! Layers (arrows point one way):
 //! - [`bot`]: the running bot — store, LLM providers, tools, agents, scheduled tasks, web,
 //!   and its client connections to other MCP servers. Knows nothing of its own endpoint.
@@ -21,16 +26,12 @@ pub mod diagnostics;
 pub mod env_file;
 pub mod http_client;
 pub mod logs;
-pub mod mcp;
 pub mod model;
-pub mod net;
-pub mod redact;
-pub mod replica_changes;
 pub mod serve;
-pub mod skills;
 pub mod sse_decoder;
 #[cfg(test)]
 pub(crate) mod test_support;
-pub mod text;
 pub mod tool_filter;
-pub mod trace_context;
+
+pub use porthole_core::{net, redact, replica_changes, skills, text, trace_context};
+pub use porthole_mcp as mcp;

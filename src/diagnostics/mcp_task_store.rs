@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::bot::schedule::RUN_LEASE;
 use crate::bot::store::{Store, StoredTaskRow};
-use crate::mcp::{TaskRecord, TaskStore};
+use crate::mcp::{StoreFailure, TaskRecord, TaskStore};
 
 pub struct StoredTasks {
     store: Store,
@@ -45,10 +45,15 @@ fn parse(records: Vec<String>) -> Vec<TaskRecord> {
         .collect()
 }
 
+/// A store error as the task engine reports it (to the log and the client).
+fn store_failure(e: impl std::fmt::Display) -> StoreFailure {
+    StoreFailure::new(e.to_string())
+}
+
 #[async_trait]
 impl TaskStore for StoredTasks {
-    async fn put(&self, task: &TaskRecord) -> Result<bool, String> {
-        let record = serde_json::to_string(task).map_err(|e| e.to_string())?;
+    async fn put(&self, task: &TaskRecord) -> Result<bool, StoreFailure> {
+        let record = serde_json::to_string(task).map_err(store_failure)?;
         let row = StoredTaskRow {
             id: task.id.clone(),
             owner: task.owner.clone(),
@@ -60,30 +65,27 @@ impl TaskStore for StoredTasks {
             owner_replica: self.replica.clone(),
             lease_until_ms: lease_until_ms(),
         };
-        self.store
-            .put_mcp_task(row)
-            .await
-            .map_err(|e| e.to_string())
+        self.store.put_mcp_task(row).await.map_err(store_failure)
     }
 
-    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, String> {
-        let record = self.store.mcp_task(id).await.map_err(|e| e.to_string())?;
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreFailure> {
+        let record = self.store.mcp_task(id).await.map_err(store_failure)?;
         Ok(record.and_then(|text| parse(vec![text]).pop()))
     }
 
-    async fn count_unfinished(&self, owner: &str) -> Result<usize, String> {
+    async fn count_unfinished(&self, owner: &str) -> Result<usize, StoreFailure> {
         self.store
             .count_unfinished_mcp_tasks(owner)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(store_failure)
     }
 
-    async fn list_for_session(&self, session: &str) -> Result<Vec<TaskRecord>, String> {
+    async fn list_for_session(&self, session: &str) -> Result<Vec<TaskRecord>, StoreFailure> {
         let records = self.store.mcp_tasks_of_session(session).await;
-        Ok(parse(records.map_err(|e| e.to_string())?))
+        Ok(parse(records.map_err(store_failure)?))
     }
 
-    async fn orphaned(&self, starting: bool) -> Result<Vec<TaskRecord>, String> {
+    async fn orphaned(&self, starting: bool) -> Result<Vec<TaskRecord>, StoreFailure> {
         // SQLite's file has one process: at its start, nothing unfinished runs anywhere.
         let before = if starting && !self.store.is_shared() {
             i64::MAX
@@ -92,36 +94,43 @@ impl TaskStore for StoredTasks {
         };
         let replica = starting.then_some(self.replica.as_str());
         let records = self.store.orphaned_mcp_tasks(before, replica).await;
-        Ok(parse(records.map_err(|e| e.to_string())?))
+        Ok(parse(records.map_err(store_failure)?))
     }
 
-    async fn renew_leases(&self) -> Result<(), String> {
+    async fn renew_leases(&self) -> Result<(), StoreFailure> {
         self.store
             .renew_mcp_task_leases(&self.replica, lease_until_ms())
             .await
-            .map_err(|e| e.to_string())
+            .map_err(store_failure)
     }
 
-    async fn forward_input(&self, id: &str, answers: &Map<String, Value>) -> Result<(), String> {
+    async fn forward_input(
+        &self,
+        id: &str,
+        answers: &Map<String, Value>,
+    ) -> Result<(), StoreFailure> {
         let text = Value::Object(answers.clone()).to_string();
         self.store
             .forward_mcp_task_input(id, &text)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(store_failure)
     }
 
-    async fn take_forwarded_input(&self, id: &str) -> Result<Option<Map<String, Value>>, String> {
+    async fn take_forwarded_input(
+        &self,
+        id: &str,
+    ) -> Result<Option<Map<String, Value>>, StoreFailure> {
         let taken = self.store.take_mcp_task_input(id).await;
         Ok(taken
-            .map_err(|e| e.to_string())?
+            .map_err(store_failure)?
             .and_then(|text| serde_json::from_str(&text).ok()))
     }
 
-    async fn purge_expired(&self, now_ms: i64) -> Result<usize, String> {
+    async fn purge_expired(&self, now_ms: i64) -> Result<usize, StoreFailure> {
         self.store
             .purge_mcp_tasks(now_ms)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(store_failure)
     }
 }
 

@@ -40,6 +40,7 @@ mod schema;
 mod sqlite;
 mod tool_sets;
 mod tool_settings;
+mod trace_filter;
 mod trace_retention;
 mod traces;
 

@@ -1,0 +1,18 @@
+//! The ground floor of Porthole and its MCP endpoint: what both the endpoint
+//! (`porthole-mcp`) and the bot use, and which imports neither.
+//!
+//! - [`redact`]: secrets taken out of every text that leaves the process;
+//! - [`text`]: cutting and formatting text on character boundaries;
+//! - [`net`]: loopback `Host`/`Origin` checks and single-header reads;
+//! - [`skills`]: the one reader of `SKILL.md` skills and their live view;
+//! - [`trace_context`]: W3C trace context ids and what a caller says about itself;
+//! - [`replica_changes`]: what replicas sharing a database announce to each other.
+
+#![forbid(unsafe_code)]
+
+pub mod net;
+pub mod redact;
+pub mod replica_changes;
+pub mod skills;
+pub mod text;
+pub mod trace_context;

@@ -1,0 +1,106 @@
+//! Mounting the MCP endpoint in a service of your own: an axum app with its own state
+//! and routes (a tiny order book) serves `/mcp` beside them, on the same port and in
+//! the same process, with one tool that reads the app's state directly.
+//!
+//! ```text
+//! MCP_SECRET=$(openssl rand -hex 32) cargo run -p porthole-mcp --example mount
+//! curl -s -X POST http://127.0.0.1:3000/orders -H 'Content-Type: application/json' -d '{"item":"tea"}'
+//! claude mcp add --transport http shop http://127.0.0.1:3000/mcp --header "Authorization: Bearer $MCP_SECRET"
+//! ```
+//!
+//! `PORT` picks the port (`0`: any free one); the example prints `listening on
+//! http://127.0.0.1:PORT` once it serves. The endpoint brings its own guard: loopback
+//! peers only, loopback `Host` and `Origin`, and the bearer token.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use porthole_mcp::{
+    Annotations, Auth, CallToolResult, McpServer, Outcome, RequestContext, RpcError, Tool, ToolSpec,
+};
+use serde_json::{Value, json};
+
+/// The app's own state: what its routes change and its MCP tool reads.
+#[derive(Clone, Default)]
+struct Shop {
+    orders: Arc<Mutex<Vec<String>>>,
+}
+
+/// `POST /orders {"item": "..."}`: one of the app's own routes.
+async fn add_order(State(shop): State<Shop>, Json(order): Json<Value>) -> Json<Value> {
+    let item = order["item"].as_str().unwrap_or("nothing").to_string();
+    let mut orders = shop.orders.lock().unwrap_or_else(|p| p.into_inner());
+    orders.push(item);
+    Json(json!({"orders": orders.len()}))
+}
+
+/// The MCP tool: the orders the shop holds, read from its state in-process.
+struct ListOrders(Shop);
+
+#[async_trait]
+impl Tool for ListOrders {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "list_orders",
+            "List orders",
+            "The orders the shop holds, oldest first",
+        )
+        .input(json!({}), &[])
+        .output(
+            json!({"orders": {"type": "array", "items": {"type": "string"}}}),
+            &["orders"],
+        )
+        .annotations(Annotations::READ_ONLY)
+    }
+
+    async fn call(
+        &self,
+        _: Value,
+        _: &RequestContext,
+    ) -> Result<Outcome<CallToolResult>, RpcError> {
+        let orders = self
+            .0
+            .orders
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Ok(Outcome::Complete(CallToolResult::structured(
+            json!({"orders": orders}),
+        )))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let secret = std::env::var("MCP_SECRET")
+        .map_err(|_| "set MCP_SECRET to a token of at least 16 characters")?;
+    let port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3000);
+    let shop = Shop::default();
+
+    let mcp = McpServer::builder("shop", "1.0.0")
+        .auth(Auth::bearer(&secret))
+        .signing_secret(Some(secret))
+        .tools(vec![Arc::new(ListOrders(shop.clone()))])
+        .build()?;
+    let app = Router::new()
+        .route("/orders", post(add_order))
+        .with_state(shop)
+        .merge(mcp.router());
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    // The guard answers loopback peers only: it reads the peer from `ConnectInfo`.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}

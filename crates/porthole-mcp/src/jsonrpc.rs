@@ -1,0 +1,358 @@
+//! JSON-RPC 2.0 messages as MCP uses them: parsing an incoming body into a
+//! [`Incoming`] message, and building responses and errors.
+//!
+//! Ids are kept as raw JSON values so a response echoes the request's id with the same
+//! type (a number stays a number). An error whose request id is unknown carries no `id`
+//! at all: the 2025-11-25 and 2026 schemas do not allow `"id": null`.
+
+use serde_json::{Map, Value, json};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// 2025 revisions: `resources/read` of a URI no resource has (2026-07-28 says -32602).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// 2026: an HTTP header disagrees with the body (or is missing or malformed).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026: the request needs a client capability the client did not declare.
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026: the requested protocol version is not supported.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// A JSON-RPC error, ready to be sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The error with its message and data redacted: an error often quotes what the
+    /// caller sent (a tool's name, an argument), and what leaves the process never
+    /// holds a secret, whoever typed it.
+    pub fn redacted(mut self, redactor: &porthole_core::redact::Redactor) -> Self {
+        if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&self.message) {
+            self.message = clean;
+        }
+        if let Some(data) = &mut self.data {
+            redactor.redact(data);
+        }
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(INVALID_PARAMS, message)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(INTERNAL_ERROR, message)
+    }
+
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::new(
+            HEADER_MISMATCH,
+            format!("Header mismatch: {}", message.into()),
+        )
+    }
+
+    /// The error object (without the envelope).
+    pub fn to_value(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// The envelope of a successful response. Moves `result` in (`json!` would copy it).
+pub fn response(id: &Value, result: Value) -> Value {
+    let mut envelope = Map::with_capacity(3);
+    envelope.insert("jsonrpc".into(), Value::String("2.0".into()));
+    envelope.insert("id".into(), id.clone());
+    envelope.insert("result".into(), result);
+    Value::Object(envelope)
+}
+
+/// The envelope of an error response; `id` is left out when unknown.
+pub fn error_response(id: Option<&Value>, error: &RpcError) -> Value {
+    let mut body = json!({"jsonrpc": "2.0", "error": error.to_value()});
+    if let Some(id) = id {
+        body["id"] = id.clone();
+    }
+    body
+}
+
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+/// One parsed message from a client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Request {
+        id: Value,
+        method: String,
+        params: Map<String, Value>,
+        /// Whether the body had a `params` member at all (2026 requires it).
+        has_params: bool,
+    },
+    Notification {
+        method: String,
+        params: Map<String, Value>,
+    },
+    /// The client's answer to a request the server sent (legacy era).
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
+}
+
+impl Incoming {
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+                Some(method)
+            }
+            Incoming::Response { .. } => None,
+        }
+    }
+
+    pub fn params(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Incoming::Request { params, .. } | Incoming::Notification { params, .. } => {
+                Some(params)
+            }
+            Incoming::Response { .. } => None,
+        }
+    }
+}
+
+/// Why a message was rejected, with the id when it could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub id: Option<Value>,
+    pub error: RpcError,
+}
+
+/// Whether `id` can be a request id: a string or an integer.
+pub(crate) fn valid_id(id: &Value) -> bool {
+    matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
+}
+
+/// Reads a body that holds one request in its usual shape (`jsonrpc` "2.0", a string
+/// or integer `id`, a string `method`, `params` an object, null or absent) straight
+/// into an [`Incoming::Request`], without building the envelope as a `Value` first.
+/// `None` for anything else: notifications, responses, batches, and every odd or
+/// invalid body, which [`parse_message`] then reads and explains. Where both accept
+/// a body, they give the same message (the `jsonrpc` fuzz target checks this).
+pub fn parse_plain_request(body: &[u8]) -> Option<Incoming> {
+    #[derive(serde::Deserialize)]
+    struct Plain<'a> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        id: Value,
+        method: String,
+        #[serde(default)]
+        params: Params,
+    }
+    /// `params` as sent: absent, null, or an object (anything else fails the read).
+    #[derive(Default)]
+    enum Params {
+        #[default]
+        Absent,
+        Null,
+        Object(Map<String, Value>),
+    }
+    impl<'de> serde::Deserialize<'de> for Params {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Params, D::Error> {
+            Ok(Option::<Map<String, Value>>::deserialize(d)?.map_or(Params::Null, Params::Object))
+        }
+    }
+    // serde reads a struct from an array too; an array body is a batch.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    let plain: Plain = serde_json::from_slice(body).ok()?;
+    if plain.jsonrpc != "2.0" || !valid_id(&plain.id) {
+        return None;
+    }
+    let (params, has_params) = match plain.params {
+        Params::Absent => (Map::new(), false),
+        Params::Null => (Map::new(), true),
+        Params::Object(params) => (params, true),
+    };
+    Some(Incoming::Request {
+        id: plain.id,
+        method: plain.method,
+        params,
+        has_params,
+    })
+}
+
+/// Interprets one JSON value as a JSON-RPC message.
+pub fn parse_message(value: Value) -> Result<Incoming, Rejected> {
+    let Value::Object(mut object) = value else {
+        return Err(Rejected {
+            id: None,
+            error: RpcError::new(
+                INVALID_REQUEST,
+                "Invalid Request: a JSON-RPC message must be a JSON object",
+            ),
+        });
+    };
+    let id = object.remove("id");
+    let reject = |id: &Option<Value>, message: &str| Rejected {
+        id: id.clone().filter(valid_id),
+        error: RpcError::new(INVALID_REQUEST, format!("Invalid Request: {message}")),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(reject(&id, "`jsonrpc` must be \"2.0\""));
+    }
+    if let Some(id) = &id
+        && !valid_id(id)
+    {
+        return Err(reject(&None, "`id` must be a string or an integer"));
+    }
+    match object.remove("method") {
+        Some(Value::String(method)) => {
+            let has_params = object.contains_key("params");
+            let params = match object.remove("params") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(p)) => p,
+                Some(_) => {
+                    return Err(Rejected {
+                        id: id.clone(),
+                        error: RpcError::invalid_params("`params` must be an object"),
+                    });
+                }
+            };
+            Ok(match id {
+                Some(id) => Incoming::Request {
+                    id,
+                    method,
+                    params,
+                    has_params,
+                },
+                None => Incoming::Notification { method, params },
+            })
+        }
+        Some(_) => Err(reject(&id, "`method` must be a string")),
+        None => {
+            let Some(id) = id else {
+                return Err(reject(
+                    &None,
+                    "a message needs a `method` (request or notification) or an `id` (response)",
+                ));
+            };
+            let outcome = match (object.remove("result"), object.remove("error")) {
+                (Some(result), None) => Ok(result),
+                (None, Some(error)) => Err(error),
+                _ => {
+                    return Err(reject(
+                        &Some(id),
+                        "a response needs exactly one of `result` or `error`",
+                    ));
+                }
+            };
+            Ok(Incoming::Response { id, outcome })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plain_request_path_reads_only_what_the_general_path_reads_alike() {
+        let same = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
+            r#" {"method":"ping","id":"a","jsonrpc":"2.0","extra":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#,
+        ];
+        for body in same {
+            let fast = parse_plain_request(body.as_bytes()).expect(body);
+            let general = parse_message(serde_json::from_str(body).unwrap()).unwrap();
+            assert_eq!(fast, general, "{body}");
+        }
+        let null_params = parse_plain_request(same[2].as_bytes()).unwrap();
+        assert!(matches!(
+            null_params,
+            Incoming::Request {
+                has_params: true,
+                ..
+            }
+        ));
+        let left_to_the_general_path = [
+            r#"["2.0",1,"ping"]"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            "{",
+        ];
+        for body in left_to_the_general_path {
+            assert_eq!(parse_plain_request(body.as_bytes()), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn parses_each_kind_and_keeps_id_types() {
+        let r = parse_message(json!({"jsonrpc":"2.0","id":7,"method":"ping"})).unwrap();
+        assert!(matches!(r, Incoming::Request { ref id, .. } if *id == json!(7)));
+        let n =
+            parse_message(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
+        assert!(matches!(n, Incoming::Notification { .. }));
+        let resp = parse_message(json!({"jsonrpc":"2.0","id":"s-1","result":{}})).unwrap();
+        assert!(matches!(resp, Incoming::Response { outcome: Ok(_), .. }));
+    }
+
+    #[test]
+    fn rejects_malformed_messages_with_the_right_code() {
+        for bad in [
+            json!([1]),
+            json!({"jsonrpc":"1.0","id":1,"method":"x"}),
+            json!({"jsonrpc":"2.0","id":{"a":1},"method":"x"}),
+            json!({"jsonrpc":"2.0","id":1.5,"method":"x"}),
+            json!({"jsonrpc":"2.0","id":null,"method":"x"}),
+            json!({"jsonrpc":"2.0","method":7}),
+            json!({"jsonrpc":"2.0"}),
+        ] {
+            let err = parse_message(bad.clone()).unwrap_err();
+            assert_eq!(err.error.code, INVALID_REQUEST, "{bad}");
+        }
+        let err =
+            parse_message(json!({"jsonrpc":"2.0","id":3,"method":"x","params":[1]})).unwrap_err();
+        assert_eq!((err.error.code, err.id), (INVALID_PARAMS, Some(json!(3))));
+    }
+
+    #[test]
+    fn error_without_id_omits_the_member() {
+        let body = error_response(None, &RpcError::new(PARSE_ERROR, "Parse error"));
+        assert!(body.get("id").is_none());
+    }
+}

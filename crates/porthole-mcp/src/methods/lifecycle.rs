@@ -1,0 +1,104 @@
+//! `initialize` (legacy), `server/discover` (modern) and what both say about the
+//! server: its identity and its capabilities in each era. `ping` is answered in the
+//! table itself.
+
+use serde_json::{Map, Value, json};
+
+use crate::ServerInner;
+use crate::jsonrpc::RpcError;
+use crate::protocol::{self, Era, SKILLS_EXTENSION, TASKS_EXTENSION};
+
+/// What `initialize`'s params must hold (the schema's `InitializeRequestParams`): the
+/// version asked for, the client's capabilities and who the client is. A session is
+/// opened only for a request that has them, so a client that sends `protocolVersion: 5`
+/// learns what to fix instead of getting a session negotiated on a guess.
+/// The most JSON a client's declared capabilities may take.
+const MAX_CAPABILITIES_BYTES: usize = 64 * 1024;
+
+pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<(), RpcError> {
+    let wrong = |what: &str| {
+        Err(RpcError::invalid_params(format!(
+            "initialize: {what}; send {{\"protocolVersion\": \"2025-11-25\", \"capabilities\": {{}}, \
+             \"clientInfo\": {{\"name\": \"…\", \"version\": \"…\"}}}}"
+        )))
+    };
+    if !params.get("protocolVersion").is_some_and(Value::is_string) {
+        return wrong("`protocolVersion` must be a string");
+    }
+    let Some(capabilities) = params.get("capabilities").filter(|c| c.is_object()) else {
+        return wrong("`capabilities` must be an object (empty when the client offers none)");
+    };
+    // The session keeps them for its life: they must stay a declaration, not a store.
+    if capabilities.to_string().len() > MAX_CAPABILITIES_BYTES {
+        return wrong(&format!(
+            "`capabilities` is over {MAX_CAPABILITIES_BYTES} bytes of JSON; declare what the client supports, nothing more"
+        ));
+    }
+    let Some(client) = params.get("clientInfo").and_then(Value::as_object) else {
+        return wrong("`clientInfo` must be an object");
+    };
+    for field in ["name", "version"] {
+        if !client.get(field).is_some_and(Value::is_string) {
+            return wrong(&format!("`clientInfo.{field}` must be a string"));
+        }
+    }
+    Ok(())
+}
+
+/// `initialize`: the negotiated version, the capabilities and who the server is. The
+/// session itself is opened by the transport, which routes on this method.
+pub(super) fn initialize(inner: &ServerInner, params: &Map<String, Value>) -> Value {
+    let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(inner, &Era::Legacy(version)),
+        "serverInfo": server_info(inner),
+    });
+    if !inner.info.instructions.is_empty() {
+        result["instructions"] = json!(inner.info.instructions);
+    }
+    result
+}
+
+/// `server/discover`: the modern versions and the capabilities.
+pub(super) fn discover(inner: &ServerInner, era: &Era) -> Value {
+    json!({
+        "supportedVersions": protocol::MODERN_VERSIONS,
+        "capabilities": capabilities(inner, era),
+        "instructions": inner.info.instructions,
+    })
+}
+
+/// The capabilities object for `era`: tasks are the extension in the modern era and
+/// the experimental `tasks` capability from 2025-11-25 on.
+fn capabilities(inner: &ServerInner, era: &Era) -> Value {
+    let mut caps = json!({
+        "tools": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+    });
+    match era {
+        Era::Modern(_) => {
+            caps["extensions"] = json!({TASKS_EXTENSION: {}});
+            if inner.skills.is_some() {
+                caps["extensions"][SKILLS_EXTENSION] = json!({"directoryRead": true});
+            }
+        }
+        Era::Legacy(version) if protocol::legacy_has_tasks(version) => {
+            caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
+        Era::Legacy(_) => {}
+    }
+    if !inner.resources.is_empty() {
+        caps["resources"] = json!({"subscribe": true, "listChanged": true});
+    }
+    if !inner.prompts.is_empty() {
+        caps["prompts"] = json!({"listChanged": true});
+    }
+    caps
+}
+
+/// The server's identity, as `serverInfo` and in every modern result's `_meta`.
+pub(super) fn server_info(inner: &ServerInner) -> Value {
+    json!({"name": inner.info.name, "version": inner.info.version, "title": inner.info.title})
+}

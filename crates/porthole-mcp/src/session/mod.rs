@@ -1,0 +1,581 @@
+//! Legacy-era sessions (`Mcp-Session-Id`) and their SSE streams.
+//!
+//! **Self-validating ids.** A session id carries the negotiated version, the client's
+//! sampling/elicitation/roots capabilities, which token opened it (a request with the
+//! other token finds no such session) and an HMAC tag made with a key derived from
+//! the bearer secret. When the bot restarts, a client that kept its id (Claude Code
+//! does) is recognised and its session restored instead of being stranded; a forged or
+//! altered id fails the tag check and gets 404.
+//!
+//! **Ended ids cost nothing.** An id also carries the moment it was minted and a random
+//! tag of the process that minted it. One minted by this process that is no longer live
+//! has ended (DELETE, eviction) and gets 404, so no list of ended ids has to grow with
+//! traffic. Only restored sessions — minted before the process started, or by another
+//! replica sharing the secret behind a load balancer — are remembered when they end, so
+//! they are not restored twice.
+//!
+//! **Ids end for good.** No id is accepted past its maximum age (`max_age` from its
+//! minting), and an id that ended (DELETE, eviction) is written to the
+//! [`SessionLedger`] when one is given, so it is not restored after a restart either.
+//!
+//! Files: this one holds the session and the table of live sessions; `id.rs` what an
+//! id carries, `streams.rs` the resumable SSE streams.
+//!
+//! **Streams.** Every SSE stream of a session has an id; its events are numbered
+//! `<stream>-<seq>` and kept in a short backlog, so a client that lost the connection
+//! can `GET` with `Last-Event-ID` and receive what it missed — including the result of
+//! a call that finished while it was away.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use futures::future::{AbortHandle, AbortRegistration};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::guard::Access;
+use super::protocol::{LEGACY_VERSIONS, log_level_rank};
+use super::seal::SealingKey;
+
+mod id;
+mod streams;
+
+pub use id::short;
+use id::*;
+use streams::*;
+pub use streams::{StreamReceiver, StreamSender};
+
+/// Events kept per stream for replay after a reconnect.
+const BACKLOG: usize = 128;
+/// Finished streams kept per session for late resumption.
+const FINISHED_STREAMS_KEPT: usize = 8;
+/// Ended restored sessions remembered (so they keep answering 404).
+const ENDED_REMEMBERED: usize = 100_000;
+/// The `retry:` hint sent on legacy streams, in milliseconds.
+pub const RETRY_MS: u64 = 1000;
+
+#[derive(Clone)]
+pub struct SessionConfig {
+    pub max_sessions: usize,
+    pub idle_timeout: Duration,
+    /// No id is accepted longer than this after it was minted.
+    pub max_age: Duration,
+    /// Keeps ended ids across restarts; without one, only this process remembers.
+    pub ledger: Option<Arc<dyn SessionLedger>>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            max_sessions: 1000,
+            idle_timeout: Duration::from_secs(3600),
+            max_age: Duration::from_secs(24 * 3600),
+            ledger: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("max_sessions", &self.max_sessions)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_age", &self.max_age)
+            .field("ledger", &self.ledger.is_some())
+            .finish()
+    }
+}
+
+/// Where ended session ids outlive the process (the app keeps them in its database).
+pub trait SessionLedger: Send + Sync {
+    /// Ids that ended before this process started, read once when sessions are set up.
+    fn ended(&self) -> Vec<String>;
+    /// A session ended. Called on the request path: write in the background.
+    fn record_end(&self, id: &str, minted_ms: u64);
+}
+
+pub struct Session {
+    pub id: String,
+    pub version: &'static str,
+    /// What the token that opened it may do.
+    pub access: Access,
+    pub client_capabilities: Value,
+    /// Restored from its id after a restart rather than created by `initialize`.
+    pub restored: bool,
+    /// The client's name and version from `initialize` (none in a restored session),
+    /// for the spans of the work its calls start.
+    pub(crate) client_tag: std::sync::OnceLock<Arc<porthole_core::trace_context::CallerTag>>,
+    /// When the id was minted, in Unix milliseconds (for the maximum age).
+    minted_ms: u64,
+    last_seen: AtomicU64,
+    log_threshold: AtomicU8,
+    next_client_request: AtomicU64,
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    in_flight: Mutex<HashMap<InFlightKey, AbortHandle>>,
+    subscriptions: Mutex<HashSet<String>>,
+    streams: Mutex<Streams>,
+}
+
+/// The log target of session events, under the `porthole::mcp` prefix the log readers
+/// mark as the endpoint's own (whatever crate the code is in).
+const SESSION_TARGET: &str = "porthole::mcp::session";
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Session {
+    fn new(id: String, minted: Minted, restored: bool, now: u64) -> Self {
+        Session {
+            id,
+            version: minted.version,
+            access: minted.access,
+            client_capabilities: minted.client_capabilities,
+            restored,
+            client_tag: std::sync::OnceLock::new(),
+            minted_ms: minted.minted_ms,
+            last_seen: AtomicU64::new(now),
+            // Until the client sets a level, send info and above.
+            log_threshold: AtomicU8::new(log_level_rank("info").unwrap_or(1)),
+            next_client_request: AtomicU64::new(1),
+            pending: Mutex::default(),
+            in_flight: Mutex::default(),
+            subscriptions: Mutex::default(),
+            streams: Mutex::default(),
+        }
+    }
+
+    pub fn log_threshold(&self) -> u8 {
+        self.log_threshold.load(Ordering::Relaxed)
+    }
+
+    pub fn set_log_level(&self, rank: u8) {
+        self.log_threshold.store(rank, Ordering::Relaxed);
+    }
+
+    /// Whether 2025-11-25 stream features (priming events) apply.
+    pub fn resumable(&self) -> bool {
+        self.version >= "2025-11-25"
+    }
+
+    // ---- server → client requests ----------------------------------------------------
+
+    pub fn register_client_request(&self) -> (String, oneshot::Receiver<Result<Value, Value>>) {
+        let id = format!(
+            "porthole-{}",
+            self.next_client_request.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    pub fn forget_client_request(&self, id: &str) {
+        lock(&self.pending).remove(id);
+    }
+
+    /// Delivers the client's answer; false if no request with that id is waiting.
+    pub fn resolve_client_request(&self, id: &Value, outcome: Result<Value, Value>) -> bool {
+        let key = match id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match lock(&self.pending).remove(&key) {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    // ---- cancellation ----------------------------------------------------------------
+
+    /// Makes a request cancellable by `notifications/cancelled` until the returned
+    /// guard is dropped; the registration goes to the request's handler.
+    pub fn track(self: &Arc<Self>, request_id: &Value) -> (Tracked, AbortRegistration) {
+        let (handle, registration) = AbortHandle::new_pair();
+        let key = InFlightKey::of(request_id);
+        lock(&self.in_flight).insert(key.clone(), handle);
+        let tracked = Tracked {
+            session: self.clone(),
+            key,
+        };
+        (tracked, registration)
+    }
+
+    /// `notifications/cancelled`: stops the request's work if it is still running.
+    pub fn cancel(&self, request_id: &Value) -> bool {
+        match lock(&self.in_flight).remove(&InFlightKey::of(request_id)) {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    // ---- resource subscriptions ------------------------------------------------------
+
+    /// Follows `uri`, unless the session already follows `max` others; `false` then.
+    pub fn subscribe(&self, uri: &str, max: usize) -> bool {
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscriptions.len() >= max && !subscriptions.contains(uri) {
+            return false;
+        }
+        subscriptions.insert(uri.to_string());
+        true
+    }
+
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    fn touch(&self, now: u64) {
+        self.last_seen.store(now, Ordering::Relaxed);
+    }
+
+    fn idle_since(&self) -> u64 {
+        self.last_seen.load(Ordering::Relaxed)
+    }
+}
+
+/// Every session is taken, and none may give way to a new one of this credential.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "all {cap} MCP sessions are taken by the full-access token's clients, and a read-only \
+     token's session may not end one of them: end an idle session (DELETE /mcp) or raise \
+     MCP_MAX_SESSIONS"
+)]
+pub struct SessionsFull {
+    pub cap: usize,
+}
+
+/// The outcome of looking up a session id.
+pub enum Lookup {
+    Found(Arc<Session>),
+    /// Never issued by this server (or altered).
+    Unknown,
+    /// Deleted by the client or evicted.
+    Ended,
+}
+
+pub struct Sessions {
+    sealer: SealingKey,
+    config: SessionConfig,
+    /// Looked up on every legacy request: a fast hash, seeded per process (so ids a
+    /// client picks cannot be made to collide), rather than SipHash.
+    live: Mutex<LiveSessions>,
+    /// Ended ids of restored sessions, and the order they ended in (oldest forgotten
+    /// first, in O(1)).
+    ended: Mutex<(HashSet<String>, VecDeque<String>)>,
+    epoch: Instant,
+    /// When this process started, in Unix milliseconds.
+    started_ms: u64,
+    /// A random tag this process puts in the ids it mints: an id with another tag was
+    /// minted before a restart or by another replica, and may be restored.
+    instance: [u8; INSTANCE_TAG_LEN],
+}
+
+impl Sessions {
+    pub fn new(secret: Option<&str>, config: SessionConfig) -> Self {
+        let sessions = Sessions {
+            sealer: SealingKey::new(secret, "session-id"),
+            config,
+            live: Mutex::default(),
+            ended: Mutex::default(),
+            epoch: Instant::now(),
+            started_ms: unix_ms(),
+            instance: rand::random(),
+        };
+        if let Some(ledger) = &sessions.config.ledger {
+            for id in ledger.ended() {
+                sessions.remember_ended(id);
+            }
+        }
+        sessions
+    }
+
+    /// Whether an id minted at `minted_ms` is past its maximum age.
+    fn too_old(&self, minted_ms: u64) -> bool {
+        unix_ms().saturating_sub(minted_ms) > self.config.max_age.as_millis() as u64
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Mints a session for a client that just initialized; `Err` when every session is
+    /// taken and none may give way to this one (see [`Sessions::insert`]).
+    pub fn create(
+        &self,
+        version: &'static str,
+        caps: Value,
+        access: Access,
+    ) -> Result<Arc<Session>, SessionsFull> {
+        let version_index = LEGACY_VERSIONS
+            .iter()
+            .position(|v| *v == version)
+            .unwrap_or(LEGACY_VERSIONS.len() - 1) as u8;
+        let minted_ms = unix_ms().max(self.started_ms);
+        let mut payload = Vec::with_capacity(22);
+        payload.push(version_index);
+        payload.push(caps_to_bits(&caps) | access_bit(access));
+        payload.extend_from_slice(&minted_ms.to_be_bytes());
+        payload.extend_from_slice(&self.instance);
+        payload.extend_from_slice(&rand::random::<[u8; 12 - INSTANCE_TAG_LEN]>());
+        let id = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(self.sealer.tag(&payload))
+        );
+        let minted = Minted {
+            version,
+            client_capabilities: caps,
+            access,
+            minted_ms,
+            instance: self.instance,
+        };
+        let session = Arc::new(Session::new(id.clone(), minted, false, self.now()));
+        if !self.insert(session.clone()) {
+            return Err(SessionsFull {
+                cap: self.config.max_sessions,
+            });
+        }
+        Ok(session)
+    }
+
+    /// Makes `session` live. At the cap, the session idle the longest gives way, but
+    /// never to a lesser credential: a read-only token's session evicts only read-only
+    /// ones, so that token cannot end the full token's sessions by opening many. `false`
+    /// when nothing may give way (the session is not kept).
+    fn insert(&self, session: Arc<Session>) -> bool {
+        let mut live = lock(&self.live);
+        if live.len() >= self.config.max_sessions {
+            let oldest = live
+                .values()
+                .filter(|s| session.access == Access::Full || s.access == session.access)
+                .min_by_key(|s| s.idle_since())
+                .map(|s| s.id.clone());
+            let Some(oldest) = oldest else {
+                return false;
+            };
+            {
+                if let Some(evicted) = live.remove(&oldest) {
+                    evicted.close_streams();
+                }
+                tracing::info!(
+                    target: SESSION_TARGET,
+                    session = %short(&oldest),
+                    cap = self.config.max_sessions,
+                    "evicted the longest-idle MCP session (MCP_MAX_SESSIONS reached)"
+                );
+                self.forget(oldest);
+            }
+        }
+        live.insert(session.id.clone(), session);
+        true
+    }
+
+    /// After a session ends: its id must answer 404 from now on. Ids minted here do so
+    /// by themselves; a restored one has to be remembered, and the ledger keeps every
+    /// one for the processes after this one.
+    fn forget(&self, id: String) {
+        let Some(minted) = self.verify(&id) else {
+            return;
+        };
+        if let Some(ledger) = &self.config.ledger {
+            ledger.record_end(&id, minted.minted_ms);
+        }
+        if minted.instance != self.instance {
+            self.remember_ended(id);
+        }
+    }
+
+    fn remember_ended(&self, id: String) {
+        let mut guard = lock(&self.ended);
+        let (ids, order) = &mut *guard;
+        if ids.len() >= ENDED_REMEMBERED
+            && let Some(oldest) = order.pop_front()
+        {
+            ids.remove(&oldest);
+        }
+        if ids.insert(id.clone()) {
+            order.push_back(id);
+        }
+    }
+
+    /// Finds a session, restoring one minted before a restart from its id.
+    pub fn get(&self, id: &str) -> Lookup {
+        // Bound first: the table's lock must be released before `end` takes it again.
+        let live = lock(&self.live).get(id).cloned();
+        if let Some(session) = live {
+            if self.too_old(session.minted_ms) {
+                tracing::info!(target: SESSION_TARGET, session = %short(id), "ended an MCP session past its maximum age (MCP_SESSION_MAX_AGE_SECS)");
+                self.end(id);
+                return Lookup::Ended;
+            }
+            session.touch(self.now());
+            return Lookup::Found(session);
+        }
+        let Some(minted) = self.verify(id) else {
+            return Lookup::Unknown;
+        };
+        if minted.instance == self.instance
+            || self.too_old(minted.minted_ms)
+            || lock(&self.ended).0.contains(id)
+        {
+            return Lookup::Ended;
+        }
+        let session = Arc::new(Session::new(id.to_string(), minted, true, self.now()));
+        if !self.insert(session.clone()) {
+            // No room for it: the client starts over, and `initialize` says why.
+            return Lookup::Ended;
+        }
+        tracing::info!(target: SESSION_TARGET, session = %short(id), version = session.version, "restored an MCP session minted before a restart or by another replica");
+        Lookup::Found(session)
+    }
+
+    /// [`Sessions::get`] for a request carrying a token of `access`: a session opened
+    /// with the other token is unknown to it, so one client's token can neither read
+    /// another's session stream nor end its session.
+    pub fn get_for(&self, id: &str, access: Access) -> Lookup {
+        match self.verify(id) {
+            Some(minted) if minted.access == access => self.get(id),
+            _ => Lookup::Unknown,
+        }
+    }
+
+    /// What a genuine id says; `None` for a forged, altered or malformed one.
+    fn verify(&self, id: &str) -> Option<Minted> {
+        let (payload, tag) = id.split_once('.')?;
+        // Decoded on the stack (this runs on every legacy request); anything longer than
+        // the buffers is no id of ours.
+        let (mut payload_buffer, mut tag_buffer) = ([0u8; 32], [0u8; 32]);
+        let payload_len = URL_SAFE_NO_PAD
+            .decode_slice(payload, &mut payload_buffer)
+            .ok()?;
+        let tag_len = URL_SAFE_NO_PAD.decode_slice(tag, &mut tag_buffer).ok()?;
+        let (payload, tag) = (&payload_buffer[..payload_len], &tag_buffer[..tag_len]);
+        if payload.len() != 22 || !self.sealer.verify(payload, tag) {
+            return None;
+        }
+        Some(Minted {
+            version: LEGACY_VERSIONS.get(payload[0] as usize)?,
+            client_capabilities: bits_to_caps(payload[1]),
+            access: bit_to_access(payload[1]),
+            minted_ms: u64::from_be_bytes(payload[2..10].try_into().ok()?),
+            instance: payload[10..10 + INSTANCE_TAG_LEN].try_into().ok()?,
+        })
+    }
+
+    /// Ends a session (DELETE); its id answers 404 from now on.
+    pub fn end(&self, id: &str) -> bool {
+        let removed = remove_live(&mut lock(&self.live), id);
+        if let Some(session) = &removed {
+            session.close_streams();
+        }
+        let existed = removed.is_some() || self.verify(id).is_some();
+        if existed {
+            self.forget(id.to_string());
+        }
+        existed
+    }
+
+    /// Another replica ended this session (DELETE): its id answers 404 here too, from
+    /// now on. The ledger is the ending replica's to write.
+    pub fn ended_elsewhere(&self, id: &str) {
+        if let Some(session) = remove_live(&mut lock(&self.live), id) {
+            session.close_streams();
+        }
+        if let Some(minted) = self.verify(id)
+            && minted.instance != self.instance
+        {
+            self.remember_ended(id.to_string());
+        }
+    }
+
+    /// Ends sessions idle longer than the idle timeout; returns how many. A session whose
+    /// client holds its GET stream open is listening, not idle, and stays.
+    pub fn evict_idle(&self) -> usize {
+        let cutoff = self
+            .now()
+            .saturating_sub(self.config.idle_timeout.as_millis() as u64);
+        let expired: Vec<String> = lock(&self.live)
+            .values()
+            .filter(|s| s.idle_since() < cutoff && !s.listening())
+            .map(|s| s.id.clone())
+            .collect();
+        for id in &expired {
+            if let Some(session) = remove_live(&mut lock(&self.live), id) {
+                session.close_streams();
+            }
+            tracing::info!(target: SESSION_TARGET, session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
+            self.forget(id.clone());
+        }
+        expired.len()
+    }
+
+    pub fn live_count(&self) -> usize {
+        lock(&self.live).len()
+    }
+
+    /// Every live session (for notification fan-out).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        lock(&self.live).values().cloned().collect()
+    }
+}
+
+type LiveSessions = HashMap<String, Arc<Session>, foldhash::fast::RandomState>;
+
+/// Removes a live session. The table gives memory back once it is mostly empty (a hash
+/// map never shrinks by itself), halving at most as often as it emptied, so the cost
+/// stays O(1) per removal.
+fn remove_live(live: &mut LiveSessions, id: &str) -> Option<Arc<Session>> {
+    let removed = live.remove(id);
+    if live.capacity() > 64 && live.len() * 4 < live.capacity() {
+        live.shrink_to(live.len() * 2);
+    }
+    removed
+}
+
+/// A request of a session that can still be cancelled; dropping it forgets the request.
+pub struct Tracked {
+    session: Arc<Session>,
+    key: InFlightKey,
+}
+
+/// A request id as the key of the requests in flight: the id's JSON text, so `7` and
+/// `"7"` stay apart, except that an integer id (most are) is kept as its number, not
+/// written out into a string on every request.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum InFlightKey {
+    Integer(i128),
+    Text(String),
+}
+
+impl InFlightKey {
+    fn of(id: &Value) -> InFlightKey {
+        match id.as_i64().map(i128::from).or(id.as_u64().map(i128::from)) {
+            Some(n) => InFlightKey::Integer(n),
+            // Other numbers never print as bare digits (`7.0`, `1e300`), so no text
+            // key equals an integer's.
+            None => InFlightKey::Text(id.to_string()),
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        lock(&self.session.in_flight).remove(&self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests;
