@@ -20,6 +20,8 @@
 #   inspector-modern     MCP Inspector CLI --protocol-era modern: the same
 #   claude-code          Claude Code `claude mcp add` + `claude mcp list` shows ✔ Connected
 #   claude-code-bad-token  the same with a wrong token must not show Connected
+#   resume-ts-sdk-v1     sdk 1.x client whose GET stream a proxy cuts: it resumes with Last-Event-ID
+#                        and gets the notifications sent while it was away
 #   claude-code-mount    Claude Code connects to the porthole-mcp crate's mount example (an axum
 #                        service of its own mounting /mcp), then `claude mcp list` ✔ Connected
 #                        (SKIP when target/debug/examples/mount is not built)
@@ -62,7 +64,7 @@ usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 ALL_CHECKS=(ts-sdk-v1 ts-client-v2-auto ts-client-v2-modern python-auto python-legacy
   inspector-legacy inspector-modern claude-code claude-code-bad-token claude-code-mount
-  stdio-relay tasks-ts-sdk-v1 skills-ts-client-v2)
+  stdio-relay tasks-ts-sdk-v1 skills-ts-client-v2 resume-ts-sdk-v1)
 
 # --- arguments --------------------------------------------------------------------------
 ONLY=""
@@ -432,6 +434,10 @@ check_extension() { # url, check: the tasks and skills extensions through the TS
   run_client "extension $2" node "$TOOLS/extensions-client.mjs" --check "$2" --url "$1"
 }
 
+check_resume() { # url: the TS SDK through a proxy that cuts its GET stream
+  run_client "resume" node "$TOOLS/resume-client.mjs" --url "$1"
+}
+
 check_fn() { # check name -> function and arguments
   case "$1" in
     ts-sdk-v1) echo check_ts_sdk_v1 ;;
@@ -447,6 +453,7 @@ check_fn() { # check name -> function and arguments
     stdio-relay) echo check_stdio_relay ;;
     tasks-ts-sdk-v1) echo check_extension @URL tasks-legacy ;;
     skills-ts-client-v2) echo check_extension @URL skills ;;
+    resume-ts-sdk-v1) echo check_resume @URL ;;
   esac
 }
 describe() {
@@ -464,6 +471,7 @@ describe() {
     stdio-relay) echo "porthole-stdio relay under the TS SDK's StdioClientTransport" ;;
     tasks-ts-sdk-v1) echo "TypeScript SDK v1 ($(pkg_version @modelcontextprotocol/sdk)) experimental tasks (2025-11-25): callToolStream, tasks/list" ;;
     skills-ts-client-v2) echo "TypeScript client v2 ($(pkg_version @modelcontextprotocol/client)) SkillsClient: list, verified read, directory read" ;;
+    resume-ts-sdk-v1) echo "TypeScript SDK v1 ($(pkg_version @modelcontextprotocol/sdk)) resuming its cut GET stream with Last-Event-ID" ;;
   esac
 }
 

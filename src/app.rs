@@ -162,6 +162,7 @@ async fn build_mcp(
             idle_timeout: c.session_idle,
             max_age: c.session_max_age,
             ledger: Some(Arc::new(ledger)),
+            streams: c.stream_limits,
         })
         .tasks(task_config(bot))
         .skills(bot.skills.clone())

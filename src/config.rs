@@ -61,6 +61,9 @@ pub struct McpServerConfig {
     pub max_sessions: usize,
     pub session_idle: Duration,
     pub session_max_age: Duration,
+    /// What each SSE stream keeps for a client that reconnects with `Last-Event-ID`
+    /// (`MCP_STREAM_BACKLOG_EVENTS`, `MCP_STREAM_BACKLOG_BYTES`, `MCP_STREAM_RESUME_SECS`).
+    pub stream_limits: crate::mcp::session::StreamLimits,
     /// `MCP_TASK_TTL_SECS`: how long a `/mcp` task and its result are kept when the
     /// client names no ttl (2026-07-28 tasks never do).
     pub task_ttl: Duration,
@@ -505,6 +508,16 @@ fn mcp_config(vars: &Vars) -> Result<McpServerConfig, ConfigError> {
         max_sessions: vars.number("MCP_MAX_SESSIONS", 1000usize, 1, 1_000_000)?,
         session_idle: vars.seconds("MCP_SESSION_IDLE_SECS", 3600, 1, 7 * 24 * 3600)?,
         session_max_age: vars.seconds("MCP_SESSION_MAX_AGE_SECS", 24 * 3600, 60, 30 * 24 * 3600)?,
+        stream_limits: crate::mcp::session::StreamLimits {
+            backlog_events: vars.number("MCP_STREAM_BACKLOG_EVENTS", 128usize, 1, 100_000)?,
+            backlog_bytes: vars.number(
+                "MCP_STREAM_BACKLOG_BYTES",
+                1_048_576usize,
+                1024,
+                1 << 30,
+            )?,
+            resume_window: vars.seconds("MCP_STREAM_RESUME_SECS", 120, 0, 3600)?,
+        },
         task_ttl: vars.seconds("MCP_TASK_TTL_SECS", 3600, 10, 7 * 24 * 3600)?,
         allowed_origins: vars.list("MCP_ALLOWED_ORIGINS"),
         allowed_hosts: vars.list("MCP_ALLOWED_HOSTS"),

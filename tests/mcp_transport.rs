@@ -1090,3 +1090,92 @@ async fn what_a_session_keeps_is_bounded() {
     assert!(room.error_code().is_none(), "{}", room.raw);
     app.shutdown().await;
 }
+
+/// A legacy `GET` notification stream whose connection is cut, resumed with
+/// `Last-Event-ID`, gets every notification sent while it was away, then the rest; an
+/// id the session no longer holds opens a new stream whose first lines say so.
+#[tokio::test]
+async fn a_cut_notification_stream_resumes_without_losing_what_was_sent() {
+    let app = start_bot(&[]).await;
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let get = |last_event_id: Option<String>| {
+        let mut request = client()
+            .get(format!("{}/mcp", app.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        request.send()
+    };
+    let listed_changes = |messages: &[serde_json::Value]| {
+        messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/tools/list_changed")
+            .count()
+    };
+    // One burst of changes is one notification (the bot gathers 100 ms of them).
+    let change_tools = || async {
+        app.bot.tools.set_enabled("calculator", false);
+        app.bot.tools.set_enabled("calculator", true);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+
+    // The stream's first event (its priming event) gives the id to resume from.
+    let mut first = get(None).await.unwrap().bytes_stream();
+    let mut seen = String::new();
+    while seen_id(&seen).is_none() {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), first.next()).await;
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap().unwrap()));
+    }
+    let last = seen_id(&seen).unwrap();
+    drop(first);
+    // While the client is away, the tool list changes twice.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    change_tools().await;
+    change_tools().await;
+
+    let resumed = get(Some(last)).await.unwrap();
+    assert_eq!(resumed.status(), 200);
+    let mut resumed = resumed.bytes_stream();
+    let mut seen = String::new();
+    let missed = read_sse_until(&mut resumed, &mut seen, |messages| {
+        (listed_changes(messages) >= 2).then_some(())
+    })
+    .await;
+    assert!(
+        missed.is_some(),
+        "both changes sent while away arrive: {seen}"
+    );
+    // And the stream goes on live.
+    change_tools().await;
+    let live = read_sse_until(&mut resumed, &mut seen, |messages| {
+        (listed_changes(messages) >= 3).then_some(())
+    })
+    .await;
+    assert!(
+        live.is_some(),
+        "later changes arrive on the resumed stream: {seen}"
+    );
+
+    // An id of a stream this session never had: a new stream that says so.
+    let lost = get(Some("9999-3".into())).await.unwrap();
+    assert_eq!(lost.status(), 200);
+    let mut lost = lost.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("this is a new stream") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), lost.next()).await;
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap().unwrap()));
+    }
+    assert!(seen.starts_with("id: "), "the priming event first: {seen}");
+    app.shutdown().await;
+}
+
+/// The `id:` of the first SSE event in `text`, once it has arrived.
+fn seen_id(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("id: "))
+        .map(|id| id.trim().to_string())
+}

@@ -69,7 +69,7 @@ pub use protocol::Era;
 pub use replicas::{Changed, Replicas};
 pub use resource::ResourceProvider;
 pub use seal::SealingKey;
-pub use session::{SessionConfig, SessionLedger};
+pub use session::{SessionConfig, SessionLedger, StreamLimits};
 pub use skills::SkillCatalog;
 pub use subscriptions::{Change, Notifier};
 pub use task_record::{TaskRecord, TaskStatus};

@@ -50,46 +50,74 @@ async fn answer_get(
         Lookup::Found(s) => s,
         _ => return session_not_found(),
     };
-    if let Some(last) = header(&headers, protocol::HEADER_LAST_EVENT_ID)
-        && let Some(rx) = session.resume(last)
-    {
+    let last_event_id = header(&headers, protocol::HEADER_LAST_EVENT_ID);
+    if let Some(rx) = last_event_id.and_then(|last| session.resume(last)) {
         return sse_response(&inner, rx, None);
     }
-    let (stream, rx) = session.open_stream(true);
-    let mut changes = inner.notifier.subscribe();
-    let forward_session = session.clone();
-    let forwarder = tokio::spawn(async move {
-        let _cleanup = StreamCleanup {
-            session: forward_session.clone(),
-            stream,
-        };
-        loop {
-            match changes.recv().await {
-                Ok(crate::subscriptions::Change::Task(task)) => {
-                    // 2025-11-25: a session hears about its own tasks only.
-                    if task.session.as_deref() == Some(forward_session.id.as_str()) {
-                        let status =
-                            jsonrpc::notification("notifications/tasks/status", task.legacy());
-                        forward_session.push_if_current(stream, &status);
-                    }
+    if last_event_id.is_some() {
+        tracing::info!(
+            target: "porthole::mcp::session",
+            session = %crate::session::short(&session.id),
+            "a GET asked to resume a stream this session no longer holds; opened a new one"
+        );
+    }
+    let (stream, rx) = session.open_notification_stream(last_event_id.is_some());
+    // Not tied to the connection: while the client is away (up to the resume window),
+    // what it misses waits in the stream's backlog for its `Last-Event-ID`.
+    tokio::spawn(forward_notifications(
+        inner.notifier.subscribe(),
+        session,
+        stream,
+    ));
+    sse_response(&inner, rx, None)
+}
+
+/// How often a `GET` stream's forwarder checks whether its client is still there (or
+/// came back) while no notification arrives.
+const PRESENCE_CHECK: Duration = Duration::from_secs(5);
+
+/// Feeds a session's `GET` stream with the notifications it should hear, until the
+/// stream is dropped: another `GET` took its place, the session ended, or its client
+/// stayed away longer than the resume window.
+async fn forward_notifications(
+    mut changes: tokio::sync::broadcast::Receiver<crate::subscriptions::Change>,
+    session: Arc<Session>,
+    stream: u64,
+) {
+    let mut presence = tokio::time::interval(PRESENCE_CHECK);
+    loop {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            _ = presence.tick() => {
+                if session.keep_notification_stream(stream) {
+                    continue;
                 }
-                Ok(change) => {
-                    let wanted = match &change {
-                        crate::subscriptions::Change::ResourceUpdated(uri) => {
-                            forward_session.is_subscribed(uri)
-                        }
-                        _ => true,
-                    };
-                    if wanted {
-                        forward_session.push_if_current(stream, &change.to_notification(None));
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => break,
+                return;
             }
+        };
+        match change {
+            Ok(crate::subscriptions::Change::Task(task)) => {
+                // 2025-11-25: a session hears about its own tasks only.
+                if task.session.as_deref() == Some(session.id.as_str()) {
+                    let status = jsonrpc::notification("notifications/tasks/status", task.legacy());
+                    session.push_if_current(stream, &status);
+                }
+            }
+            Ok(change) => {
+                let wanted = match &change {
+                    crate::subscriptions::Change::ResourceUpdated(uri) => {
+                        session.is_subscribed(uri)
+                    }
+                    _ => true,
+                };
+                if wanted {
+                    session.push_if_current(stream, &change.to_notification(None));
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(_) => return,
         }
-    });
-    sse_response(&inner, rx, Some(forwarder.abort_handle()))
+    }
 }
 
 /// `GET` and `DELETE` belong to 2025 sessions: a 2026-07-28 request gets the 405 that
@@ -111,18 +139,6 @@ fn version_refused(headers: &HeaderMap, method: &str) -> Option<Response> {
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("POST"));
     Some(response)
-}
-
-/// Removes a GET stream from its session when its connection ends.
-pub(super) struct StreamCleanup {
-    session: Arc<Session>,
-    stream: u64,
-}
-
-impl Drop for StreamCleanup {
-    fn drop(&mut self) {
-        self.session.close_notification_stream(self.stream);
-    }
 }
 
 /// `DELETE /mcp`; its error answers are redacted ([`porthole_core::redact::redact_error`]).

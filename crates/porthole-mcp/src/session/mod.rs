@@ -50,8 +50,6 @@ use id::*;
 use streams::*;
 pub use streams::{StreamReceiver, StreamSender};
 
-/// Events kept per stream for replay after a reconnect.
-const BACKLOG: usize = 128;
 /// Finished streams kept per session for late resumption.
 const FINISHED_STREAMS_KEPT: usize = 8;
 /// Ended restored sessions remembered (so they keep answering 404).
@@ -67,6 +65,32 @@ pub struct SessionConfig {
     pub max_age: Duration,
     /// Keeps ended ids across restarts; without one, only this process remembers.
     pub ledger: Option<Arc<dyn SessionLedger>>,
+    /// What a session's SSE streams keep for a client that reconnects.
+    pub streams: StreamLimits,
+}
+
+/// What each SSE stream of a session keeps for a client that reconnects with
+/// `Last-Event-ID`: the newest events, within a count and a size, and (for its `GET`
+/// notification stream) how long after the client left the stream is still fed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The most events a stream keeps for replay.
+    pub backlog_events: usize,
+    /// The most bytes of events a stream keeps for replay (its newest event always).
+    pub backlog_bytes: usize,
+    /// How long a `GET` stream whose client left keeps collecting notifications for
+    /// it; past that, the stream is dropped and its id answers no resume.
+    pub resume_window: Duration,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            backlog_events: 128,
+            backlog_bytes: 1024 * 1024,
+            resume_window: Duration::from_secs(120),
+        }
+    }
 }
 
 impl Default for SessionConfig {
@@ -76,6 +100,7 @@ impl Default for SessionConfig {
             idle_timeout: Duration::from_secs(3600),
             max_age: Duration::from_secs(24 * 3600),
             ledger: None,
+            streams: StreamLimits::default(),
         }
     }
 }
@@ -87,6 +112,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_age", &self.max_age)
             .field("ledger", &self.ledger.is_some())
+            .field("streams", &self.streams)
             .finish()
     }
 }
@@ -119,6 +145,8 @@ pub struct Session {
     in_flight: Mutex<HashMap<InFlightKey, AbortHandle>>,
     subscriptions: Mutex<HashSet<String>>,
     streams: Mutex<Streams>,
+    /// What its streams keep for a reconnect.
+    stream_limits: StreamLimits,
 }
 
 /// The log target of session events, under the `porthole::mcp` prefix the log readers
@@ -130,7 +158,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Session {
-    fn new(id: String, minted: Minted, restored: bool, now: u64) -> Self {
+    fn new(id: String, minted: Minted, restored: bool, now: u64, limits: StreamLimits) -> Self {
         Session {
             id,
             version: minted.version,
@@ -147,6 +175,7 @@ impl Session {
             in_flight: Mutex::default(),
             subscriptions: Mutex::default(),
             streams: Mutex::default(),
+            stream_limits: limits,
         }
     }
 
@@ -342,7 +371,13 @@ impl Sessions {
             minted_ms,
             instance: self.instance,
         };
-        let session = Arc::new(Session::new(id.clone(), minted, false, self.now()));
+        let session = Arc::new(Session::new(
+            id.clone(),
+            minted,
+            false,
+            self.now(),
+            self.config.streams,
+        ));
         if !self.insert(session.clone()) {
             return Err(SessionsFull {
                 cap: self.config.max_sessions,
@@ -433,7 +468,13 @@ impl Sessions {
         {
             return Lookup::Ended;
         }
-        let session = Arc::new(Session::new(id.to_string(), minted, true, self.now()));
+        let session = Arc::new(Session::new(
+            id.to_string(),
+            minted,
+            true,
+            self.now(),
+            self.config.streams,
+        ));
         if !self.insert(session.clone()) {
             // No room for it: the client starts over, and `initialize` says why.
             return Lookup::Ended;

@@ -1,6 +1,8 @@
-//! A session's SSE streams: each numbered event kept in a short backlog so a client that
-//! lost the connection can resume with `Last-Event-ID`, the newest GET stream as the
-//! home of session-wide notifications, and finished streams kept for late resumption.
+//! A session's SSE streams: each numbered event kept in a short backlog (bounded in
+//! events and bytes, [`StreamLimits`]) so a client that lost the connection can resume
+//! with `Last-Event-ID`, the newest GET stream as the home of session-wide notifications
+//! (still fed for [`StreamLimits::resume_window`] after its client left, so a reconnect
+//! loses nothing), and finished streams kept for late resumption.
 
 use super::*;
 
@@ -11,8 +13,12 @@ pub type StreamReceiver = mpsc::UnboundedReceiver<Bytes>;
 pub(super) struct EventStream {
     pub(super) next_seq: u64,
     pub(super) backlog: VecDeque<(u64, Bytes)>,
+    /// The bytes the backlog holds.
+    pub(super) backlog_bytes: usize,
     pub(super) live: Option<StreamSender>,
     pub(super) finished: bool,
+    /// When its client was last seen gone (a `GET` stream waiting for a resume).
+    pub(super) left_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -28,6 +34,12 @@ pub(super) fn frame(id: &str, data: &str) -> Bytes {
     Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n"))
 }
 
+/// The first line of a `GET` stream opened for a `Last-Event-ID` this session no longer
+/// holds: an SSE comment (clients skip it) that says why nothing was replayed.
+pub const NOT_RESUMED: &str = ": the stream of this Last-Event-ID is not held any more \
+(it ended, its client stayed away longer than the resume window, or another replica \
+served it): this is a new stream, and what was sent on the old one meanwhile is lost\n\n";
+
 impl Session {
     /// Opens a new stream; returns its id and the receiver feeding the HTTP body.
     pub fn open_stream(&self, for_notifications: bool) -> (u64, StreamReceiver) {
@@ -40,8 +52,10 @@ impl Session {
             EventStream {
                 next_seq: 1,
                 backlog: VecDeque::new(),
+                backlog_bytes: 0,
                 live: Some(tx.clone()),
                 finished: false,
+                left_at: None,
             },
         );
         if for_notifications {
@@ -57,6 +71,22 @@ impl Session {
         (id, rx)
     }
 
+    /// Opens the session's `GET` notification stream; `lost` when the client asked to
+    /// resume a stream this session no longer holds, which the stream's first lines
+    /// then say ([`NOT_RESUMED`]).
+    pub fn open_notification_stream(&self, lost: bool) -> (u64, StreamReceiver) {
+        let (id, rx) = self.open_stream(true);
+        if lost
+            && let Some(live) = lock(&self.streams)
+                .map
+                .get(&id)
+                .and_then(|s| s.live.as_ref())
+        {
+            let _ = live.send(Bytes::from_static(NOT_RESUMED.as_bytes()));
+        }
+        (id, rx)
+    }
+
     /// Sends a JSON-RPC message on a stream (kept for replay).
     pub fn push(&self, stream: u64, message: &Value) {
         let data = serde_json::to_string(message).unwrap_or_default();
@@ -67,9 +97,16 @@ impl Session {
         let seq = s.next_seq;
         s.next_seq += 1;
         let bytes = frame(&format!("{stream}-{seq}"), &data);
-        if s.backlog.len() == BACKLOG {
-            s.backlog.pop_front();
+        let limits = self.stream_limits;
+        while !s.backlog.is_empty()
+            && (s.backlog.len() >= limits.backlog_events
+                || s.backlog_bytes + bytes.len() > limits.backlog_bytes)
+        {
+            if let Some((_, old)) = s.backlog.pop_front() {
+                s.backlog_bytes -= old.len();
+            }
         }
+        s.backlog_bytes += bytes.len();
         s.backlog.push_back((seq, bytes.clone()));
         if let Some(live) = &s.live
             && live.send(bytes).is_err()
@@ -101,13 +138,32 @@ impl Session {
         }
     }
 
-    /// Drops a stream whose client went away, unless it still has work pending.
-    pub fn close_notification_stream(&self, stream: u64) {
+    /// Whether `GET` stream `stream` is still worth feeding: it is the session's
+    /// notification stream, and its client is connected or left less than the resume
+    /// window ago. A stream that is not (another `GET` took its place, or its client
+    /// stayed away too long) is dropped here, so its id answers no resume.
+    pub fn keep_notification_stream(&self, stream: u64) -> bool {
         let mut streams = lock(&self.streams);
-        streams.map.remove(&stream);
-        if streams.notifications == Some(stream) {
-            streams.notifications = None;
+        let current = streams.notifications == Some(stream);
+        let waited_out = match streams.map.get_mut(&stream) {
+            None => return false,
+            Some(_) if !current => true,
+            Some(s) if s.live.as_ref().is_some_and(|live| !live.is_closed()) => {
+                s.left_at = None;
+                false
+            }
+            Some(s) => {
+                let left = *s.left_at.get_or_insert_with(Instant::now);
+                left.elapsed() >= self.stream_limits.resume_window
+            }
+        };
+        if waited_out {
+            streams.map.remove(&stream);
+            if current {
+                streams.notifications = None;
+            }
         }
+        !waited_out
     }
 
     /// Whether a client holds the session's GET stream open right now.
