@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::bot::tools::native::Delegation;
+use crate::bot::tools::provenance::{CHAT_USER, chat_user_text};
 
 pub(super) const WORKER_PROMPT: &str =
     "You are a worker agent. Complete the task you are given and answer with the result only.";
@@ -92,10 +93,22 @@ impl Delegation for Workers {
     }
 
     fn agents(&self, ctx: &ExecContext) -> Value {
-        let mut agents = self.registry.list();
+        let agents = self.registry.list();
         if !ctx.is_admin() {
-            agents = agents.into_iter().map(AgentInfo::for_chat_users).collect();
+            let shown: Vec<AgentInfo> = agents.into_iter().map(AgentInfo::for_chat_users).collect();
+            return serde_json::to_value(shown).unwrap_or_default();
         }
-        serde_json::to_value(agents).unwrap_or_default()
+        // An admin's turn: a worker's task that a chat user's turn gave it is that
+        // user's text, shown marked as such (crate::bot::tools::provenance).
+        let shown = agents.into_iter().map(|agent| {
+            let from_chat_user = agent.parent.is_some() && !agent.admin_task;
+            let mut value = serde_json::to_value(&agent).unwrap_or_default();
+            if from_chat_user && let Some(task) = agent.task.as_deref() {
+                value["task"] = chat_user_text(task);
+                value["written_by"] = CHAT_USER.into();
+            }
+            value
+        });
+        Value::Array(shown.collect())
     }
 }

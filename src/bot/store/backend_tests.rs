@@ -282,21 +282,21 @@ async fn memories_settings_and_sessions_on(store: Store) {
         scope: scope.into(),
     };
     assert_eq!(
-        store.recall(User, "colour").await.unwrap(),
+        store.recall(&[User], "colour").await.unwrap(),
         vec![memory("Colour", "green", "user")]
     );
     // `%` and `_` are literal, not wildcards.
-    assert_eq!(store.recall(User, "0%_").await.unwrap().len(), 1);
-    assert_eq!(store.recall(User, "").await.unwrap().len(), 2);
+    assert_eq!(store.recall(&[User], "0%_").await.unwrap().len(), 1);
+    assert_eq!(store.recall(&[User], "").await.unwrap().len(), 2);
     // An admin's memory under the same key is another memory: a user's turn neither
-    // finds nor overwrites it; an admin's finds both.
+    // finds nor overwrites it; reading both scopes finds both.
     store.remember(Admin, "Colour", "red").await.unwrap();
     store.remember(User, "Colour", "grey").await.unwrap();
     assert_eq!(
-        store.recall(User, "colour").await.unwrap(),
+        store.recall(&[User], "colour").await.unwrap(),
         vec![memory("Colour", "grey", "user")]
     );
-    let mut both = store.recall(Admin, "colour").await.unwrap();
+    let mut both = store.recall(&[Admin, User], "colour").await.unwrap();
     both.sort_by(|a, b| a.scope.cmp(&b.scope));
     assert_eq!(
         both,

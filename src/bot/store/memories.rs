@@ -1,6 +1,7 @@
 //! Long-term memory for the `remember`/`recall` tools. Each memory belongs to the
 //! rights of the turn that stored it ([`MemoryScope`]): a chat user's turn reads and
-//! writes only the users' memories; an admin's turn stores the admins' and reads both.
+//! writes only the users' memories; an admin's turn stores the admins' and reads the
+//! chat users' only when it asks (`recall`'s `scope`), marked as theirs.
 
 use super::backend::Sql;
 use super::log_events::contains_pattern;
@@ -68,18 +69,28 @@ impl Store {
         Ok(())
     }
 
-    /// Memories `scope` may read whose key or value contains `query`, ignoring ASCII
-    /// case (all of them for an empty query), newest first: a user's own scope, an
-    /// admin's every scope.
-    pub async fn recall(&self, scope: MemoryScope, query: &str) -> Result<Vec<Memory>, StoreError> {
+    /// The memories of `scopes` whose key or value contains `query`, ignoring ASCII
+    /// case (all of them for an empty query), newest first. Which scopes a turn may
+    /// read is the caller's to decide (`recall`).
+    pub async fn recall(
+        &self,
+        scopes: &[MemoryScope],
+        query: &str,
+    ) -> Result<Vec<Memory>, StoreError> {
         let like = self.db.dialect().like;
         let sql = Sql::fixed(format!(
             "SELECT key, value, scope FROM memories
-             WHERE (scope = 'user' OR ?2 = 'admin')
+             WHERE (scope = ?2 OR scope = ?3)
                AND (key {like} ?1 ESCAPE '\\' OR value {like} ?1 ESCAPE '\\')
              ORDER BY updated_at DESC LIMIT 50"
         ));
-        let values = vec![contains_pattern(query).into(), scope.as_str().into()];
+        // A scope not asked for names no row.
+        let scope = |s: MemoryScope| if scopes.contains(&s) { s.as_str() } else { "" };
+        let values = vec![
+            contains_pattern(query).into(),
+            scope(MemoryScope::User).into(),
+            scope(MemoryScope::Admin).into(),
+        ];
         self.db.query(sql, values).await
     }
 }

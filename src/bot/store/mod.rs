@@ -488,8 +488,11 @@ mod tests {
             }
         };
         let pair = |key: &str, scope: &str| (key.to_string(), scope.to_string());
-        assert_eq!(found(MemoryScope::User).await, vec![pair("colour", "user")]);
-        let mut all = found(MemoryScope::Admin).await;
+        assert_eq!(
+            found(&[MemoryScope::User]).await,
+            vec![pair("colour", "user")]
+        );
+        let mut all = found(&[MemoryScope::User, MemoryScope::Admin]).await;
         all.sort();
         assert_eq!(all, vec![pair("colour", "user"), pair("plan", "admin")]);
     }

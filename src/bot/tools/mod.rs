@@ -10,6 +10,7 @@
 //! layers (the `/mcp` endpoint) can tell their clients.
 
 pub mod native;
+pub mod provenance;
 pub mod user;
 
 use std::collections::{BTreeMap, HashMap};

@@ -82,12 +82,13 @@ impl ToolHandler for BotStatusTool {
             clear_last_errors(&mut mcp_servers);
             keep_tools_it_may_see(&mut mcp_servers, &call);
         }
-        Ok(json!({
+        let agents = self.0.workers.agents(call.ctx);
+        let mut status = json!({
             "uptime_secs": self.0.started.elapsed().as_secs(),
             "llm": {"provider": self.0.llm_provider, "model": self.0.llm_model},
             "memory": {"resident_bytes": crate::bot::resident_memory_bytes()},
             "settings": self.0.settings,
-            "agents": self.0.workers.agents(call.ctx),
+            "agents": agents,
             "mcp_servers": mcp_servers,
             "tools": {
                 "total": tools.len(),
@@ -96,7 +97,16 @@ impl ToolHandler for BotStatusTool {
                 "mcp": count(ToolSource::Mcp),
                 "usage": usage,
             },
-        }))
+        });
+        let marked = status["agents"].as_array().is_some_and(|agents| {
+            agents
+                .iter()
+                .any(|a| a["written_by"] == crate::bot::tools::provenance::CHAT_USER)
+        });
+        if marked {
+            status["note"] = crate::bot::tools::provenance::CHAT_USER_NOTE.into();
+        }
+        Ok(status)
     }
 }
 
