@@ -100,9 +100,14 @@ async fn run(
             json!({"prompt": "x"}),
             None,
             "user",
+            porthole::bot::store::TaskLimits {
+                all: usize::MAX,
+                run_as_user: usize::MAX,
+            },
         )
         .await
-        .expect("task");
+        .expect("task")
+        .expect("no limit reached");
     let mut results = Vec::new();
     results.push((
         "create_conversation",

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::bot::agents::Supervisor;
-use crate::bot::store::{Store, StoreError, Task};
+use crate::bot::store::{Store, StoreError, Task, TaskLimits};
 use crate::bot::tools::{ADMIN_ROLE, ExecContext, ScheduledRun, ToolRunner, USER_ROLE};
 
 /// Whose rights a task runs with. A task never gets more than its creator had: one made
@@ -201,9 +201,6 @@ pub struct Scheduler {
     tracer: Arc<Tracer>,
     /// This process among replicas sharing the database (`PORTHOLE_REPLICA_ID`).
     replica: String,
-    /// Held from counting the tasks until the new one is stored, so concurrent requests
-    /// cannot all pass a limit on the same count (within a replica).
-    creating: tokio::sync::Mutex<()>,
 }
 
 impl Scheduler {
@@ -220,7 +217,6 @@ impl Scheduler {
             runner,
             tracer,
             replica,
-            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -262,17 +258,6 @@ impl Scheduler {
                 return Err(ScheduleError::TooLong { field, length, max });
             }
         }
-        let _creating = self.creating.lock().await;
-        let existing = self.store.count_tasks().await?;
-        if existing >= MAX_TASKS {
-            return Err(ScheduleError::TooMany(existing));
-        }
-        if run_as == RunAs::User {
-            let users = self.store.count_tasks_run_as(RunAs::User.as_str()).await?;
-            if users >= MAX_USER_TASKS {
-                return Err(ScheduleError::TooManyForUsers(users));
-            }
-        }
         let parsed = serde_json::from_value::<JobAction>(action.clone())
             .map_err(|e| ScheduleError::InvalidAction(e.to_string()))?;
         if let JobAction::Tool { tool, .. } = &parsed {
@@ -289,7 +274,13 @@ impl Scheduler {
                 )));
             }
         }
-        Ok(self
+        // The store counts and writes in one step, alone among the replicas' writers,
+        // so the limits hold across replicas; a refusal is then told apart by counting.
+        let limits = TaskLimits {
+            all: MAX_TASKS,
+            run_as_user: MAX_USER_TASKS,
+        };
+        let created = self
             .store
             .create_task(
                 name,
@@ -298,8 +289,18 @@ impl Scheduler {
                 action,
                 next_run(schedule),
                 run_as.as_str(),
+                limits,
             )
-            .await?)
+            .await?;
+        if let Some(task) = created {
+            return Ok(task);
+        }
+        let existing = self.store.count_tasks().await?;
+        if existing >= MAX_TASKS {
+            return Err(ScheduleError::TooMany(existing));
+        }
+        let users = self.store.count_tasks_run_as(RunAs::User.as_str()).await?;
+        Err(ScheduleError::TooManyForUsers(users))
     }
 
     pub async fn list(&self) -> Result<Vec<Task>, ScheduleError> {

@@ -45,6 +45,23 @@ fn parse(records: Vec<String>) -> Vec<TaskRecord> {
         .collect()
 }
 
+impl StoredTasks {
+    /// `task` as its row, run by this replica under a fresh lease.
+    fn row(&self, task: &TaskRecord) -> Result<StoredTaskRow, StoreFailure> {
+        Ok(StoredTaskRow {
+            id: task.id.clone(),
+            owner: task.owner.clone(),
+            session: task.session.clone(),
+            finished: task.status.is_terminal(),
+            created_ms: task.created_ms,
+            expires_ms: task.expires_ms(),
+            record: serde_json::to_string(task).map_err(store_failure)?,
+            owner_replica: self.replica.clone(),
+            lease_until_ms: lease_until_ms(),
+        })
+    }
+}
+
 /// A store error as the task engine reports it (to the log and the client).
 fn store_failure(e: impl std::fmt::Display) -> StoreFailure {
     StoreFailure::new(e.to_string())
@@ -53,19 +70,21 @@ fn store_failure(e: impl std::fmt::Display) -> StoreFailure {
 #[async_trait]
 impl TaskStore for StoredTasks {
     async fn put(&self, task: &TaskRecord) -> Result<bool, StoreFailure> {
-        let record = serde_json::to_string(task).map_err(store_failure)?;
-        let row = StoredTaskRow {
-            id: task.id.clone(),
-            owner: task.owner.clone(),
-            session: task.session.clone(),
-            finished: task.status.is_terminal(),
-            created_ms: task.created_ms,
-            expires_ms: task.expires_ms(),
-            record,
-            owner_replica: self.replica.clone(),
-            lease_until_ms: lease_until_ms(),
-        };
-        self.store.put_mcp_task(row).await.map_err(store_failure)
+        self.store
+            .put_mcp_task(self.row(task)?)
+            .await
+            .map_err(store_failure)
+    }
+
+    async fn put_new(
+        &self,
+        task: &TaskRecord,
+        max_unfinished: usize,
+    ) -> Result<bool, StoreFailure> {
+        self.store
+            .put_new_mcp_task(self.row(task)?, max_unfinished)
+            .await
+            .map_err(store_failure)
     }
 
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreFailure> {

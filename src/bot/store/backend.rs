@@ -56,6 +56,22 @@ impl Database {
         }
     }
 
+    /// Runs `sql` (a write whose own `WHERE` checks a count, say, `RETURNING` what it
+    /// wrote) alone among the writes that name `key`, and reads its rows: on PostgreSQL
+    /// in a transaction holding an advisory lock on `key`, so writers on other replicas
+    /// wait, then see its row; SQLite's one writer runs statements one at a time anyway.
+    pub(super) async fn query_exclusive<T: FromRow>(
+        &self,
+        key: &str,
+        sql: Sql,
+        values: Vec<Bound>,
+    ) -> Result<Vec<T>, StoreError> {
+        match self {
+            Database::Sqlite(sqlite) => sqlite.query(sql, values).await,
+            Database::Postgres(postgres) => postgres.query_exclusive(key, sql, values).await,
+        }
+    }
+
     /// Runs a [`QueryThen`] in one transaction; returns the rows its query read.
     pub(super) async fn query_then<T: FromRow>(
         &self,

@@ -12,6 +12,12 @@ use crate::model::{ConversationLimits, NewMessage, Role, SpanKind, SpanRecord, T
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Limits no test reaches.
+const NO_LIMITS: TaskLimits = TaskLimits {
+    all: usize::MAX,
+    run_as_user: usize::MAX,
+};
+
 /// How `db_query` SQL names its first parameter on this backend.
 fn first_placeholder(store: &Store) -> &'static str {
     if store.backend_name() == "postgres" {
@@ -105,14 +111,24 @@ async fn tasks_are_created_once_per_name_on(store: Store) {
             json!({"prompt": "hi"}),
             None,
             "admin",
+            NO_LIMITS,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("under no limit");
     assert_eq!(task.run_as, "admin");
     assert!(task.enabled);
     assert_eq!(task.action, json!({"prompt": "hi"}));
     let again = store
-        .create_task("nightly", "d", "0 3 * * *", json!({}), None, "user")
+        .create_task(
+            "nightly",
+            "d",
+            "0 3 * * *",
+            json!({}),
+            None,
+            "user",
+            NO_LIMITS,
+        )
         .await
         .unwrap_err();
     assert!(matches!(again, StoreError::Conflict(_)), "{again}");
@@ -136,9 +152,11 @@ async fn due_tasks_are_claimed_once_on(store: Store) {
             json!({"prompt": "x"}),
             Some(due.clone()),
             "admin",
+            NO_LIMITS,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("under no limit");
     let now = now_rfc3339();
     let far = Utc::now().timestamp_millis() + 60_000;
     // Two replicas claim at once: exactly one gets the task.
@@ -254,9 +272,11 @@ async fn stale_runs_are_reset_on(store: Store) {
             json!({"prompt": "x"}),
             None,
             "user",
+            NO_LIMITS,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("under no limit");
     let far = Utc::now().timestamp_millis() + 60_000;
     assert!(store.mark_task_running(task.id, "me", far).await.unwrap());
     assert_eq!(store.reset_stale_running_tasks("me").await.unwrap(), 1);
@@ -1165,4 +1185,76 @@ async fn large_rows_stop_at_the_byte_budget_on(store: Store) {
         .await
         .unwrap();
     assert!(outcome.truncated && outcome.rows.is_empty(), "{outcome:?}");
+}
+
+/// Two replicas sharing the database create one caller's tasks at the same moment: the
+/// limit of unfinished tasks holds across them (counted and written as one step, alone
+/// among that caller's writers), on a SQLite file two stores open and on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_creating_tasks_at_once_keep_to_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shared.db").display().to_string();
+    let mut replicas = vec![(Store::open(&file).unwrap(), Store::open(&file).unwrap())];
+    if let Some(url) = crate::test_support::test_database_url() {
+        let shared = postgres::fresh_schema_url(&url);
+        replicas.push((Store::open(&shared).unwrap(), Store::open(&shared).unwrap()));
+    }
+    for (a, b) in replicas {
+        let row = |n: usize| StoredTaskRow {
+            id: format!("task-{n}"),
+            owner: "caller".into(),
+            session: None,
+            finished: false,
+            created_ms: 1,
+            expires_ms: i64::MAX,
+            record: "{}".into(),
+            owner_replica: if n.is_multiple_of(2) { "a" } else { "b" }.into(),
+            lease_until_ms: i64::MAX,
+        };
+        let created = futures::future::join_all((0..24usize).map(|n| {
+            let store = if n.is_multiple_of(2) {
+                a.clone()
+            } else {
+                b.clone()
+            };
+            async move { store.put_new_mcp_task(row(n), 3).await.unwrap() }
+        }))
+        .await;
+        let name = a.backend_name();
+        assert_eq!(created.iter().filter(|c| **c).count(), 3, "{name}");
+        assert_eq!(
+            a.count_unfinished_mcp_tasks("caller").await.unwrap(),
+            3,
+            "{name}"
+        );
+        // Another caller has a limit of its own.
+        let mut other = row(99);
+        other.owner = "another".into();
+        assert!(b.put_new_mcp_task(other, 3).await.unwrap(), "{name}");
+
+        // Scheduled tasks: at most 2 that run as a chat user, 3 in all.
+        let limits = TaskLimits {
+            all: 3,
+            run_as_user: 2,
+        };
+        let create = |n: usize, run_as: &'static str| {
+            let store = if n.is_multiple_of(2) {
+                a.clone()
+            } else {
+                b.clone()
+            };
+            async move {
+                let name = format!("{run_as}-{n}");
+                let created = store
+                    .create_task(&name, "", "0 3 * * *", json!({}), None, run_as, limits)
+                    .await;
+                created.unwrap().is_some()
+            }
+        };
+        let users = futures::future::join_all((0..12).map(|n| create(n, "user"))).await;
+        assert_eq!(users.iter().filter(|c| **c).count(), 2, "{name}");
+        let admins = futures::future::join_all((0..12).map(|n| create(n, "admin"))).await;
+        assert_eq!(admins.iter().filter(|c| **c).count(), 1, "{name}");
+        assert_eq!(a.count_tasks().await.unwrap(), 3, "{name}");
+    }
 }

@@ -56,6 +56,41 @@ impl Store {
         Ok(self.db.execute(sql, values).await? == 1)
     }
 
+    /// Stores new task `row` unless its owner already has `max_unfinished` unfinished
+    /// tasks, counted and written in one statement, alone among the writers of that
+    /// owner's tasks on every replica; whether it was stored.
+    pub async fn put_new_mcp_task(
+        &self,
+        row: StoredTaskRow,
+        max_unfinished: usize,
+    ) -> Result<bool, StoreError> {
+        // The casts give PostgreSQL the types an INSERT … SELECT does not infer.
+        let sql = Sql::fixed(
+            "INSERT INTO mcp_tasks (id, owner, session, finished, created_ms, expires_ms, record,
+               owner_replica, lease_until_ms)
+             SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS INTEGER),
+               CAST(?5 AS BIGINT), CAST(?6 AS BIGINT), CAST(?7 AS TEXT), CAST(?8 AS TEXT),
+               CAST(?9 AS BIGINT)
+             WHERE (SELECT COUNT(*) FROM mcp_tasks WHERE owner = ?2 AND finished = 0) < ?10
+             RETURNING id",
+        );
+        let key = format!("mcp_tasks:{}", row.owner);
+        let values = vec![
+            row.id.into(),
+            row.owner.into(),
+            row.session.into(),
+            i64::from(row.finished).into(),
+            row.created_ms.into(),
+            row.expires_ms.into(),
+            row.record.into(),
+            row.owner_replica.into(),
+            row.lease_until_ms.into(),
+            i64::try_from(max_unfinished).unwrap_or(i64::MAX).into(),
+        ];
+        let stored: Vec<String> = self.db.query_exclusive(&key, sql, values).await?;
+        Ok(stored.len() == 1)
+    }
+
     /// The record (JSON text) of task `id`.
     pub async fn mcp_task(&self, id: &str) -> Result<Option<String>, StoreError> {
         let sql = Sql::fixed("SELECT record FROM mcp_tasks WHERE id = ?1");

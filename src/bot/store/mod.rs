@@ -51,6 +51,7 @@ pub use mcp_tasks::StoredTaskRow;
 pub use memories::{Memory, MemoryScope};
 pub use postgres::{Change, fresh_schema_url};
 pub use retention::ConversationHold;
+pub use schedule::TaskLimits;
 pub use schema::schema_version;
 pub use sqlite::{TracesFile, WriterWaits};
 pub use tool_sets::{TOOLS_HASH, TOOLS_OFFERED};

@@ -20,7 +20,10 @@ const TASK_SELECT: &str = concat!("SELECT ", task_columns!(), " FROM tasks");
 const TASK_COLUMNS: &str = task_columns!();
 
 impl Store {
-    /// Stores a new task; a name already taken is a [`StoreError::Conflict`].
+    /// Stores a new task unless a limit of `limits` is reached (`None`), counted and
+    /// written in one statement, alone among the writers of `tasks` on every replica; a
+    /// name already taken is a [`StoreError::Conflict`].
+    #[allow(clippy::too_many_arguments)] // the task's own fields, then the limits
     pub async fn create_task(
         &self,
         name: &str,
@@ -29,7 +32,9 @@ impl Store {
         action: Value,
         next_run: Option<String>,
         run_as: &'static str,
-    ) -> Result<Task, StoreError> {
+        limits: TaskLimits,
+    ) -> Result<Option<Task>, StoreError> {
+        let count = |n: usize| Bound::from(i64::try_from(n).unwrap_or(i64::MAX));
         let values = vec![
             name.into(),
             description.into(),
@@ -38,15 +43,24 @@ impl Store {
             next_run.into(),
             now_rfc3339().into(),
             run_as.into(),
+            count(limits.all),
+            count(limits.run_as_user),
         ];
-        self.db
-            .query_one(Sql::fixed(INSERT_TASK), values)
-            .await?
-            .ok_or_else(|| {
-                StoreError::Conflict(format!(
-                    "a task named `{name}` already exists; pick another name"
-                ))
-            })
+        let created: Vec<Task> = self
+            .db
+            .query_exclusive("tasks", Sql::fixed(INSERT_TASK), values)
+            .await?;
+        if let Some(task) = created.into_iter().next() {
+            return Ok(Some(task));
+        }
+        let taken = Sql::fixed("SELECT id FROM tasks WHERE name = ?1");
+        let taken: Option<i64> = self.db.query_one(taken, vec![name.into()]).await?;
+        match taken {
+            Some(_) => Err(StoreError::Conflict(format!(
+                "a task named `{name}` already exists; pick another name"
+            ))),
+            None => Ok(None),
+        }
     }
 
     pub async fn list_tasks(&self) -> Result<Vec<Task>, StoreError> {
@@ -204,11 +218,25 @@ const MARK_RUNNING: &str = "UPDATE tasks SET status = 'running', claimed_by = ?2
     WHERE id = ?1 AND status != 'running'";
 
 /// Stores a task unless its name is taken (then it returns no row).
+/// A new task, written only while the table holds fewer than ?8 tasks and, for one
+/// that runs as a chat user, fewer than ?9 such (the casts give PostgreSQL the types an
+/// `INSERT … SELECT` does not infer).
 const INSERT_TASK: &str = concat!(
     "INSERT INTO tasks (name, description, schedule, action, next_run, created_at, run_as) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO NOTHING RETURNING ",
+     SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT), \
+       CAST(?5 AS TEXT), CAST(?6 AS TEXT), CAST(?7 AS TEXT) \
+     WHERE (SELECT COUNT(*) FROM tasks) < ?8 \
+       AND (CAST(?7 AS TEXT) <> 'user' OR (SELECT COUNT(*) FROM tasks WHERE run_as = 'user') < ?9) \
+     ON CONFLICT (name) DO NOTHING RETURNING ",
     task_columns!()
 );
+
+/// The most tasks the table may hold, and the most of them that run as a chat user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    pub all: usize,
+    pub run_as_user: usize,
+}
 
 /// SQLite has one writer at a time, so a plain conditional update claims.
 pub(super) const CLAIM_DUE_SQLITE: &str = "UPDATE tasks SET status = 'running', claimed_by = ?1, lease_until_ms = ?3 \

@@ -175,7 +175,8 @@ impl TaskEngine {
     }
 
     /// A new working task for `owner`, durably stored; refused when the caller already
-    /// has as many unfinished tasks as allowed.
+    /// has as many unfinished tasks as allowed (checked by the store as it writes, so
+    /// the limit holds across replicas sharing it).
     pub async fn create(
         &self,
         owner: &str,
@@ -183,28 +184,30 @@ impl TaskEngine {
         ttl: Option<Duration>,
     ) -> Result<TaskRecord, RpcError> {
         let store = &self.config.store;
-        let _creating = self.creating.lock().await;
-        let unfinished = store
-            .count_unfinished(owner)
-            .await
-            .map_err(|e| RpcError::internal(format!("the task store failed: {e}")))?;
-        let limit = self.config.max_unfinished_per_caller;
-        if unfinished >= limit {
-            return Err(RpcError::new(
-                jsonrpc::INVALID_REQUEST,
-                format!(
-                    "too many unfinished tasks ({unfinished}, the limit is {limit}): wait for one to finish, or stop one with tasks/cancel"
-                ),
-            ));
-        }
+        let failed = |e| RpcError::internal(format!("the task store failed: {e}"));
         let ttl = ttl.unwrap_or(self.config.ttl);
-        let mut record = TaskRecord::new(
+        let record = TaskRecord::new(
             owner,
             session,
             u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             u64::try_from(self.config.poll_interval.as_millis()).unwrap_or(1000),
         );
-        self.save(&mut record).await?;
+        let limit = self.config.max_unfinished_per_caller;
+        // Within this process, creations wait for each other (a store that counts, then
+        // writes, relies on it); the store holds the limit against other replicas.
+        let created = {
+            let _creating = self.creating.lock().await;
+            store.put_new(&record, limit).await.map_err(failed)?
+        };
+        if !created {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "too many unfinished tasks (the limit is {limit}): wait for one to finish, or stop one with tasks/cancel"
+                ),
+            ));
+        }
+        self.notifier.send(Change::Task(Arc::new(record.clone())));
         Ok(record)
     }
 

@@ -38,6 +38,21 @@ pub trait TaskStore: Send + Sync {
     /// has already ended: an end is final (a cancel is not overwritten by the work's own
     /// finish). Whether it was written; returns only once a `get` would see it.
     async fn put(&self, task: &TaskRecord) -> Result<bool, StoreFailure>;
+    /// Writes new task `task` unless its owner already has `max_unfinished` unfinished
+    /// tasks; whether it was written. A store that replicas share checks and writes in
+    /// one step (one statement, or under a lock the store holds), so two replicas cannot
+    /// both pass the same count. This default counts, then writes: enough within one
+    /// process, where the engine holds a lock across both.
+    async fn put_new(
+        &self,
+        task: &TaskRecord,
+        max_unfinished: usize,
+    ) -> Result<bool, StoreFailure> {
+        if self.count_unfinished(&task.owner).await? >= max_unfinished {
+            return Ok(false);
+        }
+        self.put(task).await
+    }
     /// The task with this id, if it is kept (expired or not).
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreFailure>;
     /// Unfinished tasks (working or input_required) of `owner`.

@@ -197,6 +197,24 @@ impl Postgres {
         read_all(&client.query(&statement, &parameters(&values)).await?)
     }
 
+    /// See `Database::query_exclusive`.
+    pub(super) async fn query_exclusive<T: FromRow>(
+        &self,
+        key: &str,
+        sql: Sql,
+        values: Vec<Bound>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut client = self.client().await?;
+        let statement = prepare(&client, &sql).await?;
+        let tx = client.transaction().await?;
+        // Held until the transaction ends: the next writer of `key` reads after this one.
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&key])
+            .await?;
+        let rows = tx.query(&statement, &parameters(&values)).await?;
+        tx.commit().await?;
+        read_all(&rows)
+    }
+
     /// See `Database::query_then`.
     pub(super) async fn query_then<T: FromRow>(
         &self,
