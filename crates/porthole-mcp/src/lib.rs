@@ -466,3 +466,8 @@ async fn oauth_discovery_not_found() -> (StatusCode, axum::Json<serde_json::Valu
         })),
     )
 }
+
+/// The README's mount example, compiled by `cargo test --doc` so it cannot drift.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeMountExample;
