@@ -8,6 +8,7 @@
 //! so a cancel stored by one replica survives the work's own finish on another.
 
 use super::backend::Sql;
+use super::rows::Bound;
 use super::{Store, StoreError};
 
 /// One stored task.
@@ -27,6 +28,23 @@ pub struct StoredTaskRow {
     pub lease_until_ms: i64,
 }
 
+impl StoredTaskRow {
+    /// Its columns as the statements below bind them, `?1` to `?9`.
+    fn into_values(self) -> Vec<Bound> {
+        vec![
+            self.id.into(),
+            self.owner.into(),
+            self.session.into(),
+            i64::from(self.finished).into(),
+            self.created_ms.into(),
+            self.expires_ms.into(),
+            self.record.into(),
+            self.owner_replica.into(),
+            self.lease_until_ms.into(),
+        ]
+    }
+}
+
 impl Store {
     /// Inserts or replaces a task unless the stored one has ended (a conditional
     /// update, so whatever ended it first stands); whether it was written. Returns once
@@ -42,18 +60,7 @@ impl Store {
                owner_replica = excluded.owner_replica, lease_until_ms = excluded.lease_until_ms
              WHERE mcp_tasks.finished = 0",
         );
-        let values = vec![
-            row.id.into(),
-            row.owner.into(),
-            row.session.into(),
-            i64::from(row.finished).into(),
-            row.created_ms.into(),
-            row.expires_ms.into(),
-            row.record.into(),
-            row.owner_replica.into(),
-            row.lease_until_ms.into(),
-        ];
-        Ok(self.db.execute(sql, values).await? == 1)
+        Ok(self.db.execute(sql, row.into_values()).await? == 1)
     }
 
     /// Stores new task `row` unless its owner already has `max_unfinished` unfinished
@@ -75,18 +82,8 @@ impl Store {
              RETURNING id",
         );
         let key = format!("mcp_tasks:{}", row.owner);
-        let values = vec![
-            row.id.into(),
-            row.owner.into(),
-            row.session.into(),
-            i64::from(row.finished).into(),
-            row.created_ms.into(),
-            row.expires_ms.into(),
-            row.record.into(),
-            row.owner_replica.into(),
-            row.lease_until_ms.into(),
-            i64::try_from(max_unfinished).unwrap_or(i64::MAX).into(),
-        ];
+        let mut values = row.into_values();
+        values.push(i64::try_from(max_unfinished).unwrap_or(i64::MAX).into());
         let stored: Vec<String> = self.db.query_exclusive(&key, sql, values).await?;
         Ok(stored.len() == 1)
     }

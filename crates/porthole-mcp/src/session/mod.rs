@@ -29,7 +29,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -42,9 +42,11 @@ use super::guard::Access;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
 use super::seal::SealingKey;
 
+mod config;
 mod id;
 mod streams;
 
+pub use config::{SessionConfig, StreamLimits};
 pub use id::short;
 use id::*;
 use streams::*;
@@ -56,66 +58,6 @@ const FINISHED_STREAMS_KEPT: usize = 8;
 const ENDED_REMEMBERED: usize = 100_000;
 /// The `retry:` hint sent on legacy streams, in milliseconds.
 pub const RETRY_MS: u64 = 1000;
-
-#[derive(Clone)]
-pub struct SessionConfig {
-    pub max_sessions: usize,
-    pub idle_timeout: Duration,
-    /// No id is accepted longer than this after it was minted.
-    pub max_age: Duration,
-    /// Keeps ended ids across restarts; without one, only this process remembers.
-    pub ledger: Option<Arc<dyn SessionLedger>>,
-    /// What a session's SSE streams keep for a client that reconnects.
-    pub streams: StreamLimits,
-}
-
-/// What each SSE stream of a session keeps for a client that reconnects with
-/// `Last-Event-ID`: the newest events, within a count and a size, and (for its `GET`
-/// notification stream) how long after the client left the stream is still fed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamLimits {
-    /// The most events a stream keeps for replay.
-    pub backlog_events: usize,
-    /// The most bytes of events a stream keeps for replay (its newest event always).
-    pub backlog_bytes: usize,
-    /// How long a `GET` stream whose client left keeps collecting notifications for
-    /// it; past that, the stream is dropped and its id answers no resume.
-    pub resume_window: Duration,
-}
-
-impl Default for StreamLimits {
-    fn default() -> Self {
-        StreamLimits {
-            backlog_events: 128,
-            backlog_bytes: 1024 * 1024,
-            resume_window: Duration::from_secs(120),
-        }
-    }
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        SessionConfig {
-            max_sessions: 1000,
-            idle_timeout: Duration::from_secs(3600),
-            max_age: Duration::from_secs(24 * 3600),
-            ledger: None,
-            streams: StreamLimits::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for SessionConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionConfig")
-            .field("max_sessions", &self.max_sessions)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_age", &self.max_age)
-            .field("ledger", &self.ledger.is_some())
-            .field("streams", &self.streams)
-            .finish()
-    }
-}
 
 /// Where ended session ids outlive the process (the app keeps them in its database).
 pub trait SessionLedger: Send + Sync {

@@ -2,6 +2,7 @@
 //! age limits, and the ledger of ended ids.
 
 use super::*;
+use std::time::Duration;
 
 fn config(max: usize) -> SessionConfig {
     SessionConfig {
