@@ -37,6 +37,9 @@
 #      measurement, not a test); 1 only if the harness itself failed.
 #
 # Environment (all optional):
+#   SHAPE=claude-code (default) | plain: the `tools/call` as Claude Code 2.1.337 sends it
+#     (`_meta` with its tool use id, a progress token and, 2026-07-28, its clientInfo) or
+#     the plain one; the ceiling reads the same body (scripts/bench/mcp_call.lua)
 #   CONNS="1 16 64"  DURATION=5s  WARMUP=1s  ROUNDS=5
 #   SERVER_CPU=0  CLIENT_CPU=1  TOOL=list_agents  RUST_LOG=warn
 #   CARGO="cargo"  (e.g. CARGO="nice -n 10 cargo")  CARGO_TARGET_DIR  SKIP_BUILD=1
@@ -44,6 +47,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHAPE=${SHAPE:-claude-code}
 CONNS=${CONNS:-"1 16 64"}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
@@ -183,7 +187,7 @@ session_of() {
 # time per request (server_cpu_us) and wrk's own CPU use over the point (wrk_cpu_pct).
 run_point() {
   local kind=$1 url=$2 c=$3 threads=1 pid before after
-  local env=(BENCH_KIND="$(request_of "$kind")" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN"
+  local env=(BENCH_KIND="$(request_of "$kind")" BENCH_SHAPE="$SHAPE" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN"
              BENCH_SESSION="$(session_of "$kind")")
   if [[ "$WARMUP" != 0 && "$WARMUP" != 0s ]]; then
     env "${env[@]}" taskset -c "$CLIENT_CPU" wrk -t"$threads" -c"$c" -d"$WARMUP" -s "$LUA" "$url" >/dev/null 2>&1 || true
@@ -220,7 +224,7 @@ PORTHOLE_PID=$PID_main
 cat <<EOF
 machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)
 servers pinned to CPU $SERVER_CPU, wrk (1 thread) to CPU $CLIENT_CPU; $DURATION per point after a $WARMUP warm-up; $ROUNDS round(s)
-porthole $MCP_URL (tool $TOOL, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL
+porthole $MCP_URL (tool $TOOL, call shape $SHAPE, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL
 load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on this machine skews every figure)
 
 EOF

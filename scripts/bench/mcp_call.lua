@@ -7,6 +7,9 @@
 --   BENCH_TOKEN   bearer token
 --   BENCH_SESSION Mcp-Session-Id              (legacy only)
 --   BENCH_EXPECT  text every good reply body contains (default structuredContent)
+--   BENCH_SHAPE   claude-code (default) | plain: claude-code adds to `_meta` what Claude
+--                 Code 2.1.337 adds to every tools/call (its tool use id and a progress
+--                 token; in the 2026-07-28 era its clientInfo too), plain adds nothing
 --   BENCH_OUT     file that receives one JSON line of results
 --
 -- Every request gets its own JSON-RPC id (thread * 1e9 + counter): in-flight requests
@@ -19,6 +22,7 @@ local session = os.getenv("BENCH_SESSION") or ""
 local expect  = os.getenv("BENCH_EXPECT") or "structuredContent"
 local out     = os.getenv("BENCH_OUT") or ""
 local arguments = os.getenv("BENCH_ARGUMENTS") or "{}"
+local shape   = os.getenv("BENCH_SHAPE") or "claude-code"
 
 local MODERN = "2026-07-28"
 local LEGACY = "2025-11-25"
@@ -28,17 +32,29 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["Authorization"] = "Bearer " .. token
 
+-- What Claude Code adds to every call's `_meta`, in either era.
+local client_meta = ""
+if shape == "claude-code" then
+  client_meta = '"claudecode/toolUseId":"toolu_01AbCdEfGhIjKlMnOpQrStUv","progressToken":3'
+elseif shape ~= "plain" then
+  error("BENCH_SHAPE must be claude-code or plain, not " .. shape)
+end
+
 local params_tail
 if kind == "legacy" then
   wrk.headers["MCP-Protocol-Version"] = LEGACY
   wrk.headers["Mcp-Session-Id"] = session
-  params_tail = '"arguments":' .. arguments .. '}}'
+  local meta = client_meta ~= "" and (',"_meta":{' .. client_meta .. '}') or ""
+  params_tail = '"arguments":' .. arguments .. meta .. '}}'
 else
   wrk.headers["MCP-Protocol-Version"] = MODERN
   wrk.headers["Mcp-Method"] = "tools/call"
   wrk.headers["Mcp-Name"] = tool
+  local info = shape == "claude-code"
+    and ',"io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.337"},' .. client_meta
+    or ""
   params_tail = '"arguments":' .. arguments .. ',"_meta":{"io.modelcontextprotocol/protocolVersion":"' .. MODERN ..
-                '","io.modelcontextprotocol/clientCapabilities":{}}}}'
+                '","io.modelcontextprotocol/clientCapabilities":{}' .. info .. '}}}'
 end
 local head = '{"jsonrpc":"2.0","id":'
 local tail = ',"method":"tools/call","params":{"name":"' .. tool .. '",' .. params_tail
