@@ -58,6 +58,10 @@ fn example(name: &str, conversation: &str, task: i64) -> (Value, bool) {
             json!({"conversation_id": conversation, "system": "Call a tool before you answer.", "limit": 5}),
             false,
         ),
+        "replay_turn" => (
+            json!({"span_id": "5f0c2b6a9d1e4f37", "system": "Check the time before you answer.", "tools": "read_only"}),
+            false,
+        ),
         _ => (json!({}), false),
     }
 }
@@ -70,7 +74,14 @@ fn type_of(schema: &Value) -> String {
             .filter_map(Value::as_str)
             .collect::<Vec<_>>()
             .join(" \\| "),
-        _ => "any".into(),
+        _ => match schema["oneOf"].as_array() {
+            Some(alternatives) => alternatives
+                .iter()
+                .map(type_of)
+                .collect::<Vec<_>>()
+                .join(" \\| "),
+            None => "any".into(),
+        },
     }
 }
 
@@ -378,7 +389,7 @@ async fn main() -> anyhow::Result<()> {
         } else {
             writeln!(
                 out,
-                "(Not run here: it needs a live log filter or a configured MCP server.)"
+                "(Not run here: the reference's bot is offline, with no MCP server of its own and its log filter fixed.)"
             )?;
         }
     }

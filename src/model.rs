@@ -128,6 +128,11 @@ pub struct ToolDef {
     pub required_roles: Vec<String>,
     /// Hidden from the LLM; callable by admins only.
     pub internal: bool,
+    /// Only reads: changes nothing in the bot or outside it, so a whole-turn replay
+    /// may run it (`replay_turn` with `tools: "read_only"`). Native tools say so
+    /// themselves; user tools and MCP servers' tools never count as read-only (a
+    /// script's effects are unknown, and a server's own hints are not trusted).
+    pub read_only: bool,
 }
 
 /// What a span stands for.

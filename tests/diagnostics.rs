@@ -71,7 +71,7 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
         // set_log_level changes state but destroys nothing; replays spend tokens.
         let changes_something = matches!(
             name,
-            "set_log_level" | "replay_llm_call" | "replay_llm_calls"
+            "set_log_level" | "replay_llm_call" | "replay_llm_calls" | "replay_turn"
         );
         assert_eq!(
             read_only,
@@ -90,6 +90,7 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
                 | "web_log"
                 | "replay_llm_call"
                 | "replay_llm_calls"
+                | "replay_turn"
         ) {
             assert_eq!(declared, 1024 * 1024, "{name}");
         } else {

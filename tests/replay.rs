@@ -531,7 +531,8 @@ async fn the_read_only_token_neither_sees_nor_calls_a_replay() {
     assert!(names.contains(&"get_llm_call"));
     assert!(!names.contains(&"replay_llm_call"));
     assert!(!names.contains(&"replay_llm_calls"));
-    for tool in ["replay_llm_call", "replay_llm_calls"] {
+    assert!(!names.contains(&"replay_turn"));
+    for tool in ["replay_llm_call", "replay_llm_calls", "replay_turn"] {
         let refused = send(
             "tools/call",
             json!({"name": tool, "arguments": {"span_id": "0123456789abcdef"}}),

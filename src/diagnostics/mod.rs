@@ -14,7 +14,7 @@
 //! - `interaction`: `send_message`;
 //! - `traces`: `list_traces`, `get_trace`, `last_error`; `llm_calls`: `get_llm_calls`,
 //!   `get_llm_call`, `get_trace_stats`; `trace_view`: the shapes both show traces in;
-//!   `replay`: `replay_llm_call`, `replay_llm_calls` (what if);
+//!   `replay`: `replay_llm_call`, `replay_llm_calls` (what if); `replay_turn`: `replay_turn`;
 //! - `resources` and `prompts` (with `trace_prompts`): the MCP resources and prompts;
 //! - `session_ledger` and `mcp_task_store`: the endpoint's sessions and tasks kept in
 //!   the bot's store; `bridges`: the bot's events carried to `/mcp` (browser console
@@ -38,6 +38,7 @@ mod mcp_servers;
 mod mcp_task_store;
 mod prompts;
 mod replay;
+mod replay_turn;
 mod replicas;
 mod resources;
 mod schedule;
@@ -160,6 +161,7 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
         adapt(d, llm_calls::GetTraceStats),
         adapt(d, replay::ReplayLlmCall),
         adapt(d, replay::ReplayLlmCalls),
+        adapt(d, replay_turn::ReplayTurn),
     ]
 }
 

@@ -18,7 +18,7 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 use crate::trace_context::is_span_id;
 
 /// Calls the provider: changes nothing in the bot, but is not read-only either.
-const SPENDS_TOKENS: Annotations = Annotations {
+pub(super) const SPENDS_TOKENS: Annotations = Annotations {
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -26,7 +26,7 @@ const SPENDS_TOKENS: Annotations = Annotations {
 };
 
 /// The changes both tools take, and `allow_redacted`.
-fn change_properties() -> Value {
+pub(super) fn change_properties() -> Value {
     json!({
         "system": {"type": "string", "description": "Replaces the system prompt"},
         "model": {"type": "string", "minLength": 1, "description": "Sends to this model instead (same provider)"},

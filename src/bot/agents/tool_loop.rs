@@ -135,24 +135,10 @@ async fn run_call(settings: &LoopSettings<'_>, call: &ToolCall, events: &Events)
             arguments: call.arguments.clone(),
         },
     );
-    // A model may name a tool it was not offered; the LLM tool filter holds
-    // for calls too, not only for the offer.
-    let outcome = if settings.runner.llm_filter().allows(&call.name) {
-        settings
-            .runner
-            .call(&call.name, call.arguments.clone(), settings.ctx)
-            .await
-            .map_err(|e| e.to_string())
-    } else {
-        Err(format!(
-            "tool `{}` is not available to the model here (LLM_TOOLS_INCLUDE/LLM_TOOLS_EXCLUDE)",
-            call.name
-        ))
-    };
-    let (content, is_error) = match outcome {
-        Ok(value) => (render_value(&value), false),
-        Err(e) => (format!("Error: {e}"), true),
-    };
+    let (content, is_error) = settings
+        .runner
+        .call_for_model(&call.name, &call.arguments, settings.ctx)
+        .await;
     emit(
         events,
         AgentEvent::ToolResult {
@@ -202,14 +188,6 @@ pub(super) async fn model_failed(
         text,
         error: Some(error.to_string()),
     })
-}
-
-/// Tool results go to the model as text: strings as-is, anything else as JSON.
-pub(super) fn render_value(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-    }
 }
 
 /// Turns stored messages into model context, dropping the pieces of a turn that was

@@ -53,6 +53,7 @@ impl ServerEntry {
                 input_schema: tool.schema.clone().into(),
                 required_roles: self.config.required_roles.clone(),
                 internal: false,
+                read_only: false,
             };
             let handler = Arc::new(McpTool::new(self, name.clone(), param_headers));
             match self.runner.register(def, handler) {

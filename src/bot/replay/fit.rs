@@ -10,19 +10,23 @@
 
 use serde_json::Value;
 
-use super::{Answer, Batch, Changes, Replay};
+use super::{Answer, Batch, Changes, Replay, TurnReplay};
 use crate::text::elide_middle;
 
 /// The characters an echoed change keeps once the answer is over its budget.
 const ECHO_CHARS: usize = 200;
 
-impl Replay {
+/// An answer made of model answers that can be cut to fit: the changes it echoes and
+/// the answers it shows.
+trait Answers: serde::Serialize {
+    fn parts(&mut self) -> (&mut Changes, Vec<&mut Answer>);
+
     /// Cuts the answer until its JSON is at most `budget` bytes (see the module doc).
-    pub fn fit(&mut self, budget: usize) {
+    fn fit(&mut self, budget: usize) {
         if size(self) <= budget {
             return;
         }
-        cut_echo(&mut self.changes);
+        cut_echo(self.parts().0);
         // Texts are cut to a shared length, measured again after each cut because
         // escapes make the JSON longer than the text.
         for _ in 0..4 {
@@ -30,7 +34,7 @@ impl Replay {
             if size <= budget {
                 return;
             }
-            let mut answers: Vec<&mut Answer> = answers(self).collect();
+            let mut answers = self.parts().1;
             let texts: usize = answers.iter().map(|a| a.text.len()).sum();
             let keep = texts.saturating_sub(size - budget + 64);
             let share = shared_length(answers.iter().map(|a| a.text.len()), keep);
@@ -39,13 +43,47 @@ impl Replay {
             }
         }
         if size(self) > budget {
-            for answer in answers(self) {
+            for answer in self.parts().1 {
                 for call in &mut answer.tool_calls {
                     call["arguments"] = Value::Null;
                 }
                 answer.tool_calls_truncated = !answer.tool_calls.is_empty();
             }
         }
+    }
+}
+
+impl Answers for Replay {
+    fn parts(&mut self) -> (&mut Changes, Vec<&mut Answer>) {
+        let answers = std::iter::once(&mut self.original)
+            .chain(self.replays.iter_mut())
+            .collect();
+        (&mut self.changes, answers)
+    }
+}
+
+impl Answers for TurnReplay {
+    fn parts(&mut self) -> (&mut Changes, Vec<&mut Answer>) {
+        let answers = self
+            .steps
+            .iter_mut()
+            .flat_map(|s| s.original.as_mut().into_iter().chain([&mut s.replay]))
+            .collect();
+        (&mut self.changes, answers)
+    }
+}
+
+impl Replay {
+    /// Cuts the answer until its JSON is at most `budget` bytes (see the module doc).
+    pub fn fit(&mut self, budget: usize) {
+        Answers::fit(self, budget);
+    }
+}
+
+impl TurnReplay {
+    /// As [`Replay::fit`], over every step's answers.
+    pub fn fit(&mut self, budget: usize) {
+        Answers::fit(self, budget);
     }
 }
 
@@ -59,12 +97,8 @@ impl Batch {
     }
 }
 
-fn size(value: &impl serde::Serialize) -> usize {
+fn size(value: &(impl serde::Serialize + ?Sized)) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |json| json.len())
-}
-
-fn answers(replay: &mut Replay) -> impl Iterator<Item = &mut Answer> {
-    std::iter::once(&mut replay.original).chain(replay.replays.iter_mut())
 }
 
 /// The caller's own changes, cut to previews.

@@ -13,6 +13,8 @@ mod batch;
 mod fit;
 mod limit;
 mod recorded;
+mod recorded_turn;
+mod turn;
 
 use std::time::Instant;
 
@@ -22,11 +24,14 @@ use serde_json::{Value, json};
 use crate::bot::Bot;
 use crate::bot::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::bot::store::StoreError;
-use crate::bot::trace::traced_chat;
+use crate::bot::trace::{Span, traced_chat};
 use crate::model::{SpanKind, SpanRecord};
 pub use batch::{Batch, BatchRow, Brief, Summary, replay_calls};
 pub use limit::{RateLimit, Refused};
 pub use recorded::{Request, find as find_span};
+pub use turn::{
+    DEFAULT_TURN_STEPS, MAX_TURN_STEPS, ToolPolicy, TurnOptions, TurnReplay, replay_turn,
+};
 
 /// Most runs of one replay.
 pub const MAX_RUNS: u32 = 5;
@@ -307,24 +312,7 @@ async fn replay_found(
     changes: &Changes,
     options: Options,
 ) -> Result<Replay, ReplayError> {
-    let recorded = recorded::request_of(bot, &span).await?;
-    let recorded_provider = span
-        .attributes
-        .get("provider")
-        .unwrap_or(&Value::Null)
-        .as_str()
-        .unwrap_or_default();
-    if recorded_provider != bot.llm.provider() {
-        return Err(ReplayError::OtherProvider {
-            recorded: recorded_provider.to_string(),
-            current: bot.llm.provider().to_string(),
-        });
-    }
-    let request = recorded.changed(changes, bot)?;
-    let seen_redacted = request.redacted_parts();
-    if !seen_redacted.is_empty() && !options.allow_redacted {
-        return Err(ReplayError::Redacted(seen_redacted));
-    }
+    let (recorded, request) = request_to_send(bot, &span, changes, options.allow_redacted).await?;
     bot.replay_limit
         .take(options.runs)
         .map_err(ReplayError::RateLimited)?;
@@ -357,6 +345,36 @@ async fn replay_found(
     })
 }
 
+/// The request a replay of `span` sends: the recorded one with `changes`, for the
+/// provider the call went to; refused where the model would see redaction placeholders
+/// unless `allow_redacted`. Returns the recorded request too.
+async fn request_to_send(
+    bot: &Bot,
+    span: &SpanRecord,
+    changes: &Changes,
+    allow_redacted: bool,
+) -> Result<(Request, Request), ReplayError> {
+    let recorded = recorded::request_of(bot, span).await?;
+    let recorded_provider = span
+        .attributes
+        .get("provider")
+        .unwrap_or(&Value::Null)
+        .as_str()
+        .unwrap_or_default();
+    if recorded_provider != bot.llm.provider() {
+        return Err(ReplayError::OtherProvider {
+            recorded: recorded_provider.to_string(),
+            current: bot.llm.provider().to_string(),
+        });
+    }
+    let request = recorded.changed(changes, bot)?;
+    let seen_redacted = request.redacted_parts();
+    if !seen_redacted.is_empty() && !allow_redacted {
+        return Err(ReplayError::Redacted(seen_redacted));
+    }
+    Ok((recorded, request))
+}
+
 /// The conversation a span belongs to: its turn's (only a turn's root names it).
 pub async fn conversation_of(bot: &Bot, span: &SpanRecord) -> Result<Option<String>, StoreError> {
     if span.conversation_id.is_some() {
@@ -369,14 +387,9 @@ pub async fn conversation_of(bot: &Bot, span: &SpanRecord) -> Result<Option<Stri
         .find_map(|s| s.conversation_id))
 }
 
-/// Sends `request` `runs` times under a trace of its own; returns its id and the answers.
-async fn send(
-    bot: &Bot,
-    span: &SpanRecord,
-    request: &Request,
-    changes: &Changes,
-    runs: u32,
-) -> (Option<String>, Vec<Answer>) {
+/// The root span of a replay of `span`: a trace of its own (source `replay`) that names
+/// the call it replays and the changes.
+async fn replay_root(bot: &Bot, span: &SpanRecord, changes: &Changes, name: String) -> Span {
     // Whose call it was decides who may see the replay (the page shows replays of its
     // own conversations only); the replay itself belongs to no conversation.
     let replayed_conversation = conversation_of(bot, span).await.ok().flatten();
@@ -387,8 +400,20 @@ async fn send(
         .with_root_attribute("replay.trace_id", span.trace_id.clone())
         .with_root_attribute("replay.conversation_id", replayed_conversation);
     // No conversation: a batch selecting a conversation's calls must not find replays.
-    let mut root = scope.start(SpanKind::Turn, format!("replay {}", span.span_id));
+    let mut root = scope.start(SpanKind::Turn, name);
     root.set_attribute("input", json!(changes));
+    root
+}
+
+/// Sends `request` `runs` times under a trace of its own; returns its id and the answers.
+async fn send(
+    bot: &Bot,
+    span: &SpanRecord,
+    request: &Request,
+    changes: &Changes,
+    runs: u32,
+) -> (Option<String>, Vec<Answer>) {
+    let mut root = replay_root(bot, span, changes, format!("replay {}", span.span_id)).await;
     let trace_id = root.ids().map(|(trace, _)| trace.to_string());
     let chat = ChatRequest {
         system: &request.system,

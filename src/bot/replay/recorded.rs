@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::recorded_turn::is_cut;
 use super::{Changes, ReplayError};
 use crate::bot::Bot;
 use crate::bot::llm::ChatMessage;
@@ -37,11 +38,7 @@ pub(super) async fn request_of(bot: &Bot, span: &SpanRecord) -> Result<Request, 
         ));
     }
     let attributes = &span.attributes;
-    let cut = attributes
-        .get("cut_attributes")
-        .unwrap_or(&Value::Null)
-        .as_array()
-        .is_some_and(|cut| cut.iter().any(|a| a == "request" || a == "parameters"));
+    let cut = is_cut(span, "request") || is_cut(span, "parameters");
     if cut {
         return Err(ReplayError::Cut(span_id.into()));
     }
@@ -91,6 +88,7 @@ fn tool_def(stored: &Value) -> ToolDef {
         input_schema: stored["input_schema"].clone().into(),
         required_roles: Vec::new(),
         internal: false,
+        read_only: false,
     }
 }
 

@@ -168,6 +168,14 @@ fn suggestion_text(suggestions: &[String]) -> String {
     }
 }
 
+/// Tool results go to the model as text: strings as-is, anything else as JSON.
+pub fn render_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
 /// Usage figures for one tool.
 pub type ToolStats = crate::bot::stats::CallStats;
 
@@ -386,6 +394,30 @@ impl ToolRunner {
             .filter(|(_, entry)| known(&entry.def))
             .map(|(name, _)| name.as_str());
         crate::text::closest(candidates, name, 3)
+    }
+
+    /// Runs a tool call the model asked for and returns what the model reads back: the
+    /// result as text, or `Error: …` (then `true`). The LLM tool filter holds for calls
+    /// too, not only for the offer: a model may name a tool it was not offered.
+    pub async fn call_for_model(
+        &self,
+        name: &str,
+        arguments: &Value,
+        ctx: &ExecContext,
+    ) -> (String, bool) {
+        let outcome = if self.llm_filter.allows(name) {
+            self.call(name, arguments.clone(), ctx)
+                .await
+                .map_err(|e| e.to_string())
+        } else {
+            Err(format!(
+                "tool `{name}` is not available to the model here (LLM_TOOLS_INCLUDE/LLM_TOOLS_EXCLUDE)"
+            ))
+        };
+        match outcome {
+            Ok(value) => (render_value(&value), false),
+            Err(e) => (format!("Error: {e}"), true),
+        }
     }
 
     /// Calls a tool with every check applied and stats recorded.

@@ -12,6 +12,7 @@ fn def(name: &str, schema: Value) -> ToolDef {
         input_schema: schema.into(),
         required_roles: vec![],
         internal: false,
+        read_only: false,
     }
 }
 

@@ -161,6 +161,7 @@ fn register(
             input_schema: manifest.input_schema.into(),
             required_roles: manifest.required_roles,
             internal: false,
+            read_only: false,
         },
         Arc::new(handler),
     )?;

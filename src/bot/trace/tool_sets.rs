@@ -131,6 +131,7 @@ mod tests {
             input_schema: schema.into(),
             required_roles: Vec::new(),
             internal: false,
+            read_only: false,
         }
     }
 

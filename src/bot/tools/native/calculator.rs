@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::{NativeTool, native};
+use super::{NativeTool, native, read_only};
 use crate::bot::tools::FnTool;
 
 pub(super) fn calculator() -> NativeTool {
-    native(
+    read_only(native(
         "calculator",
         "Evaluates an arithmetic expression with + - * / % ^ and parentheses, e.g. \"(2+3)*4^2\".",
         json!({
@@ -22,7 +22,7 @@ pub(super) fn calculator() -> NativeTool {
             let value = calculate(expression)?;
             Ok(json!({"expression": expression, "result": value}))
         }),
-    )
+    ))
 }
 
 /// Evaluates an arithmetic expression: numbers, + - * / % ^, unary minus, parentheses.

@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 
-use super::{NativeTool, native};
+use super::{NativeTool, native, read_only};
 use crate::bot::tools::FnTool;
 
 pub(super) fn current_time() -> NativeTool {
-    native(
+    read_only(native(
         "current_time",
         "The current date and time in UTC (RFC 3339) and as a Unix timestamp.",
         json!({"type": "object", "properties": {}, "additionalProperties": false}),
@@ -14,5 +14,5 @@ pub(super) fn current_time() -> NativeTool {
             let now = chrono::Utc::now();
             Ok(json!({"utc": now.to_rfc3339(), "unix": now.timestamp()}))
         }),
-    )
+    ))
 }

@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{NativeTool, native};
+use super::{NativeTool, native, read_only};
 use crate::bot::store::{Memory, MemoryScope, Store};
 use crate::bot::tools::provenance::{CHAT_USER, CHAT_USER_NOTE, chat_user_text};
 use crate::bot::tools::{ExecContext, ToolCall, ToolHandler};
@@ -31,7 +31,7 @@ pub(super) fn remember(store: Store) -> NativeTool {
 }
 
 pub(super) fn recall(store: Store) -> NativeTool {
-    native(
+    read_only(native(
         "recall",
         "Finds facts in long-term memory whose key or value contains the query (all facts when empty). \
          scope: `own` (default) reads the memories of your own kind of turn; with admin rights, `chat_users` \
@@ -46,7 +46,7 @@ pub(super) fn recall(store: Store) -> NativeTool {
             "additionalProperties": false
         }),
         Recall(store),
-    )
+    ))
 }
 
 /// Whose memories a turn with `ctx`'s rights reaches.

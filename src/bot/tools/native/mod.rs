@@ -103,6 +103,13 @@ fn native(
         input_schema: schema.into(),
         required_roles: vec![],
         internal: false,
+        read_only: false,
     };
     (def, Arc::new(handler))
+}
+
+/// `tool`, marked as one that only reads (see [`ToolDef::read_only`]).
+fn read_only((mut def, handler): NativeTool) -> NativeTool {
+    def.read_only = true;
+    (def, handler)
 }

@@ -5,29 +5,29 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{NativeTool, StatusSources, native};
+use super::{NativeTool, StatusSources, native, read_only};
 use crate::bot::tools::{ToolCall, ToolHandler};
 use crate::model::ToolSource;
 
 pub(super) fn list_available_tools() -> NativeTool {
-    native(
+    read_only(native(
         "list_available_tools",
         "Lists the tools you may use, given your roles: name, source, description, required roles. \
          Call it when the user asks what you can do.",
         json!({"type": "object", "properties": {}, "additionalProperties": false}),
         ListAvailableTool,
-    )
+    ))
 }
 
 pub(super) fn get_bot_status(status: StatusSources) -> NativeTool {
-    native(
+    read_only(native(
         "get_bot_status",
         "Reports the bot's own status: uptime, the LLM provider and model, memory use and limits, agents, \
          connected MCP servers with invocations, errors and latency per server and per tool, and tool usage. \
          Call it when the user asks how you are doing or what state you are in.",
         json!({"type": "object", "properties": {}, "additionalProperties": false}),
         BotStatusTool(status),
-    )
+    ))
 }
 
 struct ListAvailableTool;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use super::{NativeTool, native};
+use super::{NativeTool, native, read_only};
 use crate::bot::tools::FnTool;
 
 /// The bot's own files, which `read_file` refuses wherever the workspace is: a chat
@@ -78,7 +78,7 @@ impl PrivateFiles {
 }
 
 pub(super) fn list_files(root: PathBuf) -> NativeTool {
-    native(
+    read_only(native(
         "list_files",
         "Lists files and folders inside the workspace folder. Paths are relative to the workspace.",
         json!({
@@ -90,12 +90,12 @@ pub(super) fn list_files(root: PathBuf) -> NativeTool {
             let relative = args["path"].as_str().unwrap_or(".").to_string();
             off_the_runtime(root.clone(), relative, list_dir)
         }),
-    )
+    ))
 }
 
 pub(super) fn read_file(root: PathBuf, private: PrivateFiles) -> NativeTool {
     let private = Arc::new(private);
-    native(
+    read_only(native(
         "read_file",
         "Reads a UTF-8 text file inside the workspace folder (first 100 KB). The bot's own settings, credentials and database files are never read.",
         json!({
@@ -111,7 +111,7 @@ pub(super) fn read_file(root: PathBuf, private: PrivateFiles) -> NativeTool {
                 read_text(root, relative, &private)
             })
         }),
-    )
+    ))
 }
 
 /// Runs blocking file work on `relative` on the blocking pool, so a slow disk never
