@@ -264,3 +264,90 @@ async fn max_steps_bounds_the_loop_and_bad_arguments_are_named() {
     assert_eq!(llm.requests().len(), 3, "a refusal calls no model");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn expect_checks_are_reported_on_each_replay_with_a_count() {
+    let (app, _llm, calls) = recorded_turn(vec![
+        // replay_turn: the same path, another answer.
+        Turn::ToolCall("calculator", json!({"expression": "6*7"})),
+        Turn::Text(vec!["Forty-two."]),
+        // replay_llm_calls over the turn's two calls, newest first.
+        Turn::Text(vec!["It is 42."]),
+        Turn::ToolCall("calculator", json!({"expression": "x +"})),
+    ])
+    .await;
+    let expect = json!({"same_tool_calls": true, "calls_tool": "calculator", "not_calls_tool": "remember",
+                        "valid_arguments": true, "text_contains": "Forty", "text_matches": "^It is"});
+    let replay = call_tool(
+        &app,
+        "replay_turn",
+        json!({"span_id": calls[0], "expect": expect}),
+    )
+    .await;
+    let replay = structured(&replay);
+    let failed: Vec<&str> = replay["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["text_matches"], "{replay:#}");
+    assert_eq!(replay["check_count"], json!({"passed": 5, "failed": 1}));
+    let text_matches = replay["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "text_matches")
+        .unwrap();
+    assert_eq!(text_matches["seen"], "text: Forty-two.");
+
+    let conversation = call_tool(&app, "list_conversations", json!({})).await;
+    let conversation = structured(&conversation)["conversations"][0]["id"].clone();
+    let batch = call_tool(
+        &app,
+        "replay_llm_calls",
+        json!({"conversation_id": conversation, "expect": {"valid_arguments": true, "text_contains": "42"}}),
+    )
+    .await;
+    let batch = structured(&batch);
+    let rows = batch["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{batch:#}");
+    // Newest first: the answer call replayed as text (both checks pass), then the first
+    // call replayed as a calculator call whose expression the schema takes but whose
+    // text holds no 42.
+    let passed = |row: &Value| -> Vec<bool> {
+        row["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["passed"] == true)
+            .collect()
+    };
+    assert_eq!(passed(&rows[0]), [true, true]);
+    assert_eq!(passed(&rows[1]), [true, false]);
+    assert_eq!(
+        batch["summary"]["checks"],
+        json!({"passed": 3, "failed": 1})
+    );
+
+    let refused = call_tool(
+        &app,
+        "replay_turn",
+        json!({"span_id": calls[0], "expect": {"text_matches": "(unclosed"}}),
+    )
+    .await;
+    assert!(
+        error_text(&refused).contains("text_matches"),
+        "{}",
+        error_text(&refused)
+    );
+    let refused = call_tool(
+        &app,
+        "replay_llm_call",
+        json!({"span_id": calls[0], "expect": {"text_contain": "typo"}}),
+    )
+    .await;
+    assert!(is_error(&refused), "an unknown check is named: {refused}");
+    app.shutdown().await;
+}

@@ -167,7 +167,7 @@ fn next_run(schedule: &str) -> Option<String> {
 }
 
 /// The outcome of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct JobRun {
     pub task_id: i64,
     pub status: String,

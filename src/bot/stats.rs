@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// Usage figures for one tool or server.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CallStats {
     pub invocations: u64,
     pub errors: u64,

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done};
@@ -23,11 +24,7 @@ impl DiagnosticTool for ListAgents {
             "The agents that exist right now: the supervisor and any worker agents it delegated to, \
              with id, name, emoji, role, parent, status and current task, and which replica answered.",
         )
-        .output(
-            json!({"agents": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"},
-                   "replica": {"type": "object", "description": "the replica that answered: id and hostname"}}),
-            &["agents", "count"],
-        )
+        .output_of::<Listing>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -47,10 +44,12 @@ impl DiagnosticTool for ListAgents {
 
 /// `list_agents`' answer, written as JSON straight from the registry (no `Value` tree):
 /// members in the order of their names, as a `Value` would write them.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct Listing<'a> {
+    #[schemars(with = "Vec<AgentInfo>")]
     agents: Agents<'a>,
     count: usize,
+    /// The replica that answered.
     replica: Replica<'a>,
 }
 
@@ -64,10 +63,10 @@ impl Serialize for Agents<'_> {
 }
 
 /// The replica that answered, as `Bot::replica` describes it.
-#[derive(Serialize)]
-struct Replica<'a> {
-    hostname: &'a str,
-    id: &'a str,
+#[derive(Serialize, JsonSchema)]
+pub(super) struct Replica<'a> {
+    pub(super) hostname: &'a str,
+    pub(super) id: &'a str,
 }
 
 pub(super) struct GetAgentState;
@@ -82,34 +81,55 @@ impl DiagnosticTool for GetAgentState {
             "A snapshot of the supervisor agent: idle or processing, which conversations it is working on \
              (and since when), its active workers, its LLM, and how many messages it has handled.",
         )
-        .output(
-            json!({
-                "id": {"type": "string"},
-                "status": {"type": "string", "enum": ["idle", "processing"]},
-                "processing": {"type": "array"},
-                "active_workers": {"type": "array"}
-            }),
-            &["id", "status", "processing", "active_workers"],
-        )
+        .output_of::<AgentState>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
         let state = d.bot.supervisor.state();
-        let processing: Vec<Value> = state
-            .processing
-            .iter()
-            .map(|(conversation, since)| json!({"conversation_id": conversation, "since": since}))
-            .collect();
-        Ok(done(json!({
-            "id": state.id,
-            "status": state.status,
-            "processing": processing,
-            "active_workers": state.active_workers,
-            "llm": {"provider": state.llm.0, "model": state.llm.1},
-            "messages_handled": state.messages_handled,
-        })))
+        let (provider, model) = state.llm;
+        let answer = AgentState {
+            id: state.id,
+            status: state.status,
+            processing: (state.processing.into_iter())
+                .map(|(conversation_id, since)| Processing {
+                    conversation_id,
+                    since,
+                })
+                .collect(),
+            active_workers: state.active_workers,
+            llm: Llm { provider, model },
+            messages_handled: state.messages_handled,
+        };
+        Ok(done(json!(answer)))
     }
+}
+
+/// `get_agent_state`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct AgentState {
+    id: String,
+    /// `idle` or `processing`.
+    status: &'static str,
+    /// The conversations with a turn in progress.
+    processing: Vec<Processing>,
+    active_workers: Vec<AgentInfo>,
+    llm: Llm,
+    messages_handled: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Processing {
+    conversation_id: String,
+    /// When the turn started (RFC 3339).
+    since: String,
+}
+
+/// The language model: provider and model name.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct Llm {
+    pub(super) provider: String,
+    pub(super) model: String,
 }
 
 #[cfg(test)]

@@ -1,17 +1,19 @@
 //! Data: `db_query` (any SQL on the bot's database), `list_conversations`,
 //! `list_messages`.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::trace_view::MAX_MAX_BYTES;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
-use crate::bot::store::{MessageQuery, StatementSummary, StoreError};
+use crate::bot::store::{Conversation, MessageQuery, StatementSummary, StoreError};
 use crate::mcp::{
     Annotations, InputRequired, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec,
     input_request,
 };
+use crate::model::Message;
 use crate::redact::{REDACTED, is_secret_key};
 
 pub(super) struct DbQuery;
@@ -65,7 +67,9 @@ impl DiagnosticTool for DbQuery {
         .output(
             json!({
                 "columns": {"type": "array", "items": {"type": "string"}},
-                "rows": {"type": "array", "items": {"type": "array"}},
+                "rows": {"type": "array", "description": "One array per row, its values in the order of `columns`",
+                         "items": {"type": "array", "items": {
+                             "description": "A column's value: text, a number, null, or {\"base64\": …} for a blob"}}},
                 "row_count": {"type": "integer"},
                 "truncated": {"type": "boolean"},
                 "rows_affected": {"type": ["integer", "null"]},
@@ -311,10 +315,7 @@ impl DiagnosticTool for ListConversations {
             json!({"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20}}),
             &[],
         )
-        .output(
-            json!({"conversations": {"type": "array", "items": {"type": "object"}}}),
-            &["conversations"],
-        )
+        .output_of::<Conversations>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -325,13 +326,30 @@ impl DiagnosticTool for ListConversations {
             .list_conversations(args.limit.unwrap_or(20))
             .await
         {
-            Ok(conversations) => Ok(done(json!({"conversations": conversations}))),
+            Ok(conversations) => Ok(done(json!(Conversations { conversations }))),
             Err(e) => Ok(failed(format!("database error: {e}"))),
         }
     }
 }
 
+/// `list_conversations`' answer.
+#[derive(Serialize, JsonSchema)]
+struct Conversations {
+    /// Most recently active first.
+    conversations: Vec<Conversation>,
+}
+
 pub(super) struct ListMessages;
+
+/// `list_messages`' answer.
+#[derive(Serialize, JsonSchema)]
+struct Messages {
+    conversation: Conversation,
+    /// Oldest first.
+    messages: Vec<Message>,
+    /// More messages follow in the direction read.
+    has_more: bool,
+}
 
 #[derive(Deserialize)]
 pub(super) struct ListMessagesArgs {
@@ -361,14 +379,7 @@ impl DiagnosticTool for ListMessages {
             }),
             &["conversation_id"],
         )
-        .output(
-            json!({
-                "conversation": {"type": "object"},
-                "messages": {"type": "array", "items": {"type": "object"}},
-                "has_more": {"type": "boolean"}
-            }),
-            &["messages", "has_more"],
-        )
+        .output_of::<Messages>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -390,10 +401,10 @@ impl DiagnosticTool for ListMessages {
             after: args.after,
         };
         match store.list_messages(&conversation.id, query).await {
-            Ok(page) => Ok(done(json!({
-                "conversation": conversation,
-                "messages": page.messages,
-                "has_more": page.has_more,
+            Ok(page) => Ok(done(json!(Messages {
+                conversation,
+                messages: page.messages,
+                has_more: page.has_more,
             }))),
             Err(e) => Ok(failed(format!("database error: {e}"))),
         }

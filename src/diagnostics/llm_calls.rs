@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::trace_schemas;
 use super::trace_view::{
     MAX_MAX_BYTES, Paging, answer_budget, encode_cursor, full_span, max_bytes_property,
     parse_since, percentile, since_property, span_summary, with_paging,
@@ -49,7 +50,8 @@ impl DiagnosticTool for GetLlmCalls {
             &[],
         )
         .output(
-            json!({"calls": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+            json!({"calls": {"type": "array", "items": trace_schemas::llm_call_row(), "description": "Newest first"},
+                   "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
             &["calls", "next_cursor"],
         )
         .annotations(Annotations::READ_ONLY)
@@ -105,10 +107,7 @@ impl DiagnosticTool for GetLlmCall {
             }),
             &["span_id"],
         )
-        .output(
-            json!({"span_id": {"type": "string"}, "trace_id": {"type": "string"}, "attributes": {"type": "object"}}),
-            &["span_id", "trace_id", "attributes"],
-        )
+        .output_schema(trace_schemas::full_span())
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -159,7 +158,9 @@ impl DiagnosticTool for GetTraceStats {
         )
         .input(json!({"since": since_property()}), &[])
         .output(
-            json!({"models": {"type": "array"}, "tools": {"type": "array"}, "since": {"type": ["string", "null"]}}),
+            json!({"models": {"type": "array", "items": group_schema("model", true), "description": "By model name"},
+                   "tools": {"type": "array", "items": group_schema("tool", false), "description": "By tool name"},
+                   "since": {"type": ["string", "null"], "description": "The since asked for"}}),
             &["models", "tools"],
         )
         .annotations(Annotations::READ_ONLY)
@@ -187,6 +188,25 @@ impl DiagnosticTool for GetTraceStats {
             "since": args.since,
         })))
     }
+}
+
+/// The schema of [`Group::into_json`]'s figures for one `key` (`model` or `tool`).
+fn group_schema(key: &str, with_tokens: bool) -> Value {
+    let mut properties = json!({
+        key: {"type": "string"},
+        "count": {"type": "integer"},
+        "errors": {"type": "integer"},
+        "error_rate": {"type": "number", "minimum": 0, "maximum": 1},
+        "p50_ms": {"type": "number"},
+        "p95_ms": {"type": "number"},
+    });
+    let mut required = vec![key, "count", "errors", "error_rate", "p50_ms", "p95_ms"];
+    if with_tokens {
+        properties["input_tokens"] = json!({"type": "integer"});
+        properties["output_tokens"] = json!({"type": "integer"});
+        required.extend(["input_tokens", "output_tokens"]);
+    }
+    json!({"type": "object", "properties": properties, "required": required})
 }
 
 /// Figures for one model or tool.

@@ -143,13 +143,18 @@ impl DiagnosticTool for ReadLog {
         )
         .output(
             json!({
-                "lines": {"type": "array", "items": {"type": "object"}},
+                "lines": {"type": "array", "items": line_schema(), "description": "Oldest first"},
                 "cursor": {"type": "integer", "description": "Pass as `since` to get only newer lines"},
                 "truncated": {"type": "boolean"},
-                "note": {"type": "string"},
-                "buffer": {"type": "object"}
+                "note": {"type": "string", "description": "What was left out, and why"},
+                "buffer": {"type": "object", "properties": {
+                    "reader": {"const": "ring_buffer"},
+                    "lines_held": {"type": "integer"}, "capacity": {"type": "integer"},
+                    "dropped_since_start": {"type": "integer"}}},
+                "readers": {"type": "array", "items": reader_schema(),
+                            "description": "Where lines were looked for, and whether each was available"}
             }),
-            &["lines", "cursor", "truncated", "buffer"],
+            &["lines", "cursor", "truncated", "buffer", "readers"],
         )
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
@@ -199,6 +204,41 @@ impl DiagnosticTool for ReadLog {
         }
         Ok(done(result))
     }
+}
+
+/// One log line as the log tools return it.
+fn line_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "seq": {"type": "integer"},
+        "time_us": {"type": "integer", "description": "Microseconds since the Unix epoch"},
+        "timestamp": {"type": "string", "description": "RFC 3339, UTC"},
+        "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"]},
+        "target": {"type": "string"},
+        "message": {"type": "string"},
+        "fields": {"type": "object", "additionalProperties": {"type": "string"},
+                   "description": "The event's other fields, as text"},
+        "source": {"type": "string", "enum": ["server", "web"]},
+        "reader": {"type": "string", "enum": ["ring_buffer", "log_file", "database"]},
+        "replica": {"type": "string", "description": "Database lines: the replica that wrote it"},
+    }, "required": ["seq", "time_us", "timestamp", "level", "target", "message", "fields", "source", "reader"]})
+}
+
+/// One of the places lines are read from, and what it gave.
+fn reader_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "reader": {"type": "string", "enum": ["ring_buffer", "log_file", "database", "audit"]},
+        "available": {"type": "boolean"},
+        "reason": {"type": "string", "description": "Why it is not available"},
+        "path": {"type": "string"},
+        "lines_returned": {"type": "integer"},
+        "keeps": {"type": "string"},
+        "persistent": {"type": "boolean"},
+        "max_events": {"type": "integer"},
+        "dropped_when_busy": {"type": "integer"},
+        "note": {"type": "string"},
+        "included": {"type": "boolean"},
+        "how": {"type": "string"},
+    }, "required": ["reader", "available"]})
 }
 
 /// What the answer says was left out, and why: by the budget (in the ring buffer), by

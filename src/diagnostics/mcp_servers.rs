@@ -1,11 +1,13 @@
 //! The MCP servers the bot itself connects to (from `MCP_SERVERS_CONFIG`):
 //! `list_mcp_servers` and `toggle_mcp_server`.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done, failed};
+use crate::bot::mcp_client::McpServerStatus;
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 pub(super) struct ListMcpServers;
@@ -20,19 +22,30 @@ impl DiagnosticTool for ListMcpServers {
             "The MCP servers the bot itself connects to (from MCP_SERVERS_CONFIG): id and name (its key in the file), transport (stdio/http/sse), \
              enabled, connection state, protocol version, tool count, last error, and call stats per server and per tool.",
         )
-        .output(
-            json!({"servers": {"type": "array", "items": {"type": "object"}}, "config_file": {"type": "string"}}),
-            &["servers"],
-        )
+        .output_of::<Servers>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
-        Ok(done(json!({
-            "servers": d.bot.mcp_host.servers(),
-            "config_file": d.bot.config.mcp_servers_config.display().to_string(),
+        Ok(done(json!(Servers {
+            servers: d.bot.mcp_host.servers(),
+            config_file: d.bot.config.mcp_servers_config.display().to_string(),
         })))
     }
+}
+
+/// `list_mcp_servers`' answer.
+#[derive(Serialize, JsonSchema)]
+struct Servers {
+    servers: Vec<McpServerStatus>,
+    /// MCP_SERVERS_CONFIG, the file they come from.
+    config_file: String,
+}
+
+/// `toggle_mcp_server`'s answer: the server as it is now.
+#[derive(Serialize, JsonSchema)]
+struct Toggled {
+    server: McpServerStatus,
 }
 
 /// `toggle_mcp_server`'s and `toggle_tool`'s arguments: what to switch, and which way.
@@ -62,7 +75,7 @@ impl DiagnosticTool for ToggleMcpServer {
             }),
             &["name", "enabled"],
         )
-        .output(json!({"server": {"type": "object"}}), &["server"])
+        .output_of::<Toggled>()
         .annotations(Annotations {
             idempotent: true,
             ..Annotations::DESTRUCTIVE
@@ -74,7 +87,7 @@ impl DiagnosticTool for ToggleMcpServer {
             Ok(status) => {
                 super::replicas::announce_mcp_server_toggled(&d.bot, &args.name, args.enabled)
                     .await;
-                Ok(done(json!({"server": status})))
+                Ok(done(json!(Toggled { server: status })))
             }
             Err(e) => Ok(failed(e)),
         }

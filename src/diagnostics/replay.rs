@@ -11,7 +11,7 @@ use super::trace_view::{MAX_MAX_BYTES, parse_since, since_property};
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::replay::{
-    self, Changes, MAX_BATCH, MAX_RUNS, MAX_TEMPERATURE, MAX_TOKENS, Options,
+    self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_TEMPERATURE, MAX_TOKENS, Options,
 };
 use crate::bot::store::SpanQuery;
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
@@ -42,7 +42,19 @@ pub(super) fn change_properties() -> Value {
         }, "description": "Replaces the text of recorded messages, numbered as get_llm_call's `request` lists them (0 is the system prompt)"},
         "allow_redacted": {"type": "boolean", "default": false,
                            "description": "Send even where the stored request holds [REDACTED] in place of a secret"},
+        "expect": expect_property(),
     })
+}
+
+/// `expect`: the checks to run on every replay, described by their type.
+fn expect_property() -> Value {
+    let mut schema = crate::mcp::schema_of::<Expect>();
+    schema["description"] = json!(
+        "Checks run on every replay, each reported passed or failed with a count in the summary: \
+         same_tool_calls, calls_tool, not_calls_tool, valid_arguments (against the tool's input schema), \
+         text_contains, text_not_contains, text_matches (a regular expression)"
+    );
+    schema
 }
 
 pub(super) struct ReplayLlmCall;
@@ -55,6 +67,8 @@ pub(super) struct ReplayLlmCallArgs {
     runs: Option<u32>,
     #[serde(default)]
     allow_redacted: bool,
+    #[serde(default)]
+    expect: Expect,
 }
 
 impl DiagnosticTool for ReplayLlmCall {
@@ -78,16 +92,7 @@ impl DiagnosticTool for ReplayLlmCall {
              has its texts cut (text_truncated).",
         )
         .input(properties, &["span_id"])
-        .output(
-            json!({
-                "span_id": {"type": "string"}, "trace_id": {"type": "string"},
-                "replay_trace_id": {"type": ["string", "null"]}, "model": {"type": "string"},
-                "changes": {"type": "object"}, "redacted": {"type": "array", "items": {"type": "string"}},
-                "original": {"type": "object"}, "replays": {"type": "array", "items": {"type": "object"}},
-                "comparison": {"type": "array", "items": {"type": "object"}},
-            }),
-            &["span_id", "changes", "redacted", "original", "replays", "comparison"],
-        )
+        .output_of::<replay::Replay>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -103,8 +108,12 @@ impl DiagnosticTool for ReplayLlmCall {
             runs: args.runs.unwrap_or(1),
             allow_redacted: args.allow_redacted,
         };
+        if let Err(e) = args.expect.check_pattern() {
+            return Ok(failed(e.to_string()));
+        }
         match replay::replay_call(&d.bot, &args.span_id, &args.changes, options).await {
             Ok(mut replay) => {
+                replay.expect(&args.expect, &d.bot.tools);
                 replay.fit(MAX_MAX_BYTES);
                 Ok(done(json!(replay)))
             }
@@ -127,6 +136,8 @@ pub(super) struct ReplayLlmCallsArgs {
     changes: Changes,
     #[serde(default)]
     allow_redacted: bool,
+    #[serde(default)]
+    expect: Expect,
 }
 
 impl DiagnosticTool for ReplayLlmCalls {
@@ -152,13 +163,7 @@ impl DiagnosticTool for ReplayLlmCalls {
              changed, unchanged, errors. Each call counts against REPLAY_MAX_PER_MINUTE.",
         )
         .input(properties, &[])
-        .output(
-            json!({"changes": {"type": "object"}, "rows": {"type": "array", "items": {"type": "object"}},
-                   "summary": {"type": "object", "properties": {
-                       "replayed": {"type": "integer"}, "changed": {"type": "integer"},
-                       "unchanged": {"type": "integer"}, "errors": {"type": "integer"}}}}),
-            &["changes", "rows", "summary"],
-        )
+        .output_of::<replay::Batch>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -176,7 +181,15 @@ impl DiagnosticTool for ReplayLlmCalls {
             limit: args.limit.unwrap_or(10),
             ..SpanQuery::default()
         };
-        match replay::replay_calls(&d.bot, query, &args.changes, args.allow_redacted).await {
+        match replay::replay_calls(
+            &d.bot,
+            query,
+            &args.changes,
+            args.allow_redacted,
+            &args.expect,
+        )
+        .await
+        {
             Ok(mut batch) => {
                 batch.fit(MAX_MAX_BYTES);
                 Ok(done(json!(batch)))

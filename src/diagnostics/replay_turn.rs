@@ -10,7 +10,7 @@ use super::trace_view::MAX_MAX_BYTES;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
 use crate::bot::replay::{
-    self, Changes, DEFAULT_TURN_STEPS, MAX_TURN_STEPS, ToolPolicy, TurnOptions,
+    self, Changes, DEFAULT_TURN_STEPS, Expect, MAX_TURN_STEPS, ToolPolicy, TurnOptions,
 };
 use crate::mcp::{RequestContext, TaskSupport, ToolSpec};
 use crate::trace_context::is_span_id;
@@ -35,6 +35,8 @@ pub(super) struct ReplayTurnArgs {
     max_steps: Option<usize>,
     #[serde(default)]
     allow_redacted: bool,
+    #[serde(default)]
+    expect: Expect,
 }
 
 impl DiagnosticTool for ReplayTurn {
@@ -70,21 +72,7 @@ impl DiagnosticTool for ReplayTurn {
              traced as source replay, linked to the original.",
         )
         .input(properties, &["span_id"])
-        .output(
-            json!({
-                "span_id": {"type": "string"}, "trace_id": {"type": "string"},
-                "replay_trace_id": {"type": ["string", "null"]}, "model": {"type": "string"},
-                "changes": {"type": "object"}, "tools": {"type": "string", "enum": ["recorded", "read_only"]},
-                "max_steps": {"type": "integer"}, "redacted": {"type": "array", "items": {"type": "string"}},
-                "steps": {"type": "array", "items": {"type": "object"}},
-                "diverged_at": {"type": ["object", "null"]},
-                "stopped": {"type": "string"}, "stop_detail": {"type": "string"},
-                "final": {"type": "object"},
-                "tools_reused": {"type": "integer"}, "tools_run": {"type": "integer"},
-                "verdict": {"type": "string"},
-            }),
-            &["span_id", "trace_id", "steps", "diverged_at", "stopped", "final", "verdict"],
-        )
+        .output_of::<replay::TurnReplay>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -115,8 +103,12 @@ impl DiagnosticTool for ReplayTurn {
             tools: policy,
             allow_redacted: args.allow_redacted,
         };
+        if let Err(e) = args.expect.check_pattern() {
+            return Ok(failed(e.to_string()));
+        }
         match replay::replay_turn(&d.bot, &args.span_id, &changes, options).await {
             Ok(mut replay) => {
+                replay.expect(&args.expect, &d.bot.tools);
                 replay.fit(MAX_MAX_BYTES);
                 Ok(done(json!(replay)))
             }

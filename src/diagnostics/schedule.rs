@@ -1,12 +1,14 @@
 //! The bot's scheduled tasks: `list_tasks` and `run_task`. (The MCP endpoint's own
 //! tasks, which long tool calls become, are kept by `mcp_task_store`.)
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done, failed};
-use crate::bot::schedule::{RunAs, ScheduleError};
+use crate::bot::schedule::{JobRun, RunAs, ScheduleError};
+use crate::bot::store::Task;
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 
 pub(super) struct ListTasks;
@@ -21,19 +23,22 @@ impl DiagnosticTool for ListTasks {
             "The bot's scheduled tasks: id, name, description, cron schedule (UTC), action (a prompt or a tool call), \
              enabled, status (idle, running, ok, error, interrupted), last run, next run and last result.",
         )
-        .output(
-            json!({"tasks": {"type": "array", "items": {"type": "object"}}}),
-            &["tasks"],
-        )
+        .output_of::<Tasks>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
         match d.bot.schedule.list().await {
-            Ok(tasks) => Ok(done(json!({"tasks": tasks}))),
+            Ok(tasks) => Ok(done(json!(Tasks { tasks }))),
             Err(e) => Ok(failed(e.to_string())),
         }
     }
+}
+
+/// `list_tasks`' answer.
+#[derive(Serialize, JsonSchema)]
+struct Tasks {
+    tasks: Vec<Task>,
 }
 
 pub(super) struct RunTask;
@@ -57,10 +62,7 @@ impl DiagnosticTool for RunTask {
             json!({"id": {"type": "integer", "minimum": 1, "maximum": i64::MAX, "description": "Task id from list_tasks"}}),
             &["id"],
         )
-        .output(
-            json!({"task_id": {"type": "integer"}, "status": {"type": "string"}, "result": {"type": "string"}}),
-            &["task_id", "status", "result"],
-        )
+        .output_of::<JobRun>()
         .annotations(Annotations::DESTRUCTIVE)
     }
 

@@ -3,12 +3,14 @@
 
 use std::time::Instant;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::mcp_servers::ToggleArgs;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed, mcp_exec};
+use crate::bot::stats::CallStats;
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, TaskSupport, ToolSpec};
 use crate::model::ToolSource;
 
@@ -45,43 +47,65 @@ impl DiagnosticTool for ListTools {
             }),
             &[],
         )
-        .output(
-            json!({
-                "total": {"type": "integer"},
-                "native": {"type": "array"}, "user": {"type": "array"}, "mcp": {"type": "array"}
-            }),
-            &["total", "native", "user", "mcp"],
-        )
+        .output_of::<ToolGroups>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, args: ListToolsArgs, _: &RequestContext) -> Answer {
-        let mut groups = json!({"native": [], "user": [], "mcp": []});
-        let mut total = 0;
+        let mut groups = ToolGroups::default();
         for tool in d.bot.tools.all() {
-            let source = tool.def.source.as_str();
-            if args.source.as_deref().is_some_and(|s| s != source) {
+            let source = tool.def.source;
+            if args.source.as_deref().is_some_and(|s| s != source.as_str()) {
                 continue;
             }
-            let mut entry = json!({
-                "name": tool.def.name,
-                "description": tool.def.description,
-                "required_roles": tool.def.required_roles,
-                "internal": tool.def.internal,
-                "enabled": tool.enabled,
-                "stats": tool.stats,
+            let group = match source {
+                ToolSource::Native => &mut groups.native,
+                ToolSource::User => &mut groups.user,
+                ToolSource::Mcp => &mut groups.mcp,
+            };
+            group.push(ListedTool {
+                input_schema: args
+                    .include_schemas
+                    .then(|| Value::clone(&tool.def.input_schema)),
+                name: tool.def.name,
+                description: tool.def.description,
+                required_roles: tool.def.required_roles,
+                internal: tool.def.internal,
+                read_only: tool.def.read_only,
+                enabled: tool.enabled,
+                stats: tool.stats,
             });
-            if args.include_schemas {
-                entry["input_schema"] = Value::clone(&tool.def.input_schema);
-            }
-            if let Some(list) = groups[source].as_array_mut() {
-                list.push(entry);
-                total += 1;
-            }
+            groups.total += 1;
         }
-        groups["total"] = json!(total);
-        Ok(done(groups))
+        Ok(done(json!(groups)))
     }
+}
+
+/// `list_tools`' answer: the tools by source.
+#[derive(Default, Serialize, JsonSchema)]
+struct ToolGroups {
+    total: usize,
+    native: Vec<ListedTool>,
+    user: Vec<ListedTool>,
+    mcp: Vec<ListedTool>,
+}
+
+/// A bot tool as `list_tools` lists it.
+#[derive(Serialize, JsonSchema)]
+struct ListedTool {
+    name: String,
+    description: String,
+    /// The caller needs one of these roles; empty means anyone.
+    required_roles: Vec<String>,
+    /// Hidden from the model; admins only.
+    internal: bool,
+    /// Only reads: a whole-turn replay may run it (`replay_turn`, tools: read_only).
+    read_only: bool,
+    enabled: bool,
+    stats: CallStats,
+    /// Its input's JSON Schema (left out with include_schemas: false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_schema: Option<Value>,
 }
 
 /// "unknown tool" with the closest names, shared by the two tools that take a name.
@@ -116,27 +140,42 @@ impl DiagnosticTool for GetToolSchema {
                             "description": "Tool name, e.g. calculator, user.my_tool or mcp.files__read"}}),
             &["name"],
         )
-        .output(
-            json!({"name": {"type": "string"}, "source": {"type": "string"}, "input_schema": {"type": "object"}}),
-            &["name", "source", "input_schema"],
-        )
+        .output_of::<ToolSchema>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, args: NameArgs, _: &RequestContext) -> Answer {
         match d.bot.tools.get(d.bot.tools.canonical_name(&args.name)) {
-            Some(tool) => Ok(done(json!({
-                "name": tool.def.name,
-                "source": tool.def.source,
-                "description": tool.def.description,
-                "input_schema": tool.def.input_schema,
-                "required_roles": tool.def.required_roles,
-                "internal": tool.def.internal,
-                "enabled": tool.enabled,
+            Some(tool) => Ok(done(json!(ToolSchema {
+                input_schema: Value::clone(&tool.def.input_schema),
+                name: tool.def.name,
+                source: tool.def.source,
+                description: tool.def.description,
+                required_roles: tool.def.required_roles,
+                internal: tool.def.internal,
+                read_only: tool.def.read_only,
+                enabled: tool.enabled,
             }))),
             None => Ok(unknown_tool(d, &args.name)),
         }
     }
+}
+
+/// `get_tool_schema`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct ToolSchema {
+    name: String,
+    source: ToolSource,
+    description: String,
+    /// The JSON Schema its arguments must match.
+    input_schema: Value,
+    /// The caller needs one of these roles; empty means anyone.
+    required_roles: Vec<String>,
+    /// Hidden from the model; admins only.
+    internal: bool,
+    /// Only reads: a whole-turn replay may run it.
+    read_only: bool,
+    enabled: bool,
 }
 
 pub(super) struct RunTool;
@@ -175,7 +214,10 @@ impl DiagnosticTool for RunTool {
             &["tool_name"],
         )
         .output(
-            json!({"tool": {"type": "string"}, "result": {}, "duration_ms": {"type": "number"}}),
+            json!({"tool": {"type": "string"},
+                   "source": {"type": "string", "enum": ["native", "user", "mcp"]},
+                   "result": {"description": "What the tool returned, as it returned it"},
+                   "duration_ms": {"type": "number"}}),
             &["tool", "result"],
         )
         .annotations(Annotations::DESTRUCTIVE)
@@ -232,7 +274,10 @@ impl DiagnosticTool for ToggleTool {
             &["name", "enabled"],
         )
         .output(
-            json!({"tool": {"type": "object"}, "saved": {"type": "boolean"}}),
+            json!({"tool": {"type": "object", "properties": {
+                       "name": {"type": "string"}, "source": {"type": "string", "enum": ["native", "user", "mcp"]},
+                       "enabled": {"type": "boolean"}}},
+                   "saved": {"type": "boolean", "description": "Kept in the bot's database: it survives a restart"}}),
             &["tool", "saved"],
         )
         .annotations(Annotations {

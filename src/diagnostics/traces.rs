@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::trace_schemas;
 use super::trace_view::{
     MAX_MAX_BYTES, Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree,
     trace_page, with_paging,
@@ -70,7 +71,8 @@ impl DiagnosticTool for ListTraces {
             &[],
         )
         .output(
-            json!({"traces": {"type": "array", "items": {"type": "object"}}, "next_cursor": {"type": ["string", "null"]}}),
+            json!({"traces": {"type": "array", "items": trace_schemas::trace_row(), "description": "Newest first"},
+                   "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
             &["traces", "next_cursor"],
         )
         .annotations(Annotations::READ_ONLY)
@@ -110,7 +112,8 @@ impl DiagnosticTool for GetTrace {
     type Args = GetTraceArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        ToolSpec::new(
+        trace_schemas::with_span_tree(
+            ToolSpec::new(
             "get_trace",
             "Get a turn trace",
             "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
@@ -126,8 +129,13 @@ impl DiagnosticTool for GetTrace {
             &["trace_id"],
         )
         .output(
-            json!({"trace_id": {"type": "string"}, "spans": {"type": "array"}, "span": {"type": "object"}}),
+            json!({"trace_id": {"type": "string"},
+                   "spans": trace_schemas::span_tree(),
+                   "span_count": {"type": "integer", "description": "Spans in the trace, those left out by max_bytes included"},
+                   "notes": {"type": "array", "items": {"type": "string"}, "description": "What max_bytes left out"},
+                   "span": trace_schemas::full_span()}),
             &["trace_id"],
+        ),
         )
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
@@ -197,7 +205,8 @@ impl DiagnosticTool for LastError {
     type Args = BudgetArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        ToolSpec::new(
+        trace_schemas::with_span_tree(
+            ToolSpec::new(
             "last_error",
             "What just broke?",
             "The most recent failure anywhere in the bot, by time: a failed step of a turn (LLM call, tool call, worker agent), \
@@ -208,8 +217,23 @@ impl DiagnosticTool for LastError {
         )
         .input(json!({"max_bytes": max_bytes_property()}), &[])
         .output(
-            json!({"found": {"type": "boolean"}, "kind": {"type": "string"}, "error": {"type": "string"}}),
+            json!({
+                "found": {"type": "boolean"},
+                "kind": {"type": "string", "enum": ["turn", "llm", "tool", "agent", "task", "mcp_server"],
+                         "description": "What failed: a step of a turn (its span's kind), a task or an MCP server"},
+                "error": {"type": ["string", "null"]},
+                "span": trace_schemas::span_summary(),
+                "trace_id": {"type": "string"},
+                "turn_error": {"type": ["string", "null"], "description": "How the turn itself ended"},
+                "trace": trace_schemas::span_tree(),
+                "task": {"type": "object", "properties": {
+                    "id": {"type": "integer"}, "name": {"type": "string"}, "last_run": {"type": ["string", "null"]}}},
+                "hint": {"type": "string"},
+                "server": server_failure_schema(),
+                "mcp_servers_failing_now": {"type": "array", "items": server_failure_schema()},
+            }),
             &["found"],
+        ),
         )
         .annotations(Annotations::READ_ONLY)
     }
@@ -279,6 +303,12 @@ enum Failure<'a> {
     Span(&'a SpanRecord),
     Task(&'a Task),
     Server(&'a McpServerStatus),
+}
+
+fn server_failure_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "state": {"type": "string"},
+        "error": {"type": ["string", "null"]}, "since": {"type": ["string", "null"]}}})
 }
 
 fn server_failure(server: &McpServerStatus) -> Value {

@@ -76,7 +76,7 @@ pub use task_record::{TaskRecord, TaskStatus};
 pub use tasks::{MemoryTaskStore, StoreFailure, TaskConfig, TaskStore};
 pub use tool::{
     Annotations, InputRequired, Outcome, RefusedCalls, TaskSupport, Tool, ToolSet, ToolSpec,
-    input_request,
+    input_request, schema_of,
 };
 pub use tool_result::{CallToolResult, Structured};
 

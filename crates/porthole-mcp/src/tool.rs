@@ -91,6 +91,21 @@ impl ToolSpec {
         self
     }
 
+    /// Structured output described by `schema`, a whole JSON Schema of an object.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Structured output described by the answer's own type: the schema is derived from
+    /// `T` (its members, their types, which may be null, which are always there), so it
+    /// says what the answer holds and cannot drift from it. Serialize the answer from a
+    /// `T` ([`CallToolResult::typed`](crate::CallToolResult::typed)).
+    pub fn output_of<T: schemars::JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(schema_of::<T>());
+        self
+    }
+
     pub fn annotations(mut self, annotations: Annotations) -> Self {
         self.annotations = annotations;
         self
@@ -127,6 +142,23 @@ impl ToolSpec {
         }
         tool
     }
+}
+
+/// `T`'s JSON Schema with every subschema written in place (no `$ref`: some clients
+/// do not follow them) and without `$schema` and `title`.
+pub fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("title");
+    }
+    schema
 }
 
 /// `{"type":"object","properties":…,"required":…,"additionalProperties":false}`.

@@ -37,7 +37,8 @@ pub use workers::Workers;
 /// One entry of the agent registry. The fields are in the order of their names:
 /// `list_agents` serialises entries straight into its answer, and they must come out
 /// as a `Value` (whose members are sorted) would write them.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[schemars(description = "An agent: the supervisor or a worker it delegated to.")]
 pub struct AgentInfo {
     pub emoji: String,
     pub id: String,

@@ -64,7 +64,8 @@ use server::ServerEntry;
 pub use stats::{ServerStats, ToolStatsEntry};
 
 /// One configured server as reported to admins and the status tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(description = "One of the MCP servers the bot connects to, its state and call stats.")]
 pub struct McpServerStatus {
     /// The server's key in the config file, as the design documents call it; the same
     /// as `name`, which is what the bot calls it everywhere else.

@@ -9,7 +9,8 @@ use serde::Serialize;
 /// Usage figures of a server or of one of its tools.
 pub type ServerStats = crate::bot::stats::CallStats;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One of a server's tools and its usage figures.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolStatsEntry {
     pub name: String,
     #[serde(flatten)]

@@ -4,13 +4,16 @@
 
 use serde::Serialize;
 
-use super::{Answer, Changes, Comparison, MAX_BATCH, Options, ReplayError, replay_span};
+use super::{
+    Answer, Changes, Check, CheckCount, Comparison, Expect, MAX_BATCH, Options, ReplayError,
+    replay_span,
+};
 use crate::bot::Bot;
 use crate::bot::store::SpanQuery;
 use crate::model::{SpanKind, SpanRecord};
 
 /// One call of a batch, before and after.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BatchRow {
     pub span_id: String,
     pub model: Option<String>,
@@ -19,10 +22,13 @@ pub struct BatchRow {
     pub after: Option<Brief>,
     pub changed: bool,
     pub error: Option<String>,
+    /// The `expect` checks run on the replay's answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 /// An answer in short: finish reason, the tools asked for, the start of the text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Brief {
     pub finish_reason: Option<String>,
     pub tool_calls: Vec<String>,
@@ -56,15 +62,18 @@ fn preview(text: &str) -> String {
     shown
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub replayed: usize,
     pub changed: usize,
     pub unchanged: usize,
     pub errors: usize,
+    /// How the `expect` checks went over the batch (none when none were asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<CheckCount>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Batch {
     pub changes: Changes,
     pub rows: Vec<BatchRow>,
@@ -78,8 +87,10 @@ pub async fn replay_calls(
     mut query: SpanQuery,
     changes: &Changes,
     allow_redacted: bool,
+    expect: &Expect,
 ) -> Result<Batch, ReplayError> {
     changes.check()?;
+    expect.check_pattern()?;
     if bot.llm.provider() == "offline" {
         return Err(ReplayError::Offline);
     }
@@ -95,7 +106,8 @@ pub async fn replay_calls(
     for call in calls {
         let before = Brief::of(&Answer::recorded(&call));
         let row = match replay_span(bot, call.clone(), changes, options).await {
-            Ok(replay) => {
+            Ok(mut replay) => {
+                replay.expect(expect, &bot.tools);
                 let changed = replay.comparison.iter().any(Comparison::changed);
                 summary.replayed += 1;
                 *if changed {
@@ -107,6 +119,7 @@ pub async fn replay_calls(
                     after: Some(Brief::of(&replay.replays[0])),
                     changed,
                     error: None,
+                    checks: std::mem::take(&mut replay.comparison[0].checks),
                     ..row_of(&call, before)
                 }
             }
@@ -119,6 +132,9 @@ pub async fn replay_calls(
             }
         };
         rows.push(row);
+    }
+    if !expect.is_empty() {
+        summary.checks = Some(CheckCount::of(rows.iter().flat_map(|r| &r.checks)));
     }
     Ok(Batch {
         changes: changes.clone(),
@@ -135,6 +151,7 @@ fn row_of(call: &SpanRecord, before: Brief) -> BatchRow {
         after: None,
         changed: false,
         error: None,
+        checks: Vec::new(),
     }
 }
 

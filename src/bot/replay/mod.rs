@@ -10,6 +10,7 @@
 //! `recorded` reads a call back as a request; `limit` keeps the budget.
 
 mod batch;
+mod expect;
 mod fit;
 mod limit;
 mod recorded;
@@ -27,6 +28,7 @@ use crate::bot::store::StoreError;
 use crate::bot::trace::{Span, traced_chat};
 use crate::model::{SpanKind, SpanRecord};
 pub use batch::{Batch, BatchRow, Brief, Summary, replay_calls};
+pub use expect::{Check, CheckCount, Expect, Seen};
 pub use limit::{RateLimit, Refused};
 pub use recorded::{Request, find as find_span};
 pub use turn::{
@@ -43,7 +45,7 @@ pub const MAX_TEMPERATURE: f64 = 2.0;
 pub const MAX_TOKENS: u64 = 1_000_000;
 
 /// What a replay changes; everything else is sent as recorded.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Changes {
     /// Replaces the system prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,7 +64,7 @@ pub struct Changes {
     pub edit_messages: Vec<MessageEdit>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct MessageEdit {
     pub index: usize,
     pub content: String,
@@ -144,10 +146,11 @@ pub struct Options {
 }
 
 /// One answer of the model: the recorded one, or a replay's.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Answer {
     pub text: String,
     /// What the model asked to call (never run by a replay).
+    #[schemars(with = "Vec<AskedCall>")]
     pub tool_calls: Vec<Value>,
     pub finish_reason: Option<String>,
     pub input_tokens: Option<i64>,
@@ -155,11 +158,22 @@ pub struct Answer {
     pub latency_ms: f64,
     pub error: Option<String>,
     /// The text was cut to keep the answer within its size ([`Replay::fit`]).
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub text_truncated: bool,
     /// The tool calls' arguments were left out for the same reason.
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub tool_calls_truncated: bool,
+}
+
+/// A tool call the model asked for.
+// The shape of each of `Answer::tool_calls`, for its schema: read by the derive only.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct AskedCall {
+    name: String,
+    /// The arguments as the model gave them; `null` once cut to keep the answer within
+    /// its size (`tool_calls_truncated`).
+    arguments: Value,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -226,12 +240,15 @@ fn asked<'a>(calls: impl Iterator<Item = &'a Value>) -> Vec<Value> {
 }
 
 /// How a replay's answer compares with the original.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Comparison {
     pub run: u32,
     pub same_tool_calls: bool,
     pub text_changed: bool,
     pub finish_reason_changed: bool,
+    /// The `expect` checks run on this run's answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 impl Comparison {
@@ -241,6 +258,7 @@ impl Comparison {
             same_tool_calls: original.same_tool_calls(replay),
             text_changed: original.text != replay.text,
             finish_reason_changed: original.finish_reason != replay.finish_reason,
+            checks: Vec::new(),
         }
     }
 
@@ -250,7 +268,7 @@ impl Comparison {
 }
 
 /// What one replay found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Replay {
     /// The replayed call and its trace.
     pub span_id: String,
@@ -264,6 +282,29 @@ pub struct Replay {
     pub original: Answer,
     pub replays: Vec<Answer>,
     pub comparison: Vec<Comparison>,
+    /// How the `expect` checks went over every run (none when none were asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<CheckCount>,
+}
+
+impl Replay {
+    /// Runs `expect`'s checks on every run's answer.
+    pub fn expect(&mut self, expect: &Expect, tools: &crate::bot::tools::ToolRunner) {
+        if expect.is_empty() {
+            return;
+        }
+        for (comparison, replay) in self.comparison.iter_mut().zip(&self.replays) {
+            let seen = Seen {
+                text: Some(&replay.text),
+                tool_calls: replay.tool_calls.iter().collect(),
+                same_tool_calls: comparison.same_tool_calls,
+            };
+            comparison.checks = expect.run(&seen, tools);
+        }
+        self.checks = Some(CheckCount::of(
+            self.comparison.iter().flat_map(|c| &c.checks),
+        ));
+    }
 }
 
 /// Replays the LLM call `span_id` with `changes`, `options.runs` times.
@@ -342,6 +383,7 @@ async fn replay_found(
         original,
         replays,
         comparison,
+        checks: None,
     })
 }
 

@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::recorded_turn::{RecordedResult, RecordedStep, steps_from};
 use super::{
-    Answer, Changes, Options, ReplayError, check, conversation_of, find_span, replay_root,
-    request_to_send,
+    Answer, Changes, Check, CheckCount, Expect, Options, ReplayError, Seen, check, conversation_of,
+    find_span, replay_root, request_to_send,
 };
 use crate::bot::Bot;
 use crate::bot::llm::{ChatMessage, ChatRequest, ChatResponse};
@@ -36,7 +36,9 @@ pub const DEFAULT_TURN_STEPS: usize = 5;
 const RESULT_PREVIEW_CHARS: usize = 200;
 
 /// Which tools a turn replay may run when the model leaves the recording.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolPolicy {
     /// None: only recorded results; the first call that differs stops the replay.
@@ -55,7 +57,7 @@ pub struct TurnOptions {
 }
 
 /// Why a turn replay stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stop {
     /// The model answered without calling a tool.
@@ -79,7 +81,7 @@ pub enum Stop {
 }
 
 /// Where a replayed tool call's result came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultSource {
     /// The recording: the same call at the same step.
@@ -91,7 +93,7 @@ pub enum ResultSource {
 }
 
 /// One tool call of a replayed step and what answered it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ToolOutcome {
     pub name: String,
     pub result: ResultSource,
@@ -102,7 +104,7 @@ pub struct ToolOutcome {
 }
 
 /// One LLM call of the replay beside the recording's at the same step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TurnStep {
     pub step: usize,
     /// The recording's answer at this step; none past the recording's end.
@@ -115,16 +117,18 @@ pub struct TurnStep {
 
 /// The first step where the replay called other tools (or other arguments) than the
 /// recording, both sides shown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Divergence {
     pub step: usize,
     /// What the recording called there (none: the recording had ended).
+    #[schemars(with = "Option<Vec<super::AskedCall>>")]
     pub recorded: Option<Vec<serde_json::Value>>,
+    #[schemars(with = "Vec<super::AskedCall>")]
     pub replay: Vec<serde_json::Value>,
 }
 
 /// Both turns' last words.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FinalAnswers {
     /// The recording's final answer (none if the turn ended without one).
     pub original: Option<String>,
@@ -133,7 +137,7 @@ pub struct FinalAnswers {
 }
 
 /// What a turn replay found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TurnReplay {
     pub span_id: String,
     pub trace_id: String,
@@ -152,6 +156,33 @@ pub struct TurnReplay {
     pub tools_reused: usize,
     pub tools_run: usize,
     pub verdict: String,
+    /// The `expect` checks, run on the whole replay: its tool calls over every step,
+    /// its final answer's text, and whether it followed the recording.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// How they went (none when none were asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_count: Option<CheckCount>,
+}
+
+impl TurnReplay {
+    /// Runs `expect`'s checks on the replay.
+    pub fn expect(&mut self, expect: &Expect, tools: &crate::bot::tools::ToolRunner) {
+        if expect.is_empty() {
+            return;
+        }
+        let seen = Seen {
+            text: self.final_answers.replay.as_deref(),
+            tool_calls: self
+                .steps
+                .iter()
+                .flat_map(|s| &s.replay.tool_calls)
+                .collect(),
+            same_tool_calls: self.diverged_at.is_none(),
+        };
+        self.checks = expect.run(&seen, tools);
+        self.check_count = Some(CheckCount::of(&self.checks));
+    }
 }
 
 /// Replays the turn of LLM call `span_id` from that call on, with `changes`.
@@ -478,6 +509,8 @@ impl Run<'_> {
             tools_reused,
             tools_run,
             verdict,
+            checks: Vec::new(),
+            check_count: None,
         }
     }
 }

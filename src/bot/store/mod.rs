@@ -93,11 +93,13 @@ pub fn now_rfc3339() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// A conversation: its id, title, times and how many messages it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Conversation {
     pub id: String,
-    /// `None` only where someone set it so by hand (`db_query`), as the design documents
-    /// suggest for simulating a corrupted state; the bot itself always gives a title.
+    // `None` only where someone set it so by hand (`db_query`), as the design documents
+    // suggest for simulating a corrupted state; the bot itself always gives a title.
+    /// The bot always gives one; null only when set so by hand.
     pub title: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -173,12 +175,15 @@ pub struct MessageQuery {
     pub after: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// A scheduled task.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Task {
     pub id: i64,
     pub name: String,
     pub description: String,
+    /// A cron expression, UTC.
     pub schedule: String,
+    /// What it does: `{"prompt": …}` or `{"tool": …, "arguments": …}`.
     pub action: Value,
     pub enabled: bool,
     pub status: String,

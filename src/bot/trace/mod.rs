@@ -84,7 +84,7 @@ enum WriterMessage {
 const CHANNEL_CAPACITY: usize = 4096;
 
 /// Counters for `health`.
-#[derive(Debug, Default, Serialize, Clone, Copy, PartialEq)]
+#[derive(Debug, Default, Serialize, Clone, Copy, PartialEq, schemars::JsonSchema)]
 pub struct TraceCounters {
     pub spans_recorded: u64,
     /// Dropped because the writer fell behind (the channel was full).

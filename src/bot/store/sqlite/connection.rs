@@ -47,10 +47,12 @@ struct Queue {
 }
 
 /// Callers that found the writer connection taken, since start-up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WriterWaits {
     pub count: u64,
+    /// How long they waited in all, in milliseconds.
     #[serde(rename = "total_ms", serialize_with = "as_millis")]
+    #[schemars(with = "f64")]
     pub total: Duration,
 }
 

@@ -251,7 +251,7 @@ fn file_and_wal_size(path: &str) -> Option<u64> {
 }
 
 /// The SQLite traces file as `health` shows it (`Store::traces_file`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TracesFile {
     pub path: String,
     pub size_bytes: Option<u64>,
