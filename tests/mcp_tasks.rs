@@ -625,3 +625,53 @@ async fn a_task_asked_of_a_tool_without_task_support_is_refused() {
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_replay_runs_as_a_task_in_both_eras() {
+    let (app, _llm) = bot_with_llm(
+        vec![
+            Turn::Text(vec!["It is 42."]),
+            Turn::Slow(300, vec!["Forty-two."]),
+            Turn::Slow(300, vec!["42, said the replay."]),
+        ],
+        &[],
+    )
+    .await;
+    let turn = call_tool(
+        &app,
+        "send_message",
+        json!({"content": "what is 6 times 7?"}),
+    )
+    .await;
+    let conversation = turn["structuredContent"]["conversation_id"].clone();
+    let batch = json!({"name": "replay_llm_calls", "arguments": {
+        "conversation_id": conversation, "expect": {"text_contains": "42"}}});
+
+    // 2026-07-28: a task handle, polled to the batch's answer.
+    let reply = tasks_call(&app, "tools/call", batch.clone()).await;
+    let task_id = start_send_message(&reply);
+    let done = poll_until_settled(&app, &task_id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let summary = &done["result"]["structuredContent"]["summary"];
+    assert_eq!(summary["replayed"], 1, "{done}");
+    assert_eq!(summary["checks"], json!({"passed": 0, "failed": 1}));
+
+    // 2025-11-25: the experimental task, its result read with tasks/result.
+    let session = legacy_session(&app, "2025-11-25", json!({})).await;
+    let mut params = batch;
+    params["task"] = json!({"ttl": 60000});
+    let created = legacy(&app, &session, 2, "tools/call", params).await;
+    let task_id = legacy_task_id(&created);
+    let result = legacy(
+        &app,
+        &session,
+        3,
+        "tasks/result",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    let summary = &result.result()["structuredContent"]["summary"];
+    assert_eq!(summary["replayed"], 1, "{}", result.raw);
+    assert_eq!(summary["checks"], json!({"passed": 1, "failed": 0}));
+    app.shutdown().await;
+}

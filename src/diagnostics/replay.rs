@@ -14,7 +14,7 @@ use crate::bot::replay::{
     self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_TEMPERATURE, MAX_TOKENS, Options,
 };
 use crate::bot::store::SpanQuery;
-use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 use crate::trace_context::is_span_id;
 
 /// Calls the provider: changes nothing in the bot, but is not read-only either.
@@ -168,7 +168,12 @@ impl DiagnosticTool for ReplayLlmCalls {
         .max_result_size(MAX_MAX_BYTES)
     }
 
-    async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, _: &RequestContext) -> Answer {
+    /// Twenty calls to the provider can take minutes: a client that supports tasks polls.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
+
+    async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, ctx: &RequestContext) -> Answer {
         let since_us = match args.since.as_deref().map(parse_since).transpose() {
             Ok(since) => since,
             Err(e) => return Ok(failed(e)),
@@ -185,8 +190,8 @@ impl DiagnosticTool for ReplayLlmCalls {
             &d.bot,
             query,
             &args.changes,
-            args.allow_redacted,
-            &args.expect,
+            (args.allow_redacted, &args.expect),
+            &|done, of| ctx.progress(done as f64, Some(of as f64), Some("calls replayed")),
         )
         .await
         {

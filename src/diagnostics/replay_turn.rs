@@ -82,7 +82,7 @@ impl DiagnosticTool for ReplayTurn {
         TaskSupport::Optional
     }
 
-    async fn run(&self, d: &Diagnostics, args: ReplayTurnArgs, _: &RequestContext) -> Answer {
+    async fn run(&self, d: &Diagnostics, args: ReplayTurnArgs, ctx: &RequestContext) -> Answer {
         if !is_span_id(&args.span_id) {
             return Ok(failed(format!(
                 "`{}` is not a span id (16 lowercase hex digits); take one from get_llm_calls",
@@ -102,6 +102,9 @@ impl DiagnosticTool for ReplayTurn {
             max_steps: args.max_steps.unwrap_or(DEFAULT_TURN_STEPS),
             tools: policy,
             allow_redacted: args.allow_redacted,
+            progress: &|made, most| {
+                ctx.progress(made as f64, Some(most as f64), Some("LLM calls made"))
+            },
         };
         if let Err(e) = args.expect.check_pattern() {
             return Ok(failed(e.to_string()));

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! `PORT` picks the port (`0`: any free one); the example prints `listening on
-//! http://127.0.0.1:PORT` once it serves. The endpoint brings its own guard: loopback
+//! http://127.0.0.1:PORT` once it serves. The tool's answer is a type of the app's, and
+//! its output schema is derived from it (`ToolSpec::output_of`). The endpoint brings its own guard: loopback
 //! peers only, loopback `Host` and `Origin`, and the bearer token.
 
 use std::net::SocketAddr;
@@ -50,10 +51,7 @@ impl Tool for ListOrders {
             "The orders the shop holds, oldest first",
         )
         .input(json!({}), &[])
-        .output(
-            json!({"orders": {"type": "array", "items": {"type": "string"}}}),
-            &["orders"],
-        )
+        .output_of::<Orders>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -68,10 +66,16 @@ impl Tool for ListOrders {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        Ok(Outcome::Complete(CallToolResult::structured(
-            json!({"orders": orders}),
-        )))
+        Ok(Outcome::Complete(CallToolResult::typed(&Orders { orders })))
     }
+}
+
+/// `list_orders`' answer. Its output schema is derived from this type, doc comments
+/// and all, so it says what the answer holds.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Orders {
+    /// The items ordered, oldest first.
+    orders: Vec<String>,
 }
 
 #[tokio::main]

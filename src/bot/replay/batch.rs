@@ -82,12 +82,13 @@ pub struct Batch {
 
 /// Replays, once each, the LLM calls `query` selects (newest first, at most
 /// [`MAX_BATCH`]) with the same `changes`; each call counts against the rate limit.
+/// `progress` hears (calls replayed, calls selected) after each.
 pub async fn replay_calls(
     bot: &Bot,
     mut query: SpanQuery,
     changes: &Changes,
-    allow_redacted: bool,
-    expect: &Expect,
+    (allow_redacted, expect): (bool, &Expect),
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Batch, ReplayError> {
     changes.check()?;
     expect.check_pattern()?;
@@ -101,7 +102,8 @@ pub async fn replay_calls(
         runs: 1,
         allow_redacted,
     };
-    let mut rows = Vec::with_capacity(calls.len());
+    let selected = calls.len();
+    let mut rows = Vec::with_capacity(selected);
     let mut summary = Summary::default();
     for call in calls {
         let before = Brief::of(&Answer::recorded(&call));
@@ -132,6 +134,7 @@ pub async fn replay_calls(
             }
         };
         rows.push(row);
+        progress(rows.len(), selected);
     }
     if !expect.is_empty() {
         summary.checks = Some(CheckCount::of(rows.iter().flat_map(|r| &r.checks)));

@@ -49,11 +49,13 @@ pub enum ToolPolicy {
 }
 
 /// How one turn replay runs.
-#[derive(Debug, Clone, Copy)]
-pub struct TurnOptions {
+#[derive(Clone, Copy)]
+pub struct TurnOptions<'a> {
     pub max_steps: usize,
     pub tools: ToolPolicy,
     pub allow_redacted: bool,
+    /// Hears (LLM calls made, `max_steps`) after each.
+    pub progress: &'a (dyn Fn(usize, usize) + Sync),
 }
 
 /// Why a turn replay stopped.
@@ -190,7 +192,7 @@ pub async fn replay_turn(
     bot: &Bot,
     span_id: &str,
     changes: &Changes,
-    options: TurnOptions,
+    options: TurnOptions<'_>,
 ) -> Result<TurnReplay, ReplayError> {
     if !(1..=MAX_TURN_STEPS).contains(&options.max_steps) {
         return Err(ReplayError::Invalid(format!(
@@ -254,7 +256,7 @@ async fn tool_context(bot: &Bot, span: &SpanRecord) -> ExecContext {
 /// A turn replay under way.
 struct Run<'a> {
     bot: &'a Bot,
-    options: TurnOptions,
+    options: TurnOptions<'a>,
     recorded: Vec<RecordedStep>,
     ctx: ExecContext,
     messages: Vec<ChatMessage>,
@@ -283,6 +285,7 @@ impl Run<'_> {
             let started = Instant::now();
             let result = traced_chat(&*self.bot.llm, &chat, &|_| {}, &self.ctx.trace).await;
             let answer = Answer::replayed(&result, started);
+            (self.options.progress)(n + 1, self.options.max_steps);
             let Ok(response) = result else {
                 let error = answer.error.clone().unwrap_or_default();
                 self.push_step(n, answer, Vec::new());
