@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use porthole::logs::buffer::LogBuffer;
-use porthole::mcp::SessionConfig;
 use porthole::mcp::session::Sessions;
+use porthole::mcp::{Notifier, SessionConfig};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -108,7 +108,7 @@ fn sessions() {
     let secret = Some("bench-secret-0123456789abcdef0123456789abcdef");
 
     // High cap: every session stays live.
-    let sessions = Sessions::new(secret, config(1_000_000));
+    let sessions = Sessions::new(secret, config(1_000_000), Notifier::default());
     // Counted before the id list, whose bytes (vector and strings) are subtracted below.
     let after_new = live();
     let mut ids = Vec::with_capacity(N);
@@ -146,7 +146,7 @@ fn sessions() {
     // Low cap: every insert past 100 evicts the longest-idle session.
     let leaked = {
         let base = live();
-        let sessions = Sessions::new(secret, config(100));
+        let sessions = Sessions::new(secret, config(100), Notifier::default());
         let start = std::time::Instant::now();
         for _ in 0..N {
             let _ = sessions.create("2025-11-25", json!({}), porthole::mcp::Access::Full);

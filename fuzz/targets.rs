@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use porthole::bot::tools::ToolRunner;
 use porthole::mcp::session::{Lookup, Sessions, short};
-use porthole::mcp::{Access, SessionConfig};
+use porthole::mcp::{Access, Notifier, SessionConfig};
 use porthole::sse_decoder::{SseDecoder, SseEvent};
 use serde_json::{Map, Value, json};
 
@@ -423,7 +423,7 @@ fn session_state() -> &'static Mutex<SessionState> {
             idle_timeout: Duration::from_secs(24 * 3600),
             ..SessionConfig::default()
         };
-        let sessions = Sessions::new(Some(harness::TOKEN), config.clone());
+        let sessions = Sessions::new(Some(harness::TOKEN), config.clone(), Notifier::default());
         let live: Vec<String> = (0..4)
             .map(|n| {
                 let caps = json!({"sampling": if n % 2 == 0 { json!({}) } else { Value::Null }});
@@ -440,7 +440,7 @@ fn session_state() -> &'static Mutex<SessionState> {
             .id
             .clone();
         assert!(sessions.end(&gone));
-        let foreign = Sessions::new(Some("another secret"), config)
+        let foreign = Sessions::new(Some("another secret"), config, Notifier::default())
             .create(harness::LEGACY, json!({}), Access::Full)
             .expect("a full session always has room")
             .id

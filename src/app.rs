@@ -260,7 +260,7 @@ pub async fn start(config: Config, logging: Logging) -> anyhow::Result<RunningAp
     let mut mcp = None;
     if let Some(buffer) = buffer {
         let server = build_mcp(&bot, buffer, logging).await?;
-        server.spawn_housekeeping(std::time::Duration::from_secs(30));
+        server.spawn_housekeeping();
         server.spawn_skills_watch(std::time::Duration::from_secs(2));
         router = router.merge(server.router());
         mcp = Some(server);

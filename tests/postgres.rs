@@ -582,3 +582,71 @@ async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica_and_st
     assert!(!is_error(&on), "{on}");
     wait_for_tool(&b, "mcp.fixture__echo", true).await;
 }
+
+/// Replicas `replica-a` and `replica-b` on a fresh database, whose legacy sessions go
+/// idle after `idle_secs` on each.
+async fn two_replicas_idle_after(idle_secs: [&str; 2]) -> Option<(RunningApp, RunningApp)> {
+    let url = fresh_database()?;
+    let idle = |secs| [("MCP_SESSION_IDLE_SECS", secs)];
+    let a = replica(&url, "replica-a", &idle(idle_secs[0])).await;
+    let b = replica(&url, "replica-b", &idle(idle_secs[1])).await;
+    Some((a, b))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_busy_on_one_replica_is_not_taken_for_idle_by_another() {
+    let Some((a, b)) = two_replicas_idle_after(["2", "2"]).await else {
+        return;
+    };
+    let session = legacy_session(&a, "2025-11-25", json!({})).await;
+    // Served by b only, for twice the idle timeout: a's sweeps find it idle there.
+    let busy_until = Instant::now() + Duration::from_secs(4);
+    let mut id = 2;
+    while Instant::now() < busy_until {
+        let reply = legacy(&b, &session, id, "tools/list", json!({})).await;
+        assert_eq!(
+            reply.status, 200,
+            "b serves the busy session: {}",
+            reply.raw
+        );
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let back_on_a = legacy(&a, &session, id, "tools/list", json!({})).await;
+    assert_eq!(
+        back_on_a.status, 200,
+        "a did not end a session b was serving: {}",
+        back_on_a.raw
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_evicted_for_idleness_is_refused_on_every_replica_within_a_second() {
+    // b would keep it idle for a minute: only a's eviction, announced, can end it there.
+    let Some((a, b)) = two_replicas_idle_after(["1", "60"]).await else {
+        return;
+    };
+    let session = legacy_session(&a, "2025-11-25", json!({})).await;
+    let listed = legacy(&b, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(listed.status, 200, "b restored it: {}", listed.raw);
+    // Idle everywhere: a's sweep (every 0.5 s) ends it after a second or so, then b
+    // hears of it.
+    let started = Instant::now();
+    // Watched through b's count of live sessions: a request would make it busy.
+    let b_sessions = || b.mcp.as_ref().expect("MCP is on").live_sessions();
+    assert_eq!(b_sessions(), 1);
+    let refused = eventually(Duration::from_secs(3), || {
+        let gone = b_sessions() == 0;
+        async move { gone.then_some(()) }
+    })
+    .await;
+    assert!(
+        refused.is_some(),
+        "b still holds the idle session after 3 s"
+    );
+    assert!(started.elapsed() < Duration::from_millis(2600));
+    let reply = legacy(&a, &session, 3, "tools/list", json!({})).await;
+    assert_eq!(reply.status, 404, "a ended it: {}", reply.raw);
+    let reply = legacy(&b, &session, 3, "tools/list", json!({})).await;
+    assert_eq!(reply.status, 404, "b refuses it: {}", reply.raw);
+}

@@ -1,5 +1,7 @@
 //! The `/mcp` session ledger kept in the bot's database: ids of ended sessions, so a
-//! session a client ended (or that was evicted) is not restored after a restart.
+//! session a client ended (or that was evicted) is not restored after a restart; and,
+//! with replicas (PostgreSQL), when each replica last served a session, so that one
+//! replica never takes for idle a session another is serving.
 //!
 //! The table is kept within the sessions' maximum age and a count when the ledger is
 //! loaded, and again after every [`PRUNE_EVERY_ENDED`] sessions end, so a bot that runs
@@ -13,6 +15,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
 
 use crate::bot::lock;
 use crate::bot::store::{Store, StoreError};
@@ -28,6 +32,8 @@ const WRITE_CHUNK: usize = 256;
 #[derive(Default)]
 struct Queue {
     ended: Vec<(String, u64)>,
+    /// Sessions served here (id, Unix ms), for the other replicas.
+    seen: Vec<(String, u64)>,
     /// The mint-time cutoff of the prune due after the next write, if one is.
     prune_before: Option<u64>,
     writing: bool,
@@ -41,6 +47,9 @@ pub struct StoredSessionLedger {
     max_age: Duration,
     ended_since_start: AtomicU64,
     queue: Arc<Mutex<Queue>>,
+    /// Whether other replicas may serve the same sessions (a shared PostgreSQL); a
+    /// SQLite file has one process, and nothing to share.
+    replicated: bool,
 }
 
 fn now_ms() -> u64 {
@@ -55,6 +64,7 @@ impl StoredSessionLedger {
     pub async fn load(store: Store, max_age: Duration) -> Result<Self, StoreError> {
         let ended = store.ended_sessions(minted_cutoff(max_age)).await?;
         Ok(StoredSessionLedger {
+            replicated: store.backend_name() == "postgres",
             store,
             ended,
             max_age,
@@ -88,23 +98,64 @@ impl SessionLedger for StoredSessionLedger {
             runtime.spawn(write_queued(self.store.clone(), self.queue.clone()));
         }
     }
+
+    fn record_seen(&self, id: &str, at_ms: u64) {
+        if !self.replicated {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut queue = lock(&self.queue);
+        queue.seen.push((id.to_string(), at_ms));
+        if !std::mem::replace(&mut queue.writing, true) {
+            runtime.spawn(write_queued(self.store.clone(), self.queue.clone()));
+        }
+    }
+
+    fn seen_since(&self, ids: Vec<String>, since_ms: u64) -> BoxFuture<'static, Vec<String>> {
+        let (store, replicated) = (self.store.clone(), self.replicated);
+        Box::pin(async move {
+            if !replicated {
+                return Vec::new();
+            }
+            match store.sessions_seen_since(&ids, since_ms).await {
+                Ok(busy) => busy,
+                Err(e) => {
+                    // Unknown: take every one for busy, so none is ended on a guess
+                    // (the next sweep asks again).
+                    tracing::warn!(error = %e, "cannot read when the other replicas last served MCP sessions; idle ones are kept for now");
+                    ids
+                }
+            }
+        })
+    }
 }
 
 /// Writes the queued ids, a chunk per transaction, until the queue is empty.
 async fn write_queued(store: Store, queue: Arc<Mutex<Queue>>) {
     loop {
-        let (chunk, prune_before) = {
+        let (chunk, seen, prune_before) = {
             let mut queue = lock(&queue);
-            if queue.ended.is_empty() {
+            if queue.ended.is_empty() && queue.seen.is_empty() {
                 queue.writing = false;
                 return;
             }
             let length = queue.ended.len().min(WRITE_CHUNK);
             let chunk: Vec<_> = queue.ended.drain(..length).collect();
-            (chunk, queue.prune_before.take())
+            let length = queue.seen.len().min(WRITE_CHUNK);
+            let seen: Vec<_> = queue.seen.drain(..length).collect();
+            (chunk, seen, queue.prune_before.take())
         };
-        if let Err(e) = store.record_ended_sessions(&chunk).await {
+        if !chunk.is_empty()
+            && let Err(e) = store.record_ended_sessions(&chunk).await
+        {
             tracing::warn!(error = %e, "could not record ended MCP sessions; they may be restored after a restart");
+        }
+        if !seen.is_empty()
+            && let Err(e) = store.record_sessions_seen(&seen).await
+        {
+            tracing::warn!(error = %e, "could not record which MCP sessions this replica serves; another may take them for idle");
         }
         if let Some(cutoff) = prune_before
             && let Err(e) = store.prune_ended_sessions(cutoff).await

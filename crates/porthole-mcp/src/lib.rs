@@ -313,7 +313,7 @@ impl McpServerBuilder {
                 prompts,
                 skills: self.skills,
                 memo: methods::Memo::default(),
-                sessions: session::Sessions::new(secret, self.sessions),
+                sessions: session::Sessions::new(secret, self.sessions, self.notifier.clone()),
                 notifier: self.notifier,
                 tasks,
                 sealer: Arc::new(SealingKey::new(secret, "mrtr-state")),
@@ -436,17 +436,19 @@ impl McpServer {
         }))
     }
 
-    /// Evicts idle sessions (and forgets expired tasks) every `period`, and keeps the
-    /// leases of running tasks (see [`TaskConfig::lease_renewal`]), until the runtime
+    /// Evicts idle sessions (and forgets expired tasks) every
+    /// [`SessionConfig::sweep_interval`] (half the idle timeout, at most 30 s), and keeps
+    /// the leases of running tasks (see [`TaskConfig::lease_renewal`]), until the runtime
     /// stops.
-    pub fn spawn_housekeeping(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_housekeeping(&self) -> tokio::task::JoinHandle<()> {
         let inner = self.inner.clone();
+        let period = inner.sessions.sweep_interval();
         tokio::spawn(async move {
             let sweep = async {
                 let mut tick = tokio::time::interval(period);
                 loop {
                     tick.tick().await;
-                    inner.sessions.evict_idle();
+                    inner.sessions.evict_idle().await;
                     inner.tasks.purge_expired().await;
                 }
             };

@@ -1,5 +1,6 @@
 //! Ended `/mcp` session ids (the endpoint's session ledger), bounded by age and count:
-//! pruned when the ledger is read at start-up and, amortised, as sessions end.
+//! pruned when the ledger is read at start-up and, amortised, as sessions end. And, for
+//! replicas, when each session was last served anywhere (pruned with the ended ids).
 
 use super::backend::Sql;
 use super::{Store, StoreError};
@@ -9,6 +10,9 @@ const PRUNE_BY_AGE: &str = "DELETE FROM mcp_ended_sessions WHERE minted_ms < ?1"
 /// Keeps the newest `?1` ended ids.
 const PRUNE_BY_COUNT: &str = "DELETE FROM mcp_ended_sessions \
     WHERE id NOT IN (SELECT id FROM mcp_ended_sessions ORDER BY minted_ms DESC LIMIT ?1)";
+
+/// Forgets when sessions not served since `?1` were served.
+const PRUNE_SEEN: &str = "DELETE FROM mcp_session_seen WHERE seen_ms < ?1";
 
 /// Ended `/mcp` session ids (the endpoint's session ledger).
 impl Store {
@@ -33,6 +37,8 @@ impl Store {
                 Sql::fixed(PRUNE_BY_COUNT),
                 vec![Self::ENDED_SESSIONS_KEPT.into()],
             ),
+            // A session not served since its oldest id could be minted is past use.
+            (Sql::fixed(PRUNE_SEEN), vec![minted_after_ms.into()]),
         ];
         self.db.execute_all(statements).await?;
         Ok(())
@@ -55,5 +61,43 @@ impl Store {
             .collect();
         self.db.execute_all(statements).await?;
         Ok(())
+    }
+
+    /// Records that this replica served sessions (id, Unix ms), in one transaction; a
+    /// later time replaces an earlier one, never the reverse.
+    pub async fn record_sessions_seen(&self, seen: &[(String, u64)]) -> Result<(), StoreError> {
+        let upsert = "INSERT INTO mcp_session_seen (id, seen_ms) VALUES (?1, ?2) \
+                      ON CONFLICT (id) DO UPDATE SET seen_ms = excluded.seen_ms \
+                      WHERE excluded.seen_ms > mcp_session_seen.seen_ms";
+        let statements = seen
+            .iter()
+            .map(|(id, at_ms)| {
+                let at_ms = i64::try_from(*at_ms).unwrap_or(i64::MAX);
+                (Sql::fixed(upsert), vec![id.as_str().into(), at_ms.into()])
+            })
+            .collect();
+        self.db.execute_all(statements).await?;
+        Ok(())
+    }
+
+    /// Of `ids`, those some replica served at or after `since_ms` (Unix ms).
+    pub async fn sessions_seen_since(
+        &self,
+        ids: &[String],
+        since_ms: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let since_ms = i64::try_from(since_ms).unwrap_or(i64::MAX);
+        let mut busy = Vec::new();
+        // One statement per id keeps the SQL fixed (no list of placeholders built per
+        // call); a sweep finds few sessions idle at once.
+        for id in ids {
+            let sql = Sql::fixed("SELECT id FROM mcp_session_seen WHERE id = ?1 AND seen_ms >= ?2");
+            let found: Vec<String> = self
+                .db
+                .query(sql, vec![id.as_str().into(), since_ms.into()])
+                .await?;
+            busy.extend(found);
+        }
+        Ok(busy)
     }
 }

@@ -55,6 +55,21 @@ impl Default for SessionConfig {
     }
 }
 
+impl SessionConfig {
+    /// How often a replica tells the ledger it serves a session: a quarter of the idle
+    /// timeout (so a busy session is never taken for idle elsewhere), between 250 ms and
+    /// a minute.
+    pub fn seen_interval(&self) -> Duration {
+        (self.idle_timeout / 4).clamp(Duration::from_millis(250), Duration::from_secs(60))
+    }
+
+    /// How often the idle sweep should run: half the idle timeout, between 500 ms and
+    /// 30 s (see [`McpServer::spawn_housekeeping`](crate::McpServer::spawn_housekeeping)).
+    pub fn sweep_interval(&self) -> Duration {
+        (self.idle_timeout / 2).clamp(Duration::from_millis(500), Duration::from_secs(30))
+    }
+}
+
 impl std::fmt::Debug for SessionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionConfig")

@@ -34,13 +34,15 @@ use std::time::Instant;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use futures::future::{AbortHandle, AbortRegistration};
+use futures::future::{AbortHandle, AbortRegistration, BoxFuture};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::guard::Access;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
 use super::seal::SealingKey;
+use super::subscriptions::Notifier;
+use porthole_core::replica_changes::Changed;
 
 mod config;
 mod id;
@@ -59,12 +61,23 @@ const ENDED_REMEMBERED: usize = 100_000;
 /// The `retry:` hint sent on legacy streams, in milliseconds.
 pub const RETRY_MS: u64 = 1000;
 
-/// Where ended session ids outlive the process (the app keeps them in its database).
+/// Where ended session ids outlive the process (the app keeps them in its database),
+/// and, with replicas, where each says when it last served a session, so that idleness
+/// is counted across them.
 pub trait SessionLedger: Send + Sync {
     /// Ids that ended before this process started, read once when sessions are set up.
     fn ended(&self) -> Vec<String>;
     /// A session ended. Called on the request path: write in the background.
     fn record_end(&self, id: &str, minted_ms: u64);
+    /// This replica served session `id` at `at_ms` (Unix ms). Called on the request path
+    /// at most once per [`SessionConfig::seen_interval`] a session: write in the
+    /// background. A lone server needs none of it (the default does nothing).
+    fn record_seen(&self, _id: &str, _at_ms: u64) {}
+    /// Of `ids` (idle here), those any replica served at or after `since_ms`: busy
+    /// elsewhere, so not idle. The default (a lone server) says none.
+    fn seen_since(&self, _ids: Vec<String>, _since_ms: u64) -> BoxFuture<'static, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
 pub struct Session {
@@ -81,6 +94,8 @@ pub struct Session {
     /// When the id was minted, in Unix milliseconds (for the maximum age).
     minted_ms: u64,
     last_seen: AtomicU64,
+    /// When this replica last told the ledger it served the session (Unix ms).
+    shared_seen_ms: AtomicU64,
     log_threshold: AtomicU8,
     next_client_request: AtomicU64,
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
@@ -110,6 +125,7 @@ impl Session {
             client_tag: std::sync::OnceLock::new(),
             minted_ms: minted.minted_ms,
             last_seen: AtomicU64::new(now),
+            shared_seen_ms: AtomicU64::new(0),
             // Until the client sets a level, send info and above.
             log_threshold: AtomicU8::new(log_level_rank("info").unwrap_or(1)),
             next_client_request: AtomicU64::new(1),
@@ -252,11 +268,15 @@ pub struct Sessions {
     /// A random tag this process puts in the ids it mints: an id with another tag was
     /// minted before a restart or by another replica, and may be restored.
     instance: [u8; INSTANCE_TAG_LEN],
+    /// Where a session this replica ends (idle, or giving way at the cap) is announced,
+    /// so the others refuse it too.
+    notifier: Notifier,
 }
 
 impl Sessions {
-    pub fn new(secret: Option<&str>, config: SessionConfig) -> Self {
+    pub fn new(secret: Option<&str>, config: SessionConfig, notifier: Notifier) -> Self {
         let sessions = Sessions {
+            notifier,
             sealer: SealingKey::new(secret, "session-id"),
             config,
             live: Mutex::default(),
@@ -353,7 +373,8 @@ impl Sessions {
                     cap = self.config.max_sessions,
                     "evicted the longest-idle MCP session (MCP_MAX_SESSIONS reached)"
                 );
-                self.forget(oldest);
+                self.forget(oldest.clone());
+                self.notifier.announce(Changed::SessionEnded { id: oldest });
             }
         }
         live.insert(session.id.clone(), session);
@@ -399,6 +420,7 @@ impl Sessions {
                 return Lookup::Ended;
             }
             session.touch(self.now());
+            self.share_seen(&session);
             return Lookup::Found(session);
         }
         let Some(minted) = self.verify(id) else {
@@ -422,7 +444,26 @@ impl Sessions {
             return Lookup::Ended;
         }
         tracing::info!(target: SESSION_TARGET, session = %short(id), version = session.version, "restored an MCP session minted before a restart or by another replica");
+        self.share_seen(&session);
         Lookup::Found(session)
+    }
+
+    /// Tells the ledger this replica serves `session`, at most once per
+    /// [`SessionConfig::seen_interval`], so another replica does not take it for idle.
+    fn share_seen(&self, session: &Session) {
+        let Some(ledger) = &self.config.ledger else {
+            return;
+        };
+        let now = unix_ms();
+        let last = session.shared_seen_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= self.config.seen_interval().as_millis() as u64
+            && session
+                .shared_seen_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            ledger.record_seen(&session.id, now);
+        }
     }
 
     /// [`Sessions::get`] for a request carrying a token of `access`: a session opened
@@ -484,25 +525,55 @@ impl Sessions {
         }
     }
 
-    /// Ends sessions idle longer than the idle timeout; returns how many. A session whose
-    /// client holds its GET stream open is listening, not idle, and stays.
-    pub fn evict_idle(&self) -> usize {
-        let cutoff = self
-            .now()
-            .saturating_sub(self.config.idle_timeout.as_millis() as u64);
-        let expired: Vec<String> = lock(&self.live)
+    /// Ends sessions idle longer than the idle timeout, on every replica (announced);
+    /// returns how many. A session whose client holds its GET stream open is listening,
+    /// not idle, and stays. With replicas, idleness is counted across them: a session
+    /// idle here that another replica served within the timeout is busy there, and
+    /// stays here too, as if served now (an id this replica minted and no longer holds
+    /// would read as ended).
+    pub async fn evict_idle(&self) -> usize {
+        let timeout = self.config.idle_timeout.as_millis() as u64;
+        let cutoff = self.now().saturating_sub(timeout);
+        let is_idle = |s: &Session| s.idle_since() < cutoff && !s.listening();
+        let idle: Vec<String> = lock(&self.live)
             .values()
-            .filter(|s| s.idle_since() < cutoff && !s.listening())
+            .filter(|s| is_idle(s))
             .map(|s| s.id.clone())
             .collect();
-        for id in &expired {
-            if let Some(session) = remove_live(&mut lock(&self.live), id) {
-                session.close_streams();
+        let busy_elsewhere = match &self.config.ledger {
+            Some(ledger) if !idle.is_empty() => {
+                let since = unix_ms().saturating_sub(timeout);
+                ledger.seen_since(idle.clone(), since).await
             }
-            tracing::info!(target: SESSION_TARGET, session = %short(id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
+            _ => Vec::new(),
+        };
+        let mut ended = 0;
+        for id in idle {
+            // Looked at again: a request may have come in while the ledger answered.
+            let removed = {
+                let mut live = lock(&self.live);
+                match live.get(&id) {
+                    Some(session) if busy_elsewhere.contains(&id) => {
+                        session.touch(self.now());
+                        None
+                    }
+                    Some(session) if is_idle(session) => remove_live(&mut live, &id),
+                    _ => None,
+                }
+            };
+            let Some(session) = removed else { continue };
+            session.close_streams();
+            tracing::info!(target: SESSION_TARGET, session = %short(&id), "evicted an idle MCP session (MCP_SESSION_IDLE_SECS)");
             self.forget(id.clone());
+            self.notifier.announce(Changed::SessionEnded { id });
+            ended += 1;
         }
-        expired.len()
+        ended
+    }
+
+    /// How often the idle sweep runs ([`SessionConfig::sweep_interval`]).
+    pub fn sweep_interval(&self) -> std::time::Duration {
+        self.config.sweep_interval()
     }
 
     pub fn live_count(&self) -> usize {

@@ -4,6 +4,8 @@
 use super::*;
 use std::time::Duration;
 
+use futures::executor::block_on;
+
 fn config(max: usize) -> SessionConfig {
     SessionConfig {
         max_sessions: max,
@@ -33,17 +35,29 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
         ledger: Some(ledger.clone() as Arc<dyn SessionLedger>),
         ..config(10)
     };
-    let first = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+    let first = Sessions::new(
+        secret,
+        with_ledger(Duration::from_secs(3600)),
+        Notifier::default(),
+    );
     let ended = first.create("2025-11-25", json!({}), Access::Full).unwrap();
     let kept = first.create("2025-11-25", json!({}), Access::Full).unwrap();
     assert!(first.end(&ended.id));
     std::thread::sleep(Duration::from_millis(2));
-    let second = Sessions::new(secret, with_ledger(Duration::from_secs(3600)));
+    let second = Sessions::new(
+        secret,
+        with_ledger(Duration::from_secs(3600)),
+        Notifier::default(),
+    );
     assert!(matches!(second.get(&ended.id), Lookup::Ended));
     assert!(matches!(second.get(&kept.id), Lookup::Found(_)));
 
     // Past its maximum age an id ends, live or restored.
-    let strict = Sessions::new(secret, with_ledger(Duration::from_millis(1)));
+    let strict = Sessions::new(
+        secret,
+        with_ledger(Duration::from_millis(1)),
+        Notifier::default(),
+    );
     let young = strict
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
@@ -67,8 +81,8 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
     // Two processes with the same secret, started before either minted anything:
     // replicas behind a load balancer.
     let secret = Some("replica-secret-replica-secret-xx");
-    let a = Sessions::new(secret, config(10));
-    let b = Sessions::new(secret, config(10));
+    let a = Sessions::new(secret, config(10), Notifier::default());
+    let b = Sessions::new(secret, config(10), Notifier::default());
     let id = a
         .create("2025-11-25", json!({"elicitation": {}}), Access::Full)
         .unwrap()
@@ -95,7 +109,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
 #[test]
 fn ids_survive_a_restart_but_not_tampering_or_deletion() {
     let secret = Some("0123456789abcdef0123456789abcdef");
-    let before = Sessions::new(secret, config(10));
+    let before = Sessions::new(secret, config(10), Notifier::default());
     let session = before
         .create("2025-06-18", json!({"sampling": {}}), Access::Full)
         .unwrap();
@@ -103,7 +117,7 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 
     // A restart takes longer than the millisecond an id's mint time counts in.
     std::thread::sleep(Duration::from_millis(2));
-    let after = Sessions::new(secret, config(10));
+    let after = Sessions::new(secret, config(10), Notifier::default());
     let Lookup::Found(restored) = after.get(&session.id) else {
         panic!("restart stranded the session");
     };
@@ -119,13 +133,17 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
     assert!(after.end(&session.id));
     assert!(matches!(after.get(&session.id), Lookup::Ended));
 
-    let other_key = Sessions::new(Some("another-secret-another-secret-xx"), config(10));
+    let other_key = Sessions::new(
+        Some("another-secret-another-secret-xx"),
+        config(10),
+        Notifier::default(),
+    );
     assert!(matches!(other_key.get(&session.id), Lookup::Unknown));
 }
 
 #[test]
 fn cap_evicts_the_longest_idle_session() {
-    let sessions = Sessions::new(None, config(2));
+    let sessions = Sessions::new(None, config(2), Notifier::default());
     let a = sessions
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
@@ -146,13 +164,13 @@ fn cap_evicts_the_longest_idle_session() {
 #[test]
 fn ended_ids_are_not_stored_unless_restored() {
     let secret = Some("0123456789abcdef0123456789abcdef");
-    let before = Sessions::new(secret, config(10));
+    let before = Sessions::new(secret, config(10), Notifier::default());
     let old = before
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
     std::thread::sleep(Duration::from_millis(2));
 
-    let sessions = Sessions::new(secret, config(10));
+    let sessions = Sessions::new(secret, config(10), Notifier::default());
     let first = sessions
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
@@ -174,7 +192,7 @@ fn ended_ids_are_not_stored_unless_restored() {
 
 #[tokio::test]
 async fn resume_replays_events_after_the_last_seen_id() {
-    let sessions = Sessions::new(None, config(2));
+    let sessions = Sessions::new(None, config(2), Notifier::default());
     let s = sessions
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
@@ -203,6 +221,7 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
             idle_timeout: Duration::from_millis(1),
             ..config(10)
         },
+        Notifier::default(),
     );
     let listening = sessions
         .create("2025-11-25", json!({}), Access::Full)
@@ -212,13 +231,13 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
         .unwrap();
     let (_, receiver) = listening.open_stream(true);
     std::thread::sleep(Duration::from_millis(5));
-    assert_eq!(sessions.evict_idle(), 1, "only the quiet one");
+    assert_eq!(block_on(sessions.evict_idle()), 1, "only the quiet one");
     assert!(matches!(sessions.get(&listening.id), Lookup::Found(_)));
     assert!(!matches!(sessions.get(&quiet.id), Lookup::Found(_)));
     // Once the client lets go of the stream, the session is idle like any other.
     drop(receiver);
     std::thread::sleep(Duration::from_millis(5));
-    assert_eq!(sessions.evict_idle(), 1);
+    assert_eq!(block_on(sessions.evict_idle()), 1);
 }
 
 #[test]
@@ -226,7 +245,7 @@ fn a_read_only_session_never_ends_a_full_one() {
     let secret = Some("0123456789abcdef0123456789abcdef");
     let new = |access| ("2025-11-25", json!({}), access);
     // At the cap, a read-only newcomer evicts a read-only session, never a full one.
-    let sessions = Sessions::new(secret, config(2));
+    let sessions = Sessions::new(secret, config(2), Notifier::default());
     let create = |(version, caps, access)| sessions.create(version, caps, access);
     let full = create(new(Access::Full)).unwrap();
     let first = create(new(Access::ReadOnly)).unwrap();
@@ -235,7 +254,7 @@ fn a_read_only_session_never_ends_a_full_one() {
     assert!(!matches!(sessions.get(&first.id), Lookup::Found(_)));
     assert!(matches!(sessions.get(&second.id), Lookup::Found(_)));
     // With only full sessions live, a read-only one is refused, saying why.
-    let sessions = Sessions::new(secret, config(2));
+    let sessions = Sessions::new(secret, config(2), Notifier::default());
     let create = |(version, caps, access)| sessions.create(version, caps, access);
     let kept = [
         create(new(Access::Full)).unwrap(),

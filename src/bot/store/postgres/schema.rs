@@ -253,6 +253,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
         CHECK (scope IN ('user', 'admin'));
     ALTER TABLE memories DROP CONSTRAINT memories_pkey;
     ALTER TABLE memories ADD PRIMARY KEY (scope, key);",
+    // 20: when a replica last served each /mcp session (idleness across replicas).
+    "CREATE TABLE mcp_session_seen (
+        id TEXT PRIMARY KEY,
+        seen_ms BIGINT NOT NULL
+    );
+    CREATE INDEX mcp_session_seen_by_age ON mcp_session_seen(seen_ms);",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

@@ -315,6 +315,14 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
         SELECT 'admin', key, value, updated_at FROM memories;
     DROP TABLE memories;
     ALTER TABLE memories_scoped RENAME TO memories;",
+    // 20: when a replica last served each /mcp session, so that idleness is counted
+    // across replicas (one process on SQLite writes none; the table keeps both lists
+    // as long).
+    "CREATE TABLE mcp_session_seen (
+        id TEXT PRIMARY KEY,
+        seen_ms INTEGER NOT NULL
+    );
+    CREATE INDEX mcp_session_seen_by_age ON mcp_session_seen(seen_ms);",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
