@@ -189,6 +189,35 @@ async function replayAnLlmCall(replayPage) {
   return `${changed}; replay: ${texts[1].slice(0, 80)}; refusals: ${refusal.slice(0, 60)}, ${redacted}; screenshot ${file}`;
 }
 
+/** On the bot with a fake provider: chat once, open the turn's LLM call and replay the
+ * turn from there with another system prompt; the steps, the verdict and the replay's
+ * trace are shown. */
+async function replayFromHere(replayPage) {
+  await replayPage.goto(`${REPLAY_URL}/`, { waitUntil: 'load', timeout: 15000 });
+  await replayPage.waitForSelector('body[data-connected="true"]', { timeout: 15000 });
+  const form = await openReplayForm(replayPage, 'Say hello again.', 0);
+  await form.locator('textarea').fill('You are a poet. Answer in one line.');
+  await form.locator('.replay-turn').click();
+  const verdict = form.locator('.replay-verdict');
+  try {
+    await verdict.waitFor({ timeout: 15000 });
+  } catch (err) {
+    const refusal = await form.locator('.replay-error').innerText().catch(() => '');
+    throw new Error(`no turn replay shown${refusal ? `: ${refusal}` : ''} (${err.message.split('\n')[0]})`);
+  }
+  const said = (await verdict.innerText()).trim();
+  if (!/final answer changed/.test(said)) throw new Error(`the verdict reads ${JSON.stringify(said)}`);
+  const steps = await form.locator('.replay-step').count();
+  if (steps !== 1) throw new Error(`${steps} steps shown, expected the one answer`);
+  const texts = await form.locator('.replay-columns .replay-text').allInnerTexts();
+  if (!texts[1] || !texts[1].includes('You are a poet')) throw new Error(`the replay answered ${JSON.stringify(texts[1])}`);
+  await form.locator('.replay-result .trace-panel').first().waitFor({ timeout: 10000 });
+  const file = join(outDir, 'trace-replay-turn.png');
+  await form.scrollIntoViewIfNeeded();
+  await replayPage.screenshot({ path: file });
+  return `${said}; screenshot ${file}`;
+}
+
 /** Sends `message`, opens the panel of answer number `answer` and its LLM row's Replay form. */
 async function openReplayForm(replayPage, message, answer) {
   await replayPage.click('#message-input');
@@ -475,6 +504,17 @@ try {
     replayPage.on('pageerror', (err) => pageErrors.push(err.stack || err.message || String(err)));
     try {
       return await replayAnLlmCall(replayPage);
+    } finally {
+      await replayPage.close();
+    }
+  });
+
+  await step('"Replay from here" replays the whole turn from an LLM call', async () => {
+    if (!REPLAY_URL) throw new Error('E2E_REPLAY_URL is not set (run scripts/browser-e2e.sh)');
+    const replayPage = await context.newPage();
+    replayPage.on('pageerror', (err) => pageErrors.push(err.stack || err.message || String(err)));
+    try {
+      return await replayFromHere(replayPage);
     } finally {
       await replayPage.close();
     }

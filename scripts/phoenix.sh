@@ -101,4 +101,4 @@ fi
 # --- the test -------------------------------------------------------------------
 log "cargo test --test phoenix -- --ignored"
 PHOENIX_URL="$URL" cargo test --test phoenix -- --ignored
-log "a traced turn was read back from Phoenix"
+log "a traced turn, and calls joined to their caller's trace, were read back from Phoenix"

@@ -361,3 +361,55 @@ async fn the_replay_route_keeps_the_protections_of_every_api_write() {
     assert_eq!(llm.requests().len(), 1, "nothing was replayed");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn replay_from_here_replays_the_turn_and_runs_no_tool() {
+    let script = vec![
+        // The recorded turn: the calculator, then the answer.
+        Turn::ToolCall("calculator", json!({"expression": "6*7"})),
+        Turn::Text(vec!["It is 42."]),
+        // From its first call: the same calculator call (the recorded result comes
+        // back), then another answer.
+        Turn::ToolCall("calculator", json!({"expression": "6*7"})),
+        Turn::Text(vec!["Forty-two."]),
+        // Again, where the model asks for a tool the recording did not call: it stops.
+        Turn::ToolCall("current_time", json!({})),
+    ];
+    let (app, llm) = bot_on(script, &[]).await;
+    let turned = turn(&app, "what is 6 times 7?", None).await;
+    let first_call = turned.of_kind("llm");
+    let body = json!({"span_id": first_call, "turn": true, "system": "Answer in words."});
+    let answer = replay(&app, &turned.conversation, body.clone()).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let turn_replay = &answer.body;
+    assert_eq!(turn_replay["stopped"], "final_answer", "{turn_replay:#}");
+    assert_eq!(turn_replay["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(turn_replay["tools_reused"], 1);
+    assert_eq!(turn_replay["final"]["replay"], "Forty-two.");
+    assert!(
+        turn_replay["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("final answer changed")
+    );
+
+    let answer = replay(&app, &turned.conversation, body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(
+        answer.body["stopped"], "diverged",
+        "the page runs no tool: {:#}",
+        answer.body
+    );
+    assert_eq!(answer.body["tools_run"], 0);
+    assert_eq!(llm.requests().len(), 5);
+    // A turn replay is still only for the conversation the page shows.
+    let other = turn(&app, "hello", None).await;
+    let refused = replay(
+        &app,
+        &other.conversation,
+        json!({"span_id": first_call, "turn": true}),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    app.shutdown().await;
+}

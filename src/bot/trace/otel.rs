@@ -233,10 +233,12 @@ fn attributes(span: &SpanRecord) -> Vec<KeyValue> {
     });
     put(&mut out, &["error.type"], error_type);
     kind_attributes(span, &mut out);
-    // Turns started over /mcp: the MCP semantic conventions of the request.
+    // Turns started over /mcp: the MCP semantic conventions of the request, and the ids
+    // the caller gave its call (so a backend finds "what did this tool use do").
     if span.is_root {
         for (key, value) in &span.attributes {
-            if key.starts_with("mcp.") || key.starts_with("jsonrpc.") {
+            let caller_id = crate::trace_context::CALLER_ID_KEYS.contains(&key.as_str());
+            if key.starts_with("mcp.") || key.starts_with("jsonrpc.") || caller_id {
                 out.push(KeyValue::new(key.clone(), text(value)));
             }
         }

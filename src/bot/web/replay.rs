@@ -1,8 +1,10 @@
-//! `POST /api/conversations/{id}/replay`: the page's Replay button. It replays one LLM
+//! `POST /api/conversations/{id}/replay`: the page's Replay form. It replays one LLM
 //! call through the same engine as the MCP tool `replay_llm_call` (one provider call,
-//! no tool run, the same checks and the same per-minute budget), but `/api` has no
-//! token: so only a call of the conversation the page shows may be replayed, and only
-//! with the changes the page's form offers.
+//! no tool run, the same checks and the same per-minute budget), or with `turn: true`
+//! ("Replay from here") the whole turn from that call on as `replay_turn` does, reusing
+//! the recorded tool results and running no tool at all. `/api` has no token: so only a
+//! call of the conversation the page shows may be replayed, and only with the changes
+//! the page's form offers.
 
 use std::sync::Arc;
 
@@ -15,7 +17,9 @@ use serde_json::json;
 
 use super::api::{ApiError, ApiJson, ApiPath};
 use crate::bot::Bot;
-use crate::bot::replay::{self, Changes, Options, ReplayError};
+use crate::bot::replay::{
+    self, Changes, DEFAULT_TURN_STEPS, Options, ReplayError, ToolPolicy, TurnOptions,
+};
 use crate::model::SpanRecord;
 
 /// What the page's form may change; everything else is sent as recorded.
@@ -30,6 +34,9 @@ pub(super) struct ReplayBody {
     /// Send even where the stored request holds `[REDACTED]` in place of a secret.
     #[serde(default)]
     allow_redacted: bool,
+    /// Replay the whole turn from this call on ("Replay from here"), not the one call.
+    #[serde(default)]
+    turn: bool,
 }
 
 /// Replays the LLM call `span_id` of conversation `id` once, with the body's changes.
@@ -53,6 +60,19 @@ pub(super) async fn replay_in_conversation(
         max_tokens: body.max_tokens,
         ..Changes::default()
     };
+    if body.turn {
+        // No tool runs from the page: a call the recording did not make stops the replay.
+        let options = TurnOptions {
+            max_steps: DEFAULT_TURN_STEPS,
+            tools: ToolPolicy::Recorded,
+            allow_redacted: body.allow_redacted,
+            progress: &|_, _| {},
+        };
+        return match replay::replay_turn(&bot, &span.span_id, &changes, options).await {
+            Ok(turn) => Json(json!(turn)).into_response(),
+            Err(e) => refused(e),
+        };
+    }
     let options = Options {
         runs: 1,
         allow_redacted: body.allow_redacted,

@@ -5,8 +5,11 @@
  * temperature, max_tokens). Submitting it posts what was changed to
  * POST /api/conversations/{id}/replay, which sends the recorded call to the same
  * provider once more (one call; the tools the model asks for are shown, never run),
- * and shows the new answer beside the original. The server checks everything (the
- * values' ranges, the per-minute budget, redacted parts); the form shows its refusals.
+ * and shows the new answer beside the original. "Replay from here" sends the same
+ * changes with turn: true: the whole turn from this call on, step by step (recorded tool
+ * results reused, no tool run), each step beside the original's, with where the replay
+ * left the recording and a one-line verdict. The server checks everything (the values'
+ * ranges, the per-minute budget, redacted parts); the form shows its refusals.
  * trace-panel.js calls window.PortholeReplay.attach.
  */
 (function replayForm() {
@@ -52,8 +55,9 @@
   }
 
   /* The body to send: the span, and only the values that differ from the recorded ones. */
-  function changes(spanId, was, inputs) {
+  function changes(spanId, was, inputs, turn) {
     var body = { span_id: spanId };
+    if (turn) body.turn = true;
     if (inputs.system.value !== was.system) body.system = inputs.system.value;
     var model = inputs.model.value.trim();
     if (model && model !== was.model) body.model = model;
@@ -109,11 +113,35 @@
     if (data.replay_trace_id) window.PortholeTrace.attach(box, data.replay_trace_id);
   }
 
-  async function submit(ctx) {
-    var body = changes(ctx.spanId, ctx.was, ctx.inputs);
+  /* A whole turn's replay: the verdict, where it left the recording, then each step. */
+  function showTurn(box, data) {
+    box.textContent = '';
+    box.appendChild(el('div', 'replay-changed', changedText(data.changes || {})));
+    box.appendChild(el('div', 'replay-verdict', data.verdict || ''));
+    if (data.stop_detail && data.stopped !== 'final_answer') {
+      box.appendChild(el('div', 'trace-facts', 'stopped: ' + data.stop_detail));
+    }
+    (data.steps || []).forEach(function (step) {
+      box.appendChild(el('div', 'trace-key replay-step', 'Step ' + step.step +
+        (step.same_tool_calls ? ' \u00b7 same tool calls' : ' \u00b7 other tool calls')));
+      var columns = el('div', 'replay-columns');
+      columns.appendChild(answerColumn('Original', step.original || { text: '(the recording had ended)' }));
+      columns.appendChild(answerColumn('Replay', step.replay || {}));
+      box.appendChild(columns);
+      (step.tools || []).forEach(function (tool) {
+        box.appendChild(el('div', 'trace-facts', tool.name + ': ' +
+          (tool.result === 'recording' ? 'the recorded result' : tool.result === 'ran' ? 'ran' : 'not run')));
+      });
+    });
+    if (data.replay_trace_id) window.PortholeTrace.attach(box, data.replay_trace_id);
+  }
+
+  async function submit(ctx, turn) {
+    var body = changes(ctx.spanId, ctx.was, ctx.inputs, turn);
     ctx.error.hidden = true;
     ctx.button.disabled = true;
-    ctx.status.textContent = 'Replaying\u2026';
+    ctx.turnButton.disabled = true;
+    ctx.status.textContent = turn ? 'Replaying the turn\u2026' : 'Replaying\u2026';
     try {
       var res = await fetch('/api/conversations/' + encodeURIComponent(ctx.conversationId) + '/replay', {
         method: 'POST',
@@ -126,7 +154,7 @@
         throw new Error((data && data.error) || 'HTTP ' + res.status);
       }
       ctx.status.textContent = '';
-      showResult(ctx.result, data);
+      (turn ? showTurn : showResult)(ctx.result, data);
     } catch (err) {
       ctx.status.textContent = '';
       ctx.error.textContent = 'Not replayed: ' + err.message;
@@ -134,6 +162,7 @@
       console.warn('[porthole] replay refused', ctx.spanId, err.message);
     } finally {
       ctx.button.disabled = false;
+      ctx.turnButton.disabled = false;
     }
   }
 
@@ -160,6 +189,10 @@
     var button = el('button', 'replay-submit', 'Replay now');
     button.type = 'submit';
     actions.appendChild(button);
+    var turnButton = el('button', 'replay-turn', 'Replay from here');
+    turnButton.type = 'button';
+    turnButton.title = 'Replay the whole turn from this call on: recorded tool results reused, no tool run';
+    actions.appendChild(turnButton);
     var status = el('span', 'replay-status');
     actions.appendChild(status);
     form.appendChild(actions);
@@ -170,10 +203,14 @@
     var result = el('div', 'replay-result');
     form.appendChild(result);
     var ctx = { spanId: span.span_id, conversationId: conversationId, was: was, inputs: inputs,
-      allowRow: allowRow, button: button, status: status, error: error, result: result };
+      allowRow: allowRow, button: button, turnButton: turnButton, status: status, error: error,
+      result: result };
     form.addEventListener('submit', function (event) {
       event.preventDefault();
-      submit(ctx);
+      submit(ctx, false);
+    });
+    turnButton.addEventListener('click', function () {
+      submit(ctx, true);
     });
     return form;
   }
