@@ -66,12 +66,17 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
                 | "toggle_tool"
                 | "run_task"
                 | "send_message"
+                | "delete_replay_set"
         );
         assert_eq!(destructive, should_be_destructive, "{name}");
         // set_log_level changes state but destroys nothing; replays spend tokens.
         let changes_something = matches!(
             name,
-            "set_log_level" | "replay_llm_call" | "replay_llm_calls" | "replay_turn"
+            "set_log_level"
+                | "replay_llm_call"
+                | "replay_llm_calls"
+                | "replay_turn"
+                | "save_replay_set"
         );
         assert_eq!(
             read_only,

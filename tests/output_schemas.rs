@@ -179,6 +179,10 @@ fn arguments(name: &str, made: &Value) -> Option<Value> {
         "replay_llm_calls" => json!({"conversation_id": made["conversation_id"], "limit": 1}),
         "replay_turn" => json!({"span_id": made["llm_call"]}),
         "run_task" => json!({"id": made["task_id"]}),
+        "save_replay_set" => {
+            json!({"name": "schema-check", "conversation_id": made["conversation_id"]})
+        }
+        "delete_replay_set" => json!({"name": "no-such-set"}),
         "run_tool" => json!({"tool_name": "calculator", "parameters": {"expression": "2+2"}}),
         "send_message" => json!({"content": "what is 6 times 7?"}),
         "set_log_level" => json!({"filter": "info"}),
@@ -186,8 +190,8 @@ fn arguments(name: &str, made: &Value) -> Option<Value> {
         "toggle_tool" => json!({"name": "calculator", "enabled": true}),
         "get_agent_state" | "get_config" | "get_llm_calls" | "get_trace_stats" | "health"
         | "last_error" | "list_agents" | "list_conversations" | "list_mcp_servers"
-        | "list_skills" | "list_tasks" | "list_tools" | "list_traces" | "server_log"
-        | "web_log" => json!({}),
+        | "list_skills" | "list_tasks" | "list_replay_sets" | "list_tools" | "list_traces"
+        | "server_log" | "web_log" => json!({}),
         _ => return None,
     })
 }
@@ -322,7 +326,7 @@ async fn every_tool_answers_only_what_its_output_schema_declares() {
         undeclared(content, schema, "$", &mut found);
         problems.extend(found.into_iter().map(|f| format!("{name}: {f}")));
     }
-    assert!(tools.len() >= 29, "every tool was listed: {}", tools.len());
+    assert!(tools.len() >= 32, "every tool was listed: {}", tools.len());
     assert!(
         problems.is_empty(),
         "{} problems (protocol {MODERN}):\n{}",

@@ -15,6 +15,7 @@
 //! - `traces`: `list_traces`, `get_trace`, `last_error`; `llm_calls`: `get_llm_calls`,
 //!   `get_llm_call`, `get_trace_stats`; `trace_view`: the shapes both show traces in;
 //!   `replay`: `replay_llm_call`, `replay_llm_calls` (what if); `replay_turn`: `replay_turn`;
+//!   `replay_sets`: `save_replay_set`, `list_replay_sets`, `delete_replay_set`;
 //! - `resources` and `prompts` (with `trace_prompts`): the MCP resources and prompts;
 //! - `session_ledger` and `mcp_task_store`: the endpoint's sessions and tasks kept in
 //!   the bot's store; `bridges`: the bot's events carried to `/mcp` (browser console
@@ -38,6 +39,7 @@ mod mcp_servers;
 mod mcp_task_store;
 mod prompts;
 mod replay;
+mod replay_sets;
 mod replay_turn;
 mod replicas;
 mod resources;
@@ -163,6 +165,9 @@ pub fn tools(d: &Arc<Diagnostics>) -> Vec<Arc<dyn Tool>> {
         adapt(d, replay::ReplayLlmCall),
         adapt(d, replay::ReplayLlmCalls),
         adapt(d, replay_turn::ReplayTurn),
+        adapt(d, replay_sets::SaveReplaySet),
+        adapt(d, replay_sets::ListReplaySets),
+        adapt(d, replay_sets::DeleteReplaySet),
     ]
 }
 

@@ -11,7 +11,7 @@ use super::trace_view::{MAX_MAX_BYTES, parse_since, since_property};
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, conversation_id_property, done, failed};
 use crate::bot::replay::{
-    self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_TEMPERATURE, MAX_TOKENS, Options,
+    self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_SET_NAME, MAX_TEMPERATURE, MAX_TOKENS, Options,
 };
 use crate::bot::store::SpanQuery;
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
@@ -132,6 +132,8 @@ pub(super) struct ReplayLlmCallsArgs {
     #[serde(alias = "conversationId")]
     conversation_id: Option<String>,
     limit: Option<usize>,
+    /// A saved set to replay instead of a selection.
+    set: Option<String>,
     #[serde(flatten)]
     changes: Changes,
     #[serde(default)]
@@ -140,19 +142,62 @@ pub(super) struct ReplayLlmCallsArgs {
     expect: Expect,
 }
 
-impl DiagnosticTool for ReplayLlmCalls {
-    type Args = ReplayLlmCallsArgs;
+/// How a batch is chosen, as `get_llm_calls` chooses: the arguments `replay_llm_calls`
+/// and `save_replay_set` share.
+pub(super) struct CallFilter {
+    pub(super) model: Option<String>,
+    pub(super) status: Option<String>,
+    pub(super) since: Option<String>,
+    pub(super) conversation_id: Option<String>,
+    pub(super) limit: Option<usize>,
+}
 
-    fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        let mut properties = change_properties();
+impl CallFilter {
+    /// The query, or what is wrong with `since`.
+    pub(super) fn query(self) -> Result<SpanQuery, String> {
+        let since_us = self.since.as_deref().map(parse_since).transpose()?;
+        Ok(SpanQuery {
+            conversation_id: self.conversation_id,
+            status: self.status,
+            model: self.model,
+            since_us,
+            limit: self.limit.unwrap_or(10),
+            ..SpanQuery::default()
+        })
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.model.is_none()
+            && self.status.is_none()
+            && self.since.is_none()
+            && self.conversation_id.is_none()
+            && self.limit.is_none()
+    }
+
+    /// Their properties, added to a tool's input `properties`.
+    pub(super) fn add_properties(properties: &mut Value) {
         properties["model"] = json!({"type": "string", "minLength": 1,
-                                     "description": "Only calls to this model (a change of model is not expressible here: replay_llm_call takes it)"});
+                                     "description": "Only calls to this model"});
         properties["status"] = json!({"type": "string", "enum": ["ok", "error"]});
         properties["since"] = since_property();
         properties["conversation_id"] =
             conversation_id_property("Only the calls of this conversation");
         properties["limit"] =
             json!({"type": "integer", "minimum": 1, "maximum": MAX_BATCH, "default": 10});
+    }
+}
+
+impl DiagnosticTool for ReplayLlmCalls {
+    type Args = ReplayLlmCallsArgs;
+
+    fn spec(&self, _: &Diagnostics) -> ToolSpec {
+        let mut properties = change_properties();
+        CallFilter::add_properties(&mut properties);
+        properties["model"]["description"] = json!(
+            "Only calls to this model (a change of model is not expressible here: replay_llm_call takes it)"
+        );
+        properties["set"] = json!({"type": "string", "minLength": 1, "maxLength": MAX_SET_NAME,
+            "description": "Replay this saved set (save_replay_set) instead of a selection; its last run is kept"});
         ToolSpec::new(
             "replay_llm_calls",
             "Replay a batch of LLM calls with a change",
@@ -160,7 +205,8 @@ impl DiagnosticTool for ReplayLlmCalls {
              (model, status, since, conversation_id; newest first, at most 20) with the same changes as \
              replay_llm_call (system, temperature, max_tokens, tools, edit_messages). No tool is run. Answers one row \
              per call, before and after (finish reason, tools called, a text preview), and a summary: replayed, \
-             changed, unchanged, errors. Each call counts against REPLAY_MAX_PER_MINUTE.",
+             changed, unchanged, errors. `set` replays a saved set (save_replay_set) instead, and keeps the summary \
+             as its last run. Each call counts against REPLAY_MAX_PER_MINUTE.",
         )
         .input(properties, &[])
         .output_of::<replay::Batch>()
@@ -174,27 +220,31 @@ impl DiagnosticTool for ReplayLlmCalls {
     }
 
     async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, ctx: &RequestContext) -> Answer {
-        let since_us = match args.since.as_deref().map(parse_since).transpose() {
-            Ok(since) => since,
-            Err(e) => return Ok(failed(e)),
-        };
-        let query = SpanQuery {
-            conversation_id: args.conversation_id,
-            status: args.status,
+        let filter = CallFilter {
             model: args.model,
-            since_us,
-            limit: args.limit.unwrap_or(10),
-            ..SpanQuery::default()
+            status: args.status,
+            since: args.since,
+            conversation_id: args.conversation_id,
+            limit: args.limit,
         };
-        match replay::replay_calls(
-            &d.bot,
-            query,
-            &args.changes,
-            (args.allow_redacted, &args.expect),
-            &|done, of| ctx.progress(done as f64, Some(of as f64), Some("calls replayed")),
-        )
-        .await
-        {
+        let checks = (args.allow_redacted, &args.expect);
+        let progress =
+            |done, of| ctx.progress(done as f64, Some(of as f64), Some("calls replayed"));
+        let batch = match args.set {
+            Some(_) if !filter.is_empty() => {
+                return Ok(failed(
+                    "give either `set` or a selection (model, status, since, conversation_id, limit), not both",
+                ));
+            }
+            Some(set) => replay::replay_set(&d.bot, &set, &args.changes, checks, &progress).await,
+            None => match filter.query() {
+                Ok(query) => {
+                    replay::replay_calls(&d.bot, query, &args.changes, checks, &progress).await
+                }
+                Err(e) => return Ok(failed(e)),
+            },
+        };
+        match batch {
             Ok(mut batch) => {
                 batch.fit(MAX_MAX_BYTES);
                 Ok(done(json!(batch)))

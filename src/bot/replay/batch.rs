@@ -98,6 +98,17 @@ pub async fn replay_calls(
     query.limit = query.limit.clamp(1, MAX_BATCH);
     bot.tracer.flush().await;
     let calls = select(bot, query).await?;
+    replay_each(bot, calls, changes, (allow_redacted, expect), progress).await
+}
+
+/// Replays each of `calls` once with `changes`, as [`replay_calls`] does.
+pub(super) async fn replay_each(
+    bot: &Bot,
+    calls: Vec<SpanRecord>,
+    changes: &Changes,
+    (allow_redacted, expect): (bool, &Expect),
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Batch, ReplayError> {
     let options = Options {
         runs: 1,
         allow_redacted,
@@ -160,7 +171,7 @@ fn row_of(call: &SpanRecord, before: Brief) -> BatchRow {
 
 /// The LLM calls `query` selects, newest first. The store finds a conversation's turns
 /// by their root; their LLM calls are read turn by turn, newest turn first.
-async fn select(bot: &Bot, query: SpanQuery) -> Result<Vec<SpanRecord>, ReplayError> {
+pub(super) async fn select(bot: &Bot, query: SpanQuery) -> Result<Vec<SpanRecord>, ReplayError> {
     let Some(conversation) = query.conversation_id.clone() else {
         return Ok(bot.store.list_spans(SpanKind::Llm, query).await?.items);
     };

@@ -15,6 +15,7 @@ mod fit;
 mod limit;
 mod recorded;
 mod recorded_turn;
+mod sets;
 mod turn;
 
 use std::time::Instant;
@@ -31,6 +32,7 @@ pub use batch::{Batch, BatchRow, Brief, Summary, replay_calls};
 pub use expect::{Check, CheckCount, Expect, Seen};
 pub use limit::{RateLimit, Refused};
 pub use recorded::{Request, find as find_span};
+pub use sets::{MAX_SET_NAME, Selection, replay_set, save_set};
 pub use turn::{
     DEFAULT_TURN_STEPS, MAX_TURN_STEPS, ToolPolicy, TurnOptions, TurnReplay, replay_turn,
 };

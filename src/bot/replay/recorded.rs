@@ -5,6 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::recorded_turn::is_cut;
+use super::sets::SAVED_TOOLS;
 use super::{Changes, ReplayError};
 use crate::bot::Bot;
 use crate::bot::llm::ChatMessage;
@@ -48,9 +49,14 @@ pub(super) async fn request_of(bot: &Bot, span: &SpanRecord) -> Result<Request, 
     else {
         return Err(ReplayError::NotRecordedInFull(span_id.into()));
     };
-    let tools = match bot.store.tool_set(hash).await? {
-        Some(text) => tool_defs(&text)?,
-        None => return Err(ReplayError::NotRecordedInFull(span_id.into())),
+    // A call saved in a set carries its definitions: its trace may be gone.
+    let saved = attributes.get(SAVED_TOOLS).and_then(Value::as_str);
+    let tools = match saved {
+        Some(text) => tool_defs(text)?,
+        None => match bot.store.tool_set(hash).await? {
+            Some(text) => tool_defs(&text)?,
+            None => return Err(ReplayError::NotRecordedInFull(span_id.into())),
+        },
     };
     let mut parameters = attributes
         .get("parameters")

@@ -33,6 +33,7 @@ mod log_events;
 mod mcp_tasks;
 mod memories;
 mod postgres;
+mod replay_sets;
 mod retention;
 mod rows;
 mod schedule;
@@ -50,6 +51,7 @@ pub use conversations::{ADMIN_CONVERSATION_PREFIX, is_admin_conversation};
 pub use mcp_tasks::StoredTaskRow;
 pub use memories::{Memory, MemoryScope};
 pub use postgres::{Change, fresh_schema_url};
+pub use replay_sets::ReplaySet;
 pub use retention::ConversationHold;
 pub use schedule::TaskLimits;
 pub use schema::schema_version;
@@ -83,6 +85,9 @@ pub enum StoreError {
     /// A statement that would change something, refused in read-only mode.
     #[error("a {0} statement is not allowed here: read-only mode runs only statements that read")]
     ReadOnly(String),
+    /// A stored value the bot wrote cannot be read back (changed by hand, say).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// How many conversation changes wait for a slow listener before the oldest go.

@@ -259,6 +259,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
         seen_ms BIGINT NOT NULL
     );
     CREATE INDEX mcp_session_seen_by_age ON mcp_session_seen(seen_ms);",
+    // 21: named sets of recorded LLM calls, copied whole, and their last runs.
+    "CREATE TABLE replay_sets (
+        name TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_run_at TEXT,
+        last_run TEXT
+    );
+    CREATE TABLE replay_set_calls (
+        set_name TEXT NOT NULL REFERENCES replay_sets(name) ON DELETE CASCADE,
+        position BIGINT NOT NULL,
+        span_id TEXT NOT NULL,
+        span TEXT NOT NULL,
+        PRIMARY KEY (set_name, position)
+    );",
 ];
 
 // One PostgreSQL form per SQLite migration, checked when the crate compiles.

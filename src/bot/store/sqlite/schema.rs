@@ -323,6 +323,23 @@ pub(in crate::bot::store) const MIGRATIONS: &[&str] = &[
         seen_ms INTEGER NOT NULL
     );
     CREATE INDEX mcp_session_seen_by_age ON mcp_session_seen(seen_ms);",
+    // 21: named sets of recorded LLM calls (save_replay_set), each call copied whole so
+    // trace retention does not erase it, and each set's last run. In the bot's file,
+    // not the traces': they are the user's, not the traces' to prune.
+    "CREATE TABLE replay_sets (
+        name TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_run_at TEXT,
+        last_run TEXT
+    );
+    CREATE TABLE replay_set_calls (
+        set_name TEXT NOT NULL REFERENCES replay_sets(name) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        span_id TEXT NOT NULL,
+        span TEXT NOT NULL,
+        PRIMARY KEY (set_name, position)
+    );",
 ];
 
 /// The traces file's migrations (see `files`); its own `PRAGMA user_version` records how
