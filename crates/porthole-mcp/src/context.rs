@@ -25,7 +25,7 @@ const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What a handler sends on its request's response stream.
 #[derive(Debug)]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     /// A JSON-RPC message (notification or server→client request).
     Message(Value),
     /// Legacy era: close the HTTP connection now; the rest of the stream (result
@@ -33,7 +33,7 @@ pub enum StreamEvent {
     Disconnect,
 }
 
-pub type Outbound = mpsc::UnboundedSender<StreamEvent>;
+pub(crate) type Outbound = mpsc::UnboundedSender<StreamEvent>;
 
 pub struct RequestContext {
     pub era: Era,

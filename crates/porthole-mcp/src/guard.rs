@@ -106,7 +106,7 @@ impl TokenWarnings {
 }
 
 /// A refusal: HTTP status plus a JSON-RPC error body without id.
-pub fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
+pub(crate) fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
     let body = jsonrpc::error_response(None, &RpcError::new(code, message));
     (
         status,

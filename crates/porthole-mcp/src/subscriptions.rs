@@ -134,7 +134,7 @@ impl Notifier {
 
 /// What a modern `subscriptions/listen` stream asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ListenFilter {
+pub(crate) struct ListenFilter {
     pub tools: bool,
     pub prompts: bool,
     pub resources: bool,
@@ -147,7 +147,7 @@ pub struct ListenFilter {
 
 impl ListenFilter {
     /// Reads `params.notifications`, keeping only what the server supports.
-    pub fn from_params(notifications: &Value, has_prompts: bool) -> Self {
+    pub(crate) fn from_params(notifications: &Value, has_prompts: bool) -> Self {
         ListenFilter {
             tools: notifications["toolsListChanged"] == true,
             prompts: has_prompts && notifications["promptsListChanged"] == true,
@@ -166,7 +166,7 @@ impl ListenFilter {
     }
 
     /// The filter as echoed in the acknowledgment: what will actually be delivered.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut honoured = json!({});
         if self.tools {
             honoured["toolsListChanged"] = json!(true);
@@ -186,7 +186,7 @@ impl ListenFilter {
         honoured
     }
 
-    pub fn wants(&self, change: &Change) -> bool {
+    pub(crate) fn wants(&self, change: &Change) -> bool {
         match change {
             Change::ToolsListChanged => self.tools,
             Change::PromptsListChanged => self.prompts,

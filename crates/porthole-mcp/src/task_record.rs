@@ -65,7 +65,7 @@ pub struct TaskRecord {
 }
 
 /// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
 

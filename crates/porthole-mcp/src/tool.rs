@@ -343,7 +343,7 @@ pub struct ToolSet {
 }
 
 /// Tool names must be 1–64 characters of `A-Z a-z 0-9 _ . -` (what every client accepts).
-pub fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .chars()

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 /// The front matter of `text` as JSON, or what is wrong with it.
-pub fn parse(text: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn parse(text: &str) -> Result<Map<String, Value>, String> {
     let mut lines = text.lines().enumerate();
     if lines.next().map(|(_, l)| l.trim_end()) != Some("---") {
         return Err("SKILL.md must start with a `---` line opening its YAML front matter".into());

@@ -51,7 +51,7 @@ impl SkillEntry {
 
 /// What one reading of a skills folder found.
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(super) struct Scan {
     /// The readable skills, sorted by name.
     pub skills: Vec<SkillEntry>,
     /// How many folders with a `SKILL.md` were skipped (each logged with why).
@@ -60,7 +60,7 @@ pub struct Scan {
 
 /// Every readable skill under `dir`; problems are logged and the skill skipped. A
 /// missing folder has no skills.
-pub fn scan(dir: &Path) -> Scan {
+pub(super) fn scan(dir: &Path) -> Scan {
     let mut found = Scan::default();
     for folder in subfolders(dir) {
         if !folder.join("SKILL.md").is_file() {
@@ -219,7 +219,7 @@ pub fn read_unlinked(folder: &Path, relative: &str) -> std::io::Result<Vec<u8>> 
 
 /// Paths, sizes and modification times of everything under `dir`: when this changes,
 /// the skills may have.
-pub fn fingerprint(dir: &Path) -> super::Fingerprint {
+pub(super) fn fingerprint(dir: &Path) -> super::Fingerprint {
     let mut seen = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {

@@ -33,7 +33,7 @@ pub(crate) use tools::{Memo, ToolCall};
 
 /// Every request method the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Initialize,
     Ping,
     LoggingSetLevel,
@@ -57,7 +57,7 @@ pub enum Method {
 
 impl Method {
     /// The method for `name` as served in `era`; methods of the other era are unknown.
-    pub fn parse(name: &str, modern: bool) -> Option<Method> {
+    pub(crate) fn parse(name: &str, modern: bool) -> Option<Method> {
         let method = match name {
             "initialize" => Method::Initialize,
             "ping" => Method::Ping,
@@ -108,7 +108,7 @@ impl Method {
     /// Methods that need no session state, so a bare request (no session, no version)
     /// can be served: listing, reading and calling, but not the handshake,
     /// subscriptions or a session's log level.
-    pub fn is_stateless(self) -> bool {
+    pub(crate) fn is_stateless(self) -> bool {
         matches!(
             self,
             Method::Ping

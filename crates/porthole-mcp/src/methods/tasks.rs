@@ -16,7 +16,7 @@ use crate::tasks::{missing_tasks_capability, not_found};
 
 /// Which `tasks/*` method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskMethod {
+pub(crate) enum TaskMethod {
     Get,
     Update,
     Cancel,

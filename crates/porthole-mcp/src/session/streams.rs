@@ -36,7 +36,7 @@ pub(super) fn frame(id: &str, data: &str) -> Bytes {
 
 /// The first line of a `GET` stream opened for a `Last-Event-ID` this session no longer
 /// holds: an SSE comment (clients skip it) that says why nothing was replayed.
-pub const NOT_RESUMED: &str = ": the stream of this Last-Event-ID is not held any more \
+pub(super) const NOT_RESUMED: &str = ": the stream of this Last-Event-ID is not held any more \
 (it ended, its client stayed away longer than the resume window, or another replica \
 served it): this is a new stream, and what was sent on the old one meanwhile is lost\n\n";
 
