@@ -146,7 +146,7 @@ impl Tool for TaskFixture {
 }
 
 /// The task fixtures, with the task support the suite expects of each.
-pub fn tools() -> Vec<Arc<dyn Tool>> {
+pub(crate) fn tools() -> Vec<Arc<dyn Tool>> {
     let object = |properties: Value| json!({"type": "object", "properties": properties});
     let fixtures = [
         (
