@@ -24,6 +24,7 @@ use regex::Regex;
 use scan::SecretScan;
 use serde_json::Value;
 
+/// What a secret is replaced with (kept inside shapes: `Bearer [REDACTED]`).
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Values shorter than this are not redacted by value (too many false hits).
@@ -238,6 +239,8 @@ pub fn is_secret_key(key: &str) -> bool {
     EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
 }
 
+/// Applies the three nets (by key, by known value, by shape) to JSON values and text.
+/// The default one knows no values, so only the key and shape nets catch anything.
 #[derive(Clone)]
 pub struct Redactor {
     secret_values: Vec<String>,

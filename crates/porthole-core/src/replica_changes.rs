@@ -15,6 +15,7 @@ pub const MAX_PAYLOAD_BYTES: usize = 8000;
 pub struct Change {
     /// The replica that made the change; it ignores its own echo.
     pub replica: String,
+    /// What changed; its fields sit beside `replica` in the JSON, tagged by `kind`.
     #[serde(flatten)]
     pub what: Changed,
 }
@@ -26,33 +27,45 @@ pub enum Changed {
     /// The tools changed (a tool toggled, saved in the shared store; an MCP server
     /// connected or gone): apply the saved settings, tell clients the list changed.
     Tools,
+    /// The prompts changed: tell clients the prompt list changed.
     Prompts,
+    /// The resources changed: tell clients the resource list changed.
     Resources,
+    /// One resource's content changed: tell the clients subscribed to it.
     ResourceUpdated {
+        /// The resource's URI.
         uri: String,
     },
     /// A task's status changed; its record is read from the store. `owner` is the keyed
     /// hash that binds it to its caller (what a listener's owner check compares).
     Task {
+        /// The task's id, as its record in the store has it.
         id: String,
+        /// Its new status as on the wire (`working`, `input_required`, `completed`, ...).
         status: String,
+        /// The keyed hash of the owning caller's credentials.
         owner: String,
     },
     /// `tasks/update` answers for a task another replica runs, left in the store for it.
     TaskInput {
+        /// The task the answers are for.
         id: String,
     },
     /// `tasks/cancel` of a task another replica runs, already written to the store.
     TaskCancel {
+        /// The cancelled task's id.
         id: String,
     },
     /// A legacy `/mcp` session was ended (DELETE): refuse its id here too.
     SessionEnded {
+        /// The ended session's id (its `Mcp-Session-Id`).
         id: String,
     },
     /// An MCP server (one the bot is a client of) was switched on or off.
     McpServer {
+        /// The server's name in the bot's configuration.
         name: String,
+        /// Whether it is now switched on (connect it) or off (stop it).
         enabled: bool,
     },
 }

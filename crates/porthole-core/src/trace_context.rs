@@ -16,6 +16,7 @@ pub struct TraceParent {
     pub trace_id: String,
     /// 16 lowercase hex digits: the caller's span, which becomes our root's parent.
     pub parent_span_id: String,
+    /// The flags' sampled bit (`01`): the caller records this trace.
     pub sampled: bool,
 }
 
@@ -59,6 +60,7 @@ pub const CALLER_ID_KEYS: [&str; 3] = [
 
 /// The span attributes of the client's name and version (from its `clientInfo`).
 pub const CLIENT_NAME: &str = "mcp.client.name";
+/// The span attribute of the client's version (its `clientInfo.version`).
 pub const CLIENT_VERSION: &str = "mcp.client.version";
 
 /// The longest value of a [`CallerTag`] kept, in characters: a caller's text of any

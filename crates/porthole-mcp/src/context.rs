@@ -35,12 +35,17 @@ pub(crate) enum StreamEvent {
 
 pub(crate) type Outbound = mpsc::UnboundedSender<StreamEvent>;
 
+/// One request as its handler sees it (era, access, client capabilities, session), and
+/// the way back to the client while the handler runs.
 pub struct RequestContext {
+    /// The request's era and protocol version.
     pub era: Era,
     /// What the request's token allows.
     pub access: Access,
     /// The client's declared capabilities (`initialize` or `_meta`).
     pub client_capabilities: Value,
+    /// The legacy session the request belongs to; `None` in the modern era and for a
+    /// request sent without a session.
     pub session: Option<Arc<Session>>,
     /// The JSON-RPC id of the request.
     pub request_id: Value,

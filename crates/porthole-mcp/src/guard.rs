@@ -42,6 +42,7 @@ pub enum Auth {
 }
 
 impl Auth {
+    /// Bearer authentication with `token`; only its SHA-256 digest is kept.
     pub fn bearer(token: &str) -> Self {
         Auth::Bearer(Sha256::digest(token.as_bytes()).into())
     }
@@ -58,7 +59,7 @@ impl std::fmt::Debug for Auth {
     }
 }
 
-/// What a request may do, decided by the token it carries ([`admit`] says which).
+/// What a request may do, decided by the token it carries (`admit` says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// Every tool, resource and prompt.
@@ -67,8 +68,11 @@ pub enum Access {
     ReadOnly,
 }
 
+/// What the `/mcp` guards check a request against: how it authenticates, and the
+/// origins and hosts allowed besides loopback ones.
 #[derive(Debug, Clone)]
 pub struct GuardConfig {
+    /// How requests authenticate.
     pub auth: Auth,
     /// SHA-256 of the read-only token, when one is configured (bearer auth only).
     pub read_only_token: Option<[u8; 32]>,

@@ -7,10 +7,15 @@
 
 use serde_json::{Map, Value, json};
 
+/// JSON-RPC: the body is not valid JSON.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: the message is not a valid request; also the code of a refused HTTP request.
 pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: the method is unknown (or not served in the request's era).
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: the method exists but its `params` are wrong.
 pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC: the server failed on its side.
 pub const INTERNAL_ERROR: i64 = -32603;
 /// 2025 revisions: `resources/read` of a URI no resource has (2026-07-28 says -32602).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -24,12 +29,16 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// A JSON-RPC error, ready to be sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
+    /// The error code: one of the constants above, or a tool's or the application's own.
     pub code: i64,
+    /// A short description for the client, sent as the error's `message`.
     pub message: String,
+    /// More detail sent as the error's `data`; `None` leaves the member out.
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with this code and message and no `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
@@ -38,6 +47,7 @@ impl RpcError {
         }
     }
 
+    /// The same error with `data` (replacing any it had).
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
@@ -56,18 +66,22 @@ impl RpcError {
         self
     }
 
+    /// An [`INVALID_PARAMS`] error with this message.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(INVALID_PARAMS, message)
     }
 
+    /// A [`METHOD_NOT_FOUND`] error that names the method.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
     }
 
+    /// An [`INTERNAL_ERROR`] with this message.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(INTERNAL_ERROR, message)
     }
 
+    /// A [`HEADER_MISMATCH`] error, its message prefixed with `Header mismatch: `.
     pub fn header_mismatch(message: impl Into<String>) -> Self {
         Self::new(
             HEADER_MISMATCH,
@@ -103,6 +117,7 @@ pub fn error_response(id: Option<&Value>, error: &RpcError) -> Value {
     body
 }
 
+/// A notification (no `id`) of `method` with these params.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
 }
@@ -110,25 +125,35 @@ pub fn notification(method: &str, params: Value) -> Value {
 /// One parsed message from a client.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
+    /// A request: it has an `id` and a `method`, and wants a response.
     Request {
+        /// Its id, a string or an integer, echoed as sent in the response.
         id: Value,
+        /// The method called (`tools/call`, `initialize`, ...).
         method: String,
+        /// Its `params`; empty when they were absent or null.
         params: Map<String, Value>,
         /// Whether the body had a `params` member at all (2026 requires it).
         has_params: bool,
     },
+    /// A notification: a `method` without an `id`, answered with nothing.
     Notification {
+        /// The notification's method (`notifications/initialized`, ...).
         method: String,
+        /// Its `params`; empty when they were absent or null.
         params: Map<String, Value>,
     },
     /// The client's answer to a request the server sent (legacy era).
     Response {
+        /// The id of the server's request it answers.
         id: Value,
+        /// Its `result`, or its `error` object as sent.
         outcome: Result<Value, Value>,
     },
 }
 
 impl Incoming {
+    /// The method of a request or notification; `None` for a response.
     pub fn method(&self) -> Option<&str> {
         match self {
             Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
@@ -138,6 +163,7 @@ impl Incoming {
         }
     }
 
+    /// The params of a request or notification; `None` for a response.
     pub fn params(&self) -> Option<&Map<String, Value>> {
         match self {
             Incoming::Request { params, .. } | Incoming::Notification { params, .. } => {
@@ -151,7 +177,9 @@ impl Incoming {
 /// Why a message was rejected, with the id when it could be read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejected {
+    /// The message's id if it had a valid one; `None` leaves `id` out of the response.
     pub id: Option<Value>,
+    /// The error to answer with.
     pub error: RpcError,
 }
 

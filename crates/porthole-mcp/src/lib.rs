@@ -83,9 +83,14 @@ pub use tool_result::{CallToolResult, Structured};
 /// Who the server says it is.
 #[derive(Debug, Clone)]
 pub struct ServerInfo {
+    /// The server's name in `serverInfo` (the first argument of [`McpServer::builder`]).
     pub name: String,
+    /// The server's version in `serverInfo`.
     pub version: String,
+    /// The human-readable name in `serverInfo`; the name unless set.
     pub title: String,
+    /// Guidance for clients on using the server, sent with `initialize` (when not empty)
+    /// and `server/discover`.
     pub instructions: String,
     /// `ttlMs` on cacheable 2026 results. Small, because our lists change.
     pub cache_ttl_ms: u64,
@@ -151,6 +156,8 @@ impl ServerInner {
     }
 }
 
+/// Collects what a server serves and how it guards `/mcp`; made by
+/// [`McpServer::builder`], turned into a server by [`build`](Self::build).
 pub struct McpServerBuilder {
     info: ServerInfo,
     auth: Auth,
@@ -194,26 +201,34 @@ impl McpServerBuilder {
         self
     }
 
+    /// Guidance for clients on using the server (`instructions` of `initialize` and
+    /// `server/discover`).
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.info.instructions = text.into();
         self
     }
 
+    /// The human-readable name in `serverInfo` (default: the server's name).
     pub fn title(mut self, text: impl Into<String>) -> Self {
         self.info.title = text.into();
         self
     }
 
+    /// `Origin` values allowed besides loopback ones, each exact
+    /// (`https://tool.example`).
     pub fn allowed_origins(mut self, origins: Vec<String>) -> Self {
         self.allowed_origins = origins;
         self
     }
 
+    /// `Host` names (without port) allowed besides loopback ones.
     pub fn allowed_hosts(mut self, hosts: Vec<String>) -> Self {
         self.allowed_hosts = hosts;
         self
     }
 
+    /// The largest request body accepted, in bytes; a larger one is refused with 413
+    /// (default: 4 MiB).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
         self
@@ -225,21 +240,25 @@ impl McpServerBuilder {
         self
     }
 
+    /// How many legacy sessions are kept, for how long, and what their streams keep.
     pub fn sessions(mut self, config: SessionConfig) -> Self {
         self.sessions = config;
         self
     }
 
+    /// Adds tools to serve; [`build`](Self::build) refuses two with the same name.
     pub fn tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
         self
     }
 
+    /// Adds a provider of resources to serve.
     pub fn resources(mut self, provider: Arc<dyn ResourceProvider>) -> Self {
         self.resources.push(provider);
         self
     }
 
+    /// Adds prompts to serve; [`build`](Self::build) refuses two with the same name.
     pub fn prompts(mut self, prompts: Vec<Arc<dyn Prompt>>) -> Self {
         self.prompts.extend(prompts);
         self
@@ -297,6 +316,7 @@ impl McpServerBuilder {
         self
     }
 
+    /// The server; an error names a tool or prompt that cannot be served.
     pub fn build(self) -> Result<McpServer, SetupError> {
         let secret = self.secret.as_deref();
         let tools = ToolSet::new(self.tools)?.with_refused_calls(self.refused_calls);
@@ -344,6 +364,8 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// A builder for a server with this name and version, every other setting at its
+    /// default; until [`auth`](McpServerBuilder::auth) is set, it answers 500 to all.
     pub fn builder(name: &str, version: &str) -> McpServerBuilder {
         McpServerBuilder {
             info: ServerInfo {
@@ -400,14 +422,17 @@ impl McpServer {
         self.inner.shutdown.send_replace(true);
     }
 
+    /// The server's notifier, through which the application reports changes to clients.
     pub fn notifier(&self) -> Notifier {
         self.inner.notifier.clone()
     }
 
+    /// How many legacy sessions are live in this process.
     pub fn live_sessions(&self) -> usize {
         self.inner.sessions.live_count()
     }
 
+    /// How many tools the server serves.
     pub fn tool_count(&self) -> usize {
         self.inner.tools.len()
     }

@@ -15,20 +15,29 @@ use super::tool::Outcome;
 /// A prompt argument as listed.
 #[derive(Debug, Clone)]
 pub struct PromptArgument {
+    /// The key the client passes the value under in `prompts/get`.
     pub name: String,
+    /// What the value is; also quoted when a required argument is missing.
     pub description: String,
+    /// Whether `prompts/get` refuses a request without this argument.
     pub required: bool,
 }
 
+/// What a prompt declares about itself: the `Prompt` object of `prompts/list`.
 #[derive(Debug, Clone)]
 pub struct PromptSpec {
+    /// The name clients ask for in `prompts/get`; unique within a [`PromptSet`].
     pub name: String,
+    /// A display name; `None` leaves `title` out of the listing.
     pub title: Option<String>,
+    /// What the prompt is for; must not be blank ([`PromptSet::new`] refuses it).
     pub description: String,
+    /// The arguments it takes, in listing order.
     pub arguments: Vec<PromptArgument>,
 }
 
 impl PromptSpec {
+    /// The `Prompt` object as listed: `{name, title?, description, arguments}`.
     pub fn to_json(&self) -> Value {
         let mut prompt = json!({
             "name": self.name,
@@ -47,7 +56,9 @@ impl PromptSpec {
 /// The result of `prompts/get`: `{description?, messages}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptMessages {
+    /// A description of the rendered prompt; `None` leaves it out.
     pub description: Option<String>,
+    /// `PromptMessage` objects: `{role, content}`.
     pub messages: Vec<Value>,
 }
 
@@ -68,6 +79,7 @@ impl PromptMessages {
         }
     }
 
+    /// The `prompts/get` result as sent.
     pub fn to_json(&self) -> Value {
         let mut result = json!({"messages": self.messages});
         if let Some(d) = &self.description {
@@ -77,14 +89,19 @@ impl PromptMessages {
     }
 }
 
+/// A prompt a server offers: its declaration, its rendering and argument completion.
 #[async_trait]
 pub trait Prompt: Send + Sync {
+    /// The prompt's name, description and arguments; read once, when the set is built.
     fn spec(&self) -> PromptSpec;
+    /// Renders the messages for `args`, which [`PromptSet::get`] has already checked:
+    /// every required argument is present and every value is a string.
     async fn get(
         &self,
         args: &Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<Outcome<PromptMessages>, RpcError>;
+    /// Values for `argument` that start like `value`; none by default.
     async fn complete(&self, _argument: &str, _value: &str) -> Vec<String> {
         Vec::new()
     }
@@ -97,6 +114,8 @@ pub struct PromptSet {
 }
 
 impl PromptSet {
+    /// The set of `prompts`, sorted by name; refuses two prompts with one name and a
+    /// prompt with a blank description.
     pub fn new(prompts: Vec<Arc<dyn Prompt>>) -> Result<Self, SetupError> {
         let mut prompts: Vec<(PromptSpec, Arc<dyn Prompt>)> =
             prompts.into_iter().map(|p| (p.spec(), p)).collect();
@@ -121,14 +140,17 @@ impl PromptSet {
         Ok(PromptSet { prompts, listing })
     }
 
+    /// The `Prompt` objects of `prompts/list`, in name order.
     pub fn listing(&self) -> &[Value] {
         &self.listing
     }
 
+    /// Whether the server has no prompts.
     pub fn is_empty(&self) -> bool {
         self.prompts.is_empty()
     }
 
+    /// The prompt named `name`, with its spec.
     pub fn find(&self, name: &str) -> Option<(&PromptSpec, &Arc<dyn Prompt>)> {
         self.prompts
             .iter()

@@ -13,18 +13,30 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// Assumed for a legacy request without `MCP-Protocol-Version` (per the 2025 spec).
 pub const DEFAULT_LEGACY_VERSION: &str = "2025-03-26";
 
+/// `Mcp-Session-Id` (legacy): the session a request belongs to, given by `initialize`.
 pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+/// `MCP-Protocol-Version`: the protocol version the request speaks.
 pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Method` (2026): the request's method, which must match the body's.
 pub const HEADER_METHOD: &str = "mcp-method";
+/// `Mcp-Name` (2026): the tool or prompt name, resource URI or task id the body routes by.
 pub const HEADER_NAME: &str = "mcp-name";
+/// `Mcp-Param-<Name>` (2026): a tool argument its schema asks to be mirrored in a header.
 pub const HEADER_PARAM_PREFIX: &str = "mcp-param-";
+/// `Last-Event-ID`: where a client resumes an SSE stream it lost.
 pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
 
+/// `_meta` (2026): the protocol version of a request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` (2026): the capabilities the client declares for a request.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` (2026): the client's name and version (its `clientInfo`).
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` (2026): the least severe log level the client wants sent during a request.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` of a 2026 result: the server's name and version.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` of a notification on a `subscriptions/listen` stream: that request's id.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The Tasks extension's identifier, in capabilities and `-32021` errors.
@@ -35,22 +47,27 @@ pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 /// Which era a request belongs to, with its protocol version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Era {
+    /// Session-based (2025): one of [`LEGACY_VERSIONS`].
     Legacy(&'static str),
+    /// Stateless (2026 on): one of [`MODERN_VERSIONS`].
     Modern(&'static str),
 }
 
 impl Era {
+    /// The request's protocol version.
     pub fn version(&self) -> &'static str {
         match self {
             Era::Legacy(v) | Era::Modern(v) => v,
         }
     }
 
+    /// Whether the request is of the stateless era.
     pub fn is_modern(&self) -> bool {
         matches!(self, Era::Modern(_))
     }
 }
 
+/// `text` as a legacy version this server speaks; `None` when it is not one.
 pub fn legacy_version(text: &str) -> Option<&'static str> {
     LEGACY_VERSIONS.iter().copied().find(|v| *v == text)
 }
@@ -61,6 +78,7 @@ pub fn legacy_has_tasks(version: &str) -> bool {
     version >= "2025-11-25"
 }
 
+/// `text` as a modern version this server speaks; `None` when it is not one.
 pub fn modern_version(text: &str) -> Option<&'static str> {
     MODERN_VERSIONS.iter().copied().find(|v| *v == text)
 }
@@ -94,6 +112,7 @@ pub const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
+/// The level's place in [`LOG_LEVELS`] (0 for `debug`); `None` for an unknown level.
 pub fn log_level_rank(level: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == level).map(|p| p as u8)
 }

@@ -9,6 +9,7 @@ use super::context::RequestContext;
 use super::jsonrpc::RpcError;
 use super::tool::Outcome;
 
+/// A source of resources: lists what it has and reads the URIs it owns.
 #[async_trait]
 pub trait ResourceProvider: Send + Sync {
     /// `Resource` objects: `{uri, name, title?, description?, mimeType?}`.

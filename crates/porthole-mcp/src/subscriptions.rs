@@ -13,11 +13,16 @@ use super::protocol::META_SUBSCRIPTION_ID;
 use super::task_record::TaskRecord;
 use porthole_core::replica_changes::Changed;
 
+/// A change clients can be notified of.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
+    /// The list of tools changed (`notifications/tools/list_changed`).
     ToolsListChanged,
+    /// The list of prompts changed (`notifications/prompts/list_changed`).
     PromptsListChanged,
+    /// The list of resources changed (`notifications/resources/list_changed`).
     ResourcesListChanged,
+    /// The resource at this URI changed; streams forward it only to its subscribers.
     ResourceUpdated(Arc<str>),
     /// A task changed (any era); streams forward it only to its owner.
     Task(Arc<TaskRecord>),
@@ -67,7 +72,7 @@ pub trait Replicas: Send + Sync {
 }
 
 /// Reports changes to every connected client that wants them, on this replica and,
-/// once [`Notifier::relay_to`] named them, on the others. Cheap to clone.
+/// once `Notifier::relay_to` named them, on the others. Cheap to clone.
 #[derive(Clone)]
 pub struct Notifier {
     tx: broadcast::Sender<Change>,
@@ -110,14 +115,17 @@ impl Notifier {
         let _ = self.replicas.set(replicas);
     }
 
+    /// Tells clients the list of tools changed.
     pub fn tools_changed(&self) {
         self.send(Change::ToolsListChanged);
     }
 
+    /// Tells clients the list of prompts changed.
     pub fn prompts_changed(&self) {
         self.send(Change::PromptsListChanged);
     }
 
+    /// Tells the clients subscribed to `uri` that the resource changed.
     pub fn resource_updated(&self, uri: &str) {
         self.send(Change::ResourceUpdated(uri.into()));
     }
@@ -127,6 +135,7 @@ impl Notifier {
         self.tx.receiver_count() > 0
     }
 
+    /// A receiver of every change that reaches this replica's streams from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.tx.subscribe()
     }

@@ -12,14 +12,20 @@ use crate::jsonrpc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// Running; the status every task starts in.
     Working,
+    /// Paused until the client answers the task's input requests (`tasks/update`).
     InputRequired,
+    /// Finished with a result.
     Completed,
+    /// Ended in error: a JSON-RPC error, or (2025-11-25) a tool result with `isError`.
     Failed,
+    /// Stopped by `tasks/cancel`.
     Cancelled,
 }
 
 impl TaskStatus {
+    /// The status as the wire spells it: `working`, `input_required`, and so on.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskStatus::Working => "working",
@@ -49,11 +55,17 @@ pub struct TaskRecord {
     /// The legacy session that created it (`tasks/list` and status notifications are
     /// scoped to it); `None` for the modern era.
     pub session: Option<String>,
+    /// Where the task is in its life.
     pub status: TaskStatus,
+    /// A human-readable note on the status (`statusMessage`); `None` shows none.
     pub status_message: Option<String>,
+    /// When the task was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
+    /// When the status last changed, in milliseconds since the Unix epoch.
     pub updated_ms: i64,
+    /// How long after creation the task and its result are kept, in milliseconds.
     pub ttl_ms: u64,
+    /// The polling pace suggested to the client, in milliseconds.
     pub poll_interval_ms: u64,
     /// Outstanding input requests (status `input_required`), by wire key.
     #[serde(default)]
@@ -102,6 +114,7 @@ impl TaskRecord {
             .saturating_add(i64::try_from(self.ttl_ms).unwrap_or(i64::MAX))
     }
 
+    /// Whether the task's ttl has run out at `now` (milliseconds since the Unix epoch).
     pub fn is_expired(&self, now: i64) -> bool {
         now >= self.expires_ms()
     }

@@ -22,9 +22,15 @@ use super::tool_result::CallToolResult;
 /// Hints about a tool's behaviour (MCP `ToolAnnotations`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Annotations {
+    /// It changes nothing (`readOnlyHint`); only such tools are open to the read-only
+    /// token.
     pub read_only: bool,
+    /// It may delete or overwrite state (`destructiveHint`).
     pub destructive: bool,
+    /// Calling it again with the same arguments has no further effect (`idempotentHint`).
     pub idempotent: bool,
+    /// It reaches things outside the server's own domain, such as the web
+    /// (`openWorldHint`).
     pub open_world: bool,
 }
 
@@ -48,11 +54,17 @@ impl Annotations {
 /// How a tool is listed.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
+    /// The name clients call it by: 1–64 of `A-Z a-z 0-9 _ . -`, unique in a [`ToolSet`].
     pub name: String,
+    /// A display name, also listed as `annotations.title`; `None` lists none.
     pub title: Option<String>,
+    /// What the tool does; must not be blank.
     pub description: String,
+    /// The JSON Schema the arguments must match; checked before the tool runs.
     pub input_schema: Value,
+    /// The JSON Schema of the structured result; `None` declares none.
     pub output_schema: Option<Value>,
+    /// Hints about its behaviour; `read_only` also opens it to the read-only token.
     pub annotations: Annotations,
     /// The most characters a result may hold, for tools whose answer can be large:
     /// listed as `_meta["anthropic/maxResultSizeChars"]` so a client that cuts long
@@ -106,6 +118,7 @@ impl ToolSpec {
         self
     }
 
+    /// Sets the hints about the tool's behaviour.
     pub fn annotations(mut self, annotations: Annotations) -> Self {
         self.annotations = annotations;
         self
@@ -117,6 +130,7 @@ impl ToolSpec {
         self
     }
 
+    /// The `Tool` object of `tools/list` (the set adds `execution` when tasks apply).
     pub fn to_json(&self) -> Value {
         let a = self.annotations;
         let mut tool = json!({
@@ -176,6 +190,8 @@ fn closed_object(properties: Value, required: &[&str]) -> Value {
 pub struct InputRequired {
     /// key → `{"method": …, "params": …}`
     pub input_requests: Map<String, Value>,
+    /// The tool's sealed state, sent as `requestState` for the client to echo back with
+    /// its answers; `None` sends none.
     pub request_state: Option<String>,
 }
 
@@ -196,6 +212,7 @@ impl InputRequired {
         }
     }
 
+    /// The result as sent: `{resultType: "input_required", inputRequests?, requestState?}`.
     pub fn to_json(&self) -> Value {
         let mut result = json!({"resultType": "input_required"});
         if !self.input_requests.is_empty() {
@@ -211,7 +228,9 @@ impl InputRequired {
 /// A finished result, or a request for more input.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome<T> {
+    /// The finished result.
     Complete(T),
+    /// Answers the client must give before the request can finish (MRTR).
     InputRequired(InputRequired),
 }
 
@@ -228,6 +247,7 @@ pub enum TaskSupport {
 }
 
 impl TaskSupport {
+    /// The value as listed in `execution.taskSupport`.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskSupport::Forbidden => "forbidden",
@@ -237,8 +257,10 @@ impl TaskSupport {
     }
 }
 
+/// An MCP tool: how it is listed, and what a call does.
 #[async_trait]
 pub trait Tool: Send + Sync {
+    /// How the tool is listed; read once, when the set is built.
     fn spec(&self) -> ToolSpec;
 
     /// Whether calls may run as tasks; listed as `execution.taskSupport`.
@@ -266,6 +288,7 @@ pub trait Tool: Send + Sync {
 /// its schema rejects), with the answer they got: the application may record them as it
 /// records the calls its tools run (a trace span each).
 pub trait RefusedCalls: Send + Sync {
+    /// A call to `tool` was refused with `answer` before any tool ran.
     fn refused(
         &self,
         tool: &str,
@@ -409,14 +432,17 @@ impl ToolSet {
         }
     }
 
+    /// How many tools the set holds.
     pub fn len(&self) -> usize {
         self.listing.len()
     }
 
+    /// Whether the set holds no tools.
     pub fn is_empty(&self) -> bool {
         self.listing.is_empty()
     }
 
+    /// Whether the set has a tool named `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)
     }

@@ -23,12 +23,14 @@ const SCRATCH_KEPT: usize = 64 * 1024;
 /// A tool's structured content.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Structured {
+    /// A JSON value, as the tool built it.
     Value(Value),
     /// Compact JSON text of an object, as serde_json writes it.
     Text(String),
 }
 
 impl Structured {
+    /// The content as a value; text that does not parse gives `null`.
     pub fn into_value(self) -> Value {
         match self {
             Structured::Value(value) => value,
@@ -40,12 +42,17 @@ impl Structured {
 /// The result of `tools/call` (MCP `CallToolResult`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallToolResult {
+    /// Content blocks (`{"type": "text", "text": …}` and others). When there are none
+    /// and the result is structured, its JSON text is sent as the one text block.
     pub content: Vec<Value>,
+    /// The `structuredContent`; `None` for a result that has none.
     pub structured: Option<Structured>,
+    /// A tool-level failure (`isError`): the call ran, and the content says what failed.
     pub is_error: bool,
 }
 
 impl CallToolResult {
+    /// A successful result of one text block.
     pub fn text(text: impl Into<String>) -> Self {
         CallToolResult {
             content: vec![json!({"type": "text", "text": text.into()})],
@@ -114,7 +121,7 @@ impl CallToolResult {
     /// written around them instead of walking the value again.
     ///
     /// The text is written into one buffer sized for the whole reply (quoting at most
-    /// doubles a text, and [`REPLY_ENVELOPE_ROOM`] is left for the JSON-RPC envelope
+    /// doubles a text, and `REPLY_ENVELOPE_ROOM` is left for the JSON-RPC envelope
     /// the transport puts around it in place), so it is allocated once.
     pub fn render(&self, tail: &str) -> String {
         thread_local! {

@@ -28,6 +28,7 @@ pub struct RedactedStream<'r> {
 }
 
 impl<'r> RedactedStream<'r> {
+    /// An empty stream that redacts with `redactor`.
     pub fn new(redactor: &'r Redactor) -> Self {
         RedactedStream {
             redactor,

@@ -38,7 +38,9 @@ pub struct SkillFolder {
 /// A skill as the bot lists it: `list_skills` and `/api/skills`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SkillSummary {
+    /// The front matter's `name`.
     pub name: String,
+    /// The front matter's `description`.
     pub description: String,
     /// Where it was loaded from: the `SKILL.md` path.
     pub source: String,
@@ -62,6 +64,7 @@ impl SkillFolder {
         }
     }
 
+    /// The skills folder this view reads.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

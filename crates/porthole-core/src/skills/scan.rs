@@ -22,6 +22,7 @@ const MAX_BYTES: u64 = 16 * 1024 * 1024;
 pub struct SkillFile {
     /// Path within the skill folder, `/`-separated.
     pub relative: String,
+    /// Its length in bytes.
     pub size: u64,
     /// `sha256:<64 hex>` of the raw bytes.
     pub digest: String,
@@ -32,8 +33,11 @@ pub struct SkillFile {
 pub struct SkillEntry {
     /// The front matter's `name`: the skill path of its URIs.
     pub name: String,
+    /// The skill's folder, the subfolder of the skills folder that holds its `SKILL.md`.
     pub folder: PathBuf,
+    /// Every member of the `SKILL.md` front matter, `name` and `description` included.
     pub frontmatter: Map<String, Value>,
+    /// Its files, `SKILL.md` included, sorted by relative path.
     pub files: Vec<SkillFile>,
 }
 

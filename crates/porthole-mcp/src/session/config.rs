@@ -9,7 +9,10 @@ use super::SessionLedger;
 /// How a server keeps its legacy (2025-era) sessions.
 #[derive(Clone)]
 pub struct SessionConfig {
+    /// The most sessions live at once; past it, the longest-idle one a new session's
+    /// credential may end gives way.
     pub max_sessions: usize,
+    /// How long a session may go unused (and its GET stream closed) before it is ended.
     pub idle_timeout: Duration,
     /// No id is accepted longer than this after it was minted.
     pub max_age: Duration,

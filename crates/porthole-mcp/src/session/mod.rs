@@ -80,11 +80,17 @@ pub trait SessionLedger: Send + Sync {
     }
 }
 
+/// One legacy-era session: what its id carries, and its pending client requests,
+/// cancellable requests, resource subscriptions and SSE streams.
 pub struct Session {
+    /// The `Mcp-Session-Id`: its payload and HMAC tag, each base64url, joined by a dot.
     pub id: String,
+    /// The protocol version negotiated at `initialize` (one of the legacy versions).
     pub version: &'static str,
     /// What the token that opened it may do.
     pub access: Access,
+    /// The client's capabilities from `initialize`; in a restored session, only the
+    /// sampling, elicitation and roots entries its id carries.
     pub client_capabilities: Value,
     /// Restored from its id after a restart rather than created by `initialize`.
     pub restored: bool,
@@ -137,10 +143,13 @@ impl Session {
         }
     }
 
+    /// The rank (in `protocol::LOG_LEVELS`) of the least severe log message the client
+    /// is sent; `info` until it sets a level.
     pub fn log_threshold(&self) -> u8 {
         self.log_threshold.load(Ordering::Relaxed)
     }
 
+    /// `logging/setLevel`: sends log messages of rank `rank` and above from now on.
     pub fn set_log_level(&self, rank: u8) {
         self.log_threshold.store(rank, Ordering::Relaxed);
     }
@@ -152,6 +161,8 @@ impl Session {
 
     // ---- server → client requests ----------------------------------------------------
 
+    /// A new id for a request to the client, and where its answer (result or error)
+    /// will arrive once [`Session::resolve_client_request`] delivers it.
     pub fn register_client_request(&self) -> (String, oneshot::Receiver<Result<Value, Value>>) {
         let id = format!(
             "porthole-{}",
@@ -162,6 +173,7 @@ impl Session {
         (id, rx)
     }
 
+    /// Stops waiting for the answer to request `id` (it timed out).
     pub fn forget_client_request(&self, id: &str) {
         lock(&self.pending).remove(id);
     }
@@ -216,10 +228,12 @@ impl Session {
         true
     }
 
+    /// Stops following `uri`.
     pub fn unsubscribe(&self, uri: &str) {
         lock(&self.subscriptions).remove(uri);
     }
 
+    /// Whether the session follows `uri` (its updates are sent to it).
     pub fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
     }
@@ -241,11 +255,13 @@ impl Session {
      MCP_MAX_SESSIONS"
 )]
 pub struct SessionsFull {
+    /// The most sessions allowed at once (`MCP_MAX_SESSIONS`).
     pub cap: usize,
 }
 
 /// The outcome of looking up a session id.
 pub enum Lookup {
+    /// Live, or restored from its id just now.
     Found(Arc<Session>),
     /// Never issued by this server (or altered).
     Unknown,
@@ -253,6 +269,7 @@ pub enum Lookup {
     Ended,
 }
 
+/// The live sessions of a server: mints, looks up, restores and ends them.
 pub struct Sessions {
     sealer: SealingKey,
     config: SessionConfig,
@@ -274,6 +291,9 @@ pub struct Sessions {
 }
 
 impl Sessions {
+    /// No sessions yet: ids are tagged with a key derived from `secret`, sessions this
+    /// replica ends are announced on `notifier`, and ids the ledger lists as ended stay
+    /// ended.
     pub fn new(secret: Option<&str>, config: SessionConfig, notifier: Notifier) -> Self {
         let sessions = Sessions {
             notifier,
@@ -303,7 +323,7 @@ impl Sessions {
     }
 
     /// Mints a session for a client that just initialized; `Err` when every session is
-    /// taken and none may give way to this one (see [`Sessions::insert`]).
+    /// taken and none may give way to this one (see `Sessions::insert`).
     pub fn create(
         &self,
         version: &'static str,
@@ -438,6 +458,7 @@ impl Sessions {
         self.config.sweep_interval()
     }
 
+    /// How many sessions are live in this process.
     pub fn live_count(&self) -> usize {
         lock(&self.live).len()
     }

@@ -8,6 +8,7 @@ use super::*;
 
 /// A sender for one SSE stream's raw bytes.
 pub type StreamSender = mpsc::UnboundedSender<Bytes>;
+/// A receiver for one SSE stream's raw bytes: what its response body sends.
 pub type StreamReceiver = mpsc::UnboundedReceiver<Bytes>;
 
 pub(super) struct EventStream {
@@ -73,7 +74,7 @@ impl Session {
 
     /// Opens the session's `GET` notification stream; `lost` when the client asked to
     /// resume a stream this session no longer holds, which the stream's first lines
-    /// then say ([`NOT_RESUMED`]).
+    /// then say (`NOT_RESUMED`).
     pub fn open_notification_stream(&self, lost: bool) -> (u64, StreamReceiver) {
         let (id, rx) = self.open_stream(true);
         if lost

@@ -78,6 +78,7 @@ fn unknown_skill(uri: &str) -> RpcError {
 }
 
 impl SkillCatalog {
+    /// A catalog serving the skills of `folder`, as its live view reads them.
     pub fn new(folder: Arc<SkillFolder>) -> Self {
         SkillCatalog { folder }
     }

@@ -41,6 +41,7 @@ use super::task_record::{self as record, TaskRecord, TaskStatus};
 /// How tasks are kept and paced.
 #[derive(Clone)]
 pub struct TaskConfig {
+    /// Where tasks are kept; replicas that share one share their tasks.
     pub store: Arc<dyn TaskStore>,
     /// How long a task (and its result) is kept after creation.
     pub ttl: Duration,
