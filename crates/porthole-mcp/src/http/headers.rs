@@ -2,7 +2,20 @@
 //! routing headers (`Mcp-Method`, `Mcp-Name`, parameter headers with their base64
 //! sentinel) checked against the body, and the caller's identity for task ownership.
 
-use super::*;
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use base64::Engine;
+use serde_json::Value;
+
+use crate::ServerInner;
+use crate::caller::Caller;
+use crate::context::RequestContext;
+use crate::guard::refuse;
+use crate::jsonrpc::{self, RpcError};
+use crate::protocol;
+use porthole_core::trace_context::TraceParent;
 
 /// A header's value with surrounding whitespace trimmed (names are case-insensitive).
 pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -2,7 +2,25 @@
 //! requests carry `Mcp-Session-Id`, batches are answered item by item, and a handler's
 //! events are kept on the session's stream so a `GET` can resume them.
 
-use super::*;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::headers::{Accepts, apply_headers, header};
+use super::reply::{
+    accepted, final_message, final_reply, json_body, raw_reply, rpc_error, session_not_found,
+};
+use super::sse_response::sse_response;
+use crate::ServerInner;
+use crate::call::{Call, Lifetime, Progress};
+use crate::context::{RequestContext, StreamEvent};
+use crate::guard::{Access, refuse};
+use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::methods::{self, Method, Work};
+use crate::protocol::{self, Era};
+use crate::session::{Lookup, Session};
 use porthole_core::trace_context::CallerTag;
 
 /// The 400 a request of a session (`POST`, `GET` or `DELETE`) gets when its

@@ -1,7 +1,17 @@
 //! `subscriptions/listen` (2026-07-28): the request becomes a long-lived SSE stream of
 //! the change notifications it asked for (tools, resources, prompts, the caller's tasks).
 
-use super::*;
+use std::sync::Arc;
+
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::sse_response::{sse_event, sse_response};
+use crate::ServerInner;
+use crate::jsonrpc::{self, RpcError};
+use crate::protocol;
+use crate::subscriptions::ListenFilter;
 
 /// What a `subscriptions/listen` asks for; task ids need the Tasks extension, and only
 /// the caller's own live tasks are agreed to.

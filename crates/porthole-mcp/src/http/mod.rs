@@ -16,35 +16,21 @@
 //! each era, `listen.rs` the `subscriptions/listen` stream, `streams.rs` `GET` and
 //! `DELETE`, `headers.rs` the header checks, `reply.rs` and `sse_response.rs` the answers.
 
-use std::borrow::Cow;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use bytes::Bytes;
-use futures::Stream;
-use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use serde_json::Value;
 
 use super::ServerInner;
-use super::call::{Call, Finished, Lifetime, Progress, Unfinished};
-use super::caller::Caller;
-use super::context::{RequestContext, StreamEvent};
 use super::guard::{Access, admit, refuse};
 use super::jsonrpc::{self, Incoming, RpcError};
-use super::methods::{self, Method, MethodResult, Work};
+use super::methods::{self, Method, Work};
 use super::protocol::{self, Era};
-use super::session::{Lookup, Session};
-use super::subscriptions::ListenFilter;
-use porthole_core::trace_context::TraceParent;
 
 mod headers;
 mod legacy;
@@ -55,12 +41,10 @@ mod sse_response;
 mod streams;
 mod tool_call;
 
-use headers::*;
-use legacy::*;
-use listen::*;
-use modern::*;
-use reply::*;
-use sse_response::*;
+use headers::{Accepts, accepts, apply_headers, header, repeated_mcp_header};
+use legacy::{legacy_batch, legacy_post};
+use modern::{modern_post, run_stateless};
+use reply::{accepted, raw_reply, rpc_error};
 pub(crate) use streams::{handle_delete, handle_get};
 
 /// What the transport allows a request, and how it keeps idle streams alive.
@@ -395,6 +379,7 @@ fn is_progress_token(token: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::headers::decode_sentinel;
     use super::*;
 
     #[test]

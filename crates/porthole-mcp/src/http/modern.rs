@@ -2,7 +2,24 @@
 //! routing headers, checked in the order the spec's tests expect, then runs without a
 //! session. `subscriptions/listen` is in `listen.rs`.
 
-use super::*;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::headers::{Accepts, apply_headers, caller, check_param_headers, header_equals};
+use super::listen::{listen, listen_filter};
+use super::reply::{accepted, final_message, final_reply, modern_status, raw_reply, rpc_error};
+use super::sse_response::{AbortOnDrop, sse_event, sse_response};
+use crate::ServerInner;
+use crate::call::{Call, Lifetime, Progress};
+use crate::context::{RequestContext, StreamEvent};
+use crate::guard::Access;
+use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::methods::{self, Method, Work};
+use crate::protocol::{self, Era};
 
 /// Why a request was refused before it ran: the HTTP status and the JSON-RPC error.
 type Refusal = (StatusCode, RpcError);

@@ -1,7 +1,17 @@
 //! Plain JSON answers: JSON-RPC errors with the right status, `202 Accepted`, and a
 //! request's final response as JSON or as the one event of an SSE stream.
 
-use super::*;
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::headers::Accepts;
+use super::sse_response::sse_data;
+use crate::call::{Finished, Unfinished};
+use crate::guard::refuse;
+use crate::jsonrpc::{self, RpcError};
+use crate::methods::MethodResult;
 
 /// A message serialised straight into a buffer sized for a typical reply (`to_string`
 /// would go through `Display`, and a small buffer grows by copying).

@@ -1,7 +1,21 @@
 //! SSE responses: the body stream with keep-alive comments that ends when the server
 //! shuts down, and how a message becomes an event.
 
-use super::*;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::ServerInner;
 
 /// Aborts a task when dropped: ties a handler's life to its HTTP response.
 pub(super) struct AbortOnDrop(pub(super) tokio::task::AbortHandle);

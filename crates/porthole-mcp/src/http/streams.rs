@@ -1,7 +1,22 @@
 //! `GET /mcp` opens (or resumes, with `Last-Event-ID`) a legacy session's notification
 //! stream; `DELETE /mcp` ends a session.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::headers::{accepts, header, repeated_mcp_header};
+use super::legacy;
+use super::reply::session_not_found;
+use super::sse_response::sse_response;
+use crate::ServerInner;
+use crate::guard::{admit, refuse};
+use crate::jsonrpc;
+use crate::protocol;
+use crate::session::{Lookup, Session};
 
 /// `GET /mcp`; its error answers are redacted ([`porthole_core::redact::redact_error`]).
 pub(crate) async fn handle_get(

@@ -14,14 +14,28 @@
 //! errors included.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
+use serde_json::{Map, Value};
 
-use super::*;
-use crate::methods::ToolCall;
-use porthole_core::trace_context::{CALLER_ID_KEYS, CallerTag};
+use super::headers::{Accepts, apply_headers, check_param_headers, header};
+use super::legacy::{run_legacy, session_context};
+use super::modern::{check_routing_headers, checked_version, run_stateless};
+use super::reply::session_not_found;
+use super::{Routing, is_bare, is_legacy, is_progress_token};
+use crate::ServerInner;
+use crate::context::RequestContext;
+use crate::guard::Access;
+use crate::jsonrpc;
+use crate::methods::{self, ToolCall, Work};
+use crate::protocol::{self, Era};
+use crate::session::{Lookup, Session};
+use porthole_core::trace_context::{CALLER_ID_KEYS, CallerTag, TraceParent};
 
 const TOOLS_CALL: &str = "tools/call";
 
@@ -316,6 +330,8 @@ fn with_meta(mut ctx: RequestContext, meta: Option<&Meta<'_>>) -> RequestContext
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::progress_token;
+    use crate::jsonrpc::Incoming;
 
     /// The fast read and the general one agree on every body the fast read takes.
     fn same_as_general(body: &str) {

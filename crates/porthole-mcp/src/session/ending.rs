@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering;
 
 use porthole_core::replica_changes::Changed;
 
+use super::id::unix_ms;
 use super::{
-    Access, ENDED_REMEMBERED, SESSION_TARGET, Session, Sessions, lock, remove_live, short, unix_ms,
+    Access, ENDED_REMEMBERED, SESSION_TARGET, Session, Sessions, lock, remove_live, short,
 };
 
 impl Sessions {

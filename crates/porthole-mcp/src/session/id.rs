@@ -4,7 +4,9 @@
 //! derived from the bearer secret (minting and verifying are `Sessions::create` and
 //! `Sessions::verify` in `mod.rs`).
 
-use super::*;
+use serde_json::{Value, json};
+
+use crate::guard::Access;
 
 pub(super) const CAP_SAMPLING: u8 = 1;
 pub(super) const CAP_ELICITATION: u8 = 2;

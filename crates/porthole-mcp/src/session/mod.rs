@@ -33,10 +33,9 @@ use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bytes::Bytes;
 use futures::future::{AbortHandle, AbortRegistration, BoxFuture};
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::guard::Access;
 use super::protocol::{LEGACY_VERSIONS, log_level_rank};
@@ -50,8 +49,10 @@ mod streams;
 
 pub use config::{SessionConfig, StreamLimits};
 pub use id::short;
-use id::*;
-use streams::*;
+use id::{
+    INSTANCE_TAG_LEN, Minted, access_bit, bit_to_access, bits_to_caps, caps_to_bits, unix_ms,
+};
+use streams::Streams;
 pub use streams::{StreamReceiver, StreamSender};
 
 /// Finished streams kept per session for late resumption.

@@ -1,10 +1,18 @@
 //! A session's SSE streams: each numbered event kept in a short backlog (bounded in
-//! events and bytes, [`StreamLimits`]) so a client that lost the connection can resume
-//! with `Last-Event-ID`, the newest GET stream as the home of session-wide notifications
-//! (still fed for [`StreamLimits::resume_window`] after its client left, so a reconnect
-//! loses nothing), and finished streams kept for late resumption.
+//! events and bytes, [`StreamLimits`](super::StreamLimits)) so a client that lost the
+//! connection can resume with `Last-Event-ID`, the newest GET stream as the home of
+//! session-wide notifications (still fed for
+//! [`StreamLimits::resume_window`](super::StreamLimits::resume_window) after its client
+//! left, so a reconnect loses nothing), and finished streams kept for late resumption.
 
-use super::*;
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{FINISHED_STREAMS_KEPT, RETRY_MS, Session, lock};
 
 /// A sender for one SSE stream's raw bytes.
 pub type StreamSender = mpsc::UnboundedSender<Bytes>;

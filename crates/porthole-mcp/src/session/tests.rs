@@ -5,6 +5,7 @@ use super::*;
 use std::time::Duration;
 
 use futures::executor::block_on;
+use serde_json::json;
 
 fn config(max: usize) -> SessionConfig {
     SessionConfig {
