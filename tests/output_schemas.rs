@@ -66,15 +66,17 @@ impl<'a> Check<'a> {
 fn walk_one(check: &mut Check<'_>, value: &Value, schema: &Value, path: &str) {
     let schema = alternative_for(value, schema);
     // A schema that constrains nothing declares a free-form value (a tool's arguments).
-    const CONSTRAINTS: [&str; 8] = [
+    const CONSTRAINTS: [&str; 10] = [
         "type",
         "properties",
         "items",
         "additionalProperties",
         "oneOf",
         "anyOf",
+        "allOf",
         "enum",
         "const",
+        "$ref",
     ];
     if schema == &Value::Bool(true)
         || schema
@@ -176,8 +178,11 @@ fn arguments(name: &str, made: &Value) -> Option<Value> {
         "get_trace" => json!({"trace_id": made["trace_id"]}),
         "list_messages" => json!({"conversation_id": made["conversation_id"]}),
         "replay_llm_call" => json!({"span_id": made["llm_call"]}),
-        "replay_llm_calls" => json!({"conversation_id": made["conversation_id"], "limit": 1}),
-        "replay_turn" => json!({"span_id": made["llm_call"]}),
+        "replay_llm_calls" => json!({"conversation_id": made["conversation_id"], "limit": 1,
+                                     "expect": {"text_contains": "42"}}),
+        "replay_turn" => {
+            json!({"span_id": made["llm_call"], "expect": {"calls_tool": "calculator"}})
+        }
         "run_task" => json!({"id": made["task_id"]}),
         "save_replay_set" => {
             json!({"name": "schema-check", "conversation_id": made["conversation_id"]})
@@ -209,8 +214,8 @@ async fn every_tool_answers_only_what_its_output_schema_declares() {
         Turn::Text(vec!["That failed."]),
         Turn::Text(vec!["42."]),
         Turn::Text(vec!["Forty-two."]),
-        Turn::ToolCall("calculator", json!({"expression": "6*7"})),
-        Turn::Text(vec!["It is 42."]),
+        // replay_turn leaves the recording at once: its divergence is checked too.
+        Turn::ToolCall("calculator", json!({"expression": "7*6"})),
         Turn::Text(vec!["It is 42 again."]),
     ])
     .await;
@@ -278,6 +283,14 @@ async fn every_tool_answers_only_what_its_output_schema_declares() {
         )
         .await
         .unwrap();
+    // A set saved first, so listing the sets shows one.
+    let saved = call_tool(
+        &app,
+        "save_replay_set",
+        json!({"name": "saved-first", "conversation_id": turn["conversation_id"]}),
+    )
+    .await;
+    assert!(!is_error(&saved), "{}", error_text(&saved));
     let made = json!({
         "conversation_id": turn["conversation_id"],
         "trace_id": turn["trace_id"],
@@ -309,6 +322,18 @@ async fn every_tool_answers_only_what_its_output_schema_declares() {
             continue;
         }
         let content = &answer["structuredContent"];
+        if name == "replay_turn" {
+            assert!(
+                content["diverged_at"].is_object(),
+                "a divergence to check: {content}"
+            );
+        }
+        if name == "list_replay_sets" {
+            assert!(
+                !content["sets"].as_array().unwrap().is_empty(),
+                "a set to check"
+            );
+        }
         if name.ends_with("_log") {
             assert!(
                 !content["lines"].as_array().unwrap().is_empty(),

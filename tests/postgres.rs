@@ -621,6 +621,25 @@ async fn a_session_busy_on_one_replica_is_not_taken_for_idle_by_another() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_listening_on_one_replica_is_not_taken_for_idle_by_another() {
+    let Some((a, b)) = two_replicas_idle_after(["2", "2"]).await else {
+        return;
+    };
+    let session = legacy_session(&a, "2025-11-25", json!({})).await;
+    // The client holds its GET stream on b and sends nothing for twice the timeout.
+    let stream = legacy_get_stream(&b, &session).await;
+    assert_eq!(stream.status(), 200);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let reply = legacy(&b, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(
+        reply.status, 200,
+        "a did not end a session whose client listens on b: {}",
+        reply.raw
+    );
+    drop(stream);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_evicted_for_idleness_is_refused_on_every_replica_within_a_second() {
     // b would keep it idle for a minute: only a's eviction, announced, can end it there.
     let Some((a, b)) = two_replicas_idle_after(["1", "60"]).await else {

@@ -351,3 +351,21 @@ async fn expect_checks_are_reported_on_each_replay_with_a_count() {
     assert!(is_error(&refused), "an unknown check is named: {refused}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn checks_on_a_replay_cut_short_fail_saying_why() {
+    let (app, _llm, calls) = recorded_turn(vec![Turn::Status(500, "the provider is down")]).await;
+    let replay = call_tool(
+        &app,
+        "replay_turn",
+        json!({"span_id": calls[0],
+               "expect": {"not_calls_tool": "remember", "valid_arguments": true}}),
+    )
+    .await;
+    let replay = structured(&replay);
+    assert_eq!(replay["stopped"], "provider_error", "{replay:#}");
+    assert_eq!(replay["check_count"], json!({"passed": 0, "failed": 2}));
+    let seen = replay["checks"][0]["seen"].as_str().unwrap();
+    assert!(seen.starts_with("not checked:"), "{seen}");
+    app.shutdown().await;
+}

@@ -81,9 +81,30 @@ impl Replay {
 }
 
 impl TurnReplay {
-    /// As [`Replay::fit`], over every step's answers.
+    /// As [`Replay::fit`], over every step's answers; then, if it is still over, the parts
+    /// that repeat them (the final answers, the diverging calls' arguments, the stop's
+    /// detail, which quotes a call) are cut too.
     pub fn fit(&mut self, budget: usize) {
         Answers::fit(self, budget);
+        if size(self) <= budget {
+            return;
+        }
+        self.stop_detail = elide_middle(&self.stop_detail, ECHO_CHARS);
+        for text in [
+            &mut self.final_answers.original,
+            &mut self.final_answers.replay,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *text = elide_middle(text, ECHO_CHARS);
+        }
+        if let Some(divergence) = &mut self.diverged_at {
+            let calls = divergence.recorded.iter_mut().flatten();
+            for call in calls.chain(divergence.replay.iter_mut()) {
+                call["arguments"] = Value::Null;
+            }
+        }
     }
 }
 

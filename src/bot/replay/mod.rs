@@ -376,8 +376,10 @@ async fn replay_found(
         span_id: span.span_id.clone(),
         trace_id: span.trace_id.clone(),
         replay_trace_id,
-        model: request.parameters["model"]
-            .as_str()
+        model: request
+            .parameters
+            .get("model")
+            .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
         changes: changes.clone(),

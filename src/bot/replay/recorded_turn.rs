@@ -125,7 +125,9 @@ fn step(
 }
 
 /// What the model read back for the call `id`: the tool message of the next call's
-/// request. `None` when that request was cut or does not hold it.
+/// request (the last with that id: the request repeats the conversation's history, and
+/// some providers reuse ids from turn to turn). `None` when that request was cut or does
+/// not hold it.
 fn read_back(next: &SpanRecord, id: &str) -> Option<RecordedResult> {
     if is_cut(next, "request") {
         return None;
@@ -134,6 +136,7 @@ fn read_back(next: &SpanRecord, id: &str) -> Option<RecordedResult> {
         .get("request")?
         .as_array()?
         .iter()
+        .rev()
         .find_map(|m| {
             (m["role"] == "tool" && m["tool_call_id"] == id)
                 .then(|| RecordedResult::Whole(m["content"].as_str().unwrap_or_default().into()))
@@ -149,6 +152,9 @@ fn tool_span_result(spans: &mut Vec<&SpanRecord>, name: &str, arguments: &Value)
     };
     let span = spans.remove(at);
     if let Some(error) = &span.error {
+        if is_cut(span, "error") {
+            return RecordedResult::Cut;
+        }
         return RecordedResult::Whole(format!("Error: {error}"));
     }
     if is_cut(span, "result") {

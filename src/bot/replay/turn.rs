@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::recorded_turn::{RecordedResult, RecordedStep, steps_from};
 use super::{
@@ -168,7 +168,10 @@ pub struct TurnReplay {
 }
 
 impl TurnReplay {
-    /// Runs `expect`'s checks on the replay.
+    /// Runs `expect`'s checks on the replay. A replay that stopped before the model could
+    /// go where it would (the provider failed, the budget ran out, a recorded result was
+    /// missing or cut, placeholders) did not do what the checks ask about: each fails,
+    /// saying why, rather than passing on what little was seen.
     pub fn expect(&mut self, expect: &Expect, tools: &crate::bot::tools::ToolRunner) {
         if expect.is_empty() {
             return;
@@ -183,6 +186,12 @@ impl TurnReplay {
             same_tool_calls: self.diverged_at.is_none(),
         };
         self.checks = expect.run(&seen, tools);
+        if self.stopped.cut_short() {
+            for check in &mut self.checks {
+                check.passed = false;
+                check.seen = Some(format!("not checked: {}", self.stop_detail));
+            }
+        }
         self.check_count = Some(CheckCount::of(&self.checks));
     }
 }
@@ -227,8 +236,10 @@ pub async fn replay_turn(
     run.go(&request).await;
     let mut replay = run.report(&span, changes, recorded.redacted_parts());
     replay.replay_trace_id = replay_trace_id;
-    replay.model = request.parameters["model"]
-        .as_str()
+    replay.model = request
+        .parameters
+        .get("model")
+        .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
     let mut root = root;
@@ -515,6 +526,17 @@ impl Run<'_> {
             checks: Vec::new(),
             check_count: None,
         }
+    }
+}
+
+impl Stop {
+    /// Whether the replay stopped for a reason of its own, before the model went where it
+    /// would: not an answer, the step budget, or a call the rules keep from running.
+    fn cut_short(self) -> bool {
+        !matches!(
+            self,
+            Stop::FinalAnswer | Stop::MaxSteps | Stop::Diverged | Stop::StateChangingTool
+        )
     }
 }
 

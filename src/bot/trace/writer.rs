@@ -444,9 +444,15 @@ fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize)
     // as a payload is. The tool and model are exported as `gen_ai.tool.name` and
     // `gen_ai.request.model`.
     let clean = |text: &str| clean_text(text, redactor, max_payload_bytes);
+    let mut cut = Vec::new();
     if let Some(error) = &span.error
         && let Some(clean) = clean(error)
     {
+        // A cut error is marked as a cut payload is: a replay must not pass it off as
+        // what the model read.
+        if error.len() > max_payload_bytes {
+            cut.push(Value::String("error".into()));
+        }
         span.error = Some(clean);
     }
     if let Some(clean) = clean(&span.name) {
@@ -462,7 +468,6 @@ fn prepare(span: &mut SpanRecord, redactor: &Redactor, max_payload_bytes: usize)
     {
         span.model = Some(clean);
     }
-    let mut cut = Vec::new();
     for (key, value) in span.attributes.iter_mut() {
         if cut_payload(value, max_payload_bytes) {
             cut.push(Value::String(key.clone()));

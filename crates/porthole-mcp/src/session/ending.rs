@@ -1,7 +1,10 @@
-//! How legacy sessions end besides a client's `DELETE`: giving way at the cap, going idle
-//! (counted across replicas through the ledger's record of when each replica last
-//! served a session), or ended by another replica. Every ending is recorded in the
-//! ledger, so no restart restores the session, and announced, so no replica serves it.
+//! How legacy sessions end besides a client's `DELETE`: going idle (counted across
+//! replicas through the ledger's record of when each replica last served a session),
+//! ended by another replica, or giving way at this replica's cap. An idle session's end
+//! is recorded in the ledger, so no restart restores it, and announced, so no replica
+//! serves it. Giving way at the cap frees this replica's memory and ends the session
+//! here only: the longest-idle session here may be one a client uses through another
+//! replica, which keeps serving it (and ends it there when it goes idle everywhere).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -14,10 +17,11 @@ use super::{
 };
 
 impl Sessions {
-    /// Makes `session` live. At the cap, the session idle the longest gives way, but
-    /// never to a lesser credential: a read-only token's session evicts only read-only
-    /// ones, so that token cannot end the full token's sessions by opening many. `false`
-    /// when nothing may give way (the session is not kept).
+    /// Makes `session` live. At the cap, the session idle the longest here gives way (on
+    /// this replica only: see the module doc), but never to a lesser credential: a
+    /// read-only token's session evicts only read-only ones, so that token cannot end the
+    /// full token's sessions by opening many. `false` when nothing may give way (the
+    /// session is not kept).
     pub(super) fn insert(&self, session: Arc<Session>) -> bool {
         let mut live = lock(&self.live);
         if live.len() >= self.config.max_sessions {
@@ -39,8 +43,7 @@ impl Sessions {
                     cap = self.config.max_sessions,
                     "evicted the longest-idle MCP session (MCP_MAX_SESSIONS reached)"
                 );
-                self.forget(oldest.clone());
-                self.notifier.announce(Changed::SessionEnded { id: oldest });
+                self.forget(oldest);
             }
         }
         live.insert(session.id.clone(), session);
@@ -116,11 +119,18 @@ impl Sessions {
         let timeout = self.config.idle_timeout.as_millis() as u64;
         let cutoff = self.now().saturating_sub(timeout);
         let is_idle = |s: &Session| s.idle_since() < cutoff && !s.listening();
-        let idle: Vec<String> = lock(&self.live)
-            .values()
+        let live: Vec<Arc<Session>> = lock(&self.live).values().cloned().collect();
+        // A client listening on its GET stream here sends no requests: say it is served,
+        // so another replica's sweep does not take its session for idle.
+        for session in live.iter().filter(|s| s.listening()) {
+            self.share_seen(session);
+        }
+        let idle: Vec<String> = live
+            .iter()
             .filter(|s| is_idle(s))
             .map(|s| s.id.clone())
             .collect();
+        drop(live);
         let busy_elsewhere = match &self.config.ledger {
             Some(ledger) if !idle.is_empty() => {
                 let since = unix_ms().saturating_sub(timeout);
