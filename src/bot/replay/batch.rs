@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{
-    Answer, Changes, Check, CheckCount, Comparison, Expect, MAX_BATCH, Options, ReplayError,
+    Answer, Changes, Check, CheckCount, Comparison, Expect, MAX_BATCH, Options, ReplayError, check,
     replay_span,
 };
 use crate::bot::Bot;
@@ -90,11 +90,12 @@ pub async fn replay_calls(
     (allow_redacted, expect): (bool, &Expect),
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Batch, ReplayError> {
-    changes.check()?;
+    let once = Options {
+        runs: 1,
+        allow_redacted,
+    };
+    check(bot, changes, once)?;
     expect.check_pattern()?;
-    if bot.llm.provider() == "offline" {
-        return Err(ReplayError::Offline);
-    }
     query.limit = query.limit.clamp(1, MAX_BATCH);
     bot.tracer.flush().await;
     let calls = select(bot, query).await?;

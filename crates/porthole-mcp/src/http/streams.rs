@@ -13,7 +13,7 @@ use super::legacy;
 use super::reply::session_not_found;
 use super::sse_response::sse_response;
 use crate::ServerInner;
-use crate::guard::{admit, refuse};
+use crate::guard::{Access, admit, refuse};
 use crate::jsonrpc;
 use crate::protocol;
 use crate::session::{Lookup, Session};
@@ -34,15 +34,10 @@ async fn answer_get(
     extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
-    let access = match admit(&inner.guard, &headers, &extensions) {
+    let access = match admitted(&inner, &headers, &extensions, "GET") {
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
-    if let Some(refusal) =
-        repeated_mcp_header(&headers).or_else(|| version_refused(&headers, "GET"))
-    {
-        return refusal;
-    }
     if !accepts(&headers).sse {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -156,6 +151,23 @@ fn version_refused(headers: &HeaderMap, method: &str) -> Option<Response> {
     Some(response)
 }
 
+/// What a `GET` or `DELETE` (`method`) may do: the guard's answer, then a refusal for a
+/// repeated `Mcp-*` header or a protocol version that has no such request.
+// As `admit`: the error is the refusal itself, built only on that path.
+#[allow(clippy::result_large_err)]
+fn admitted(
+    inner: &ServerInner,
+    headers: &HeaderMap,
+    extensions: &axum::http::Extensions,
+    method: &str,
+) -> Result<Access, Response> {
+    let access = admit(&inner.guard, headers, extensions)?;
+    match repeated_mcp_header(headers).or_else(|| version_refused(headers, method)) {
+        Some(refusal) => Err(refusal),
+        None => Ok(access),
+    }
+}
+
 /// `DELETE /mcp`; its error answers are redacted ([`porthole_core::redact::redact_error`]).
 pub(crate) async fn handle_delete(
     State(inner): State<Arc<ServerInner>>,
@@ -172,15 +184,10 @@ async fn answer_delete(
     extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
-    let access = match admit(&inner.guard, &headers, &extensions) {
+    let access = match admitted(&inner, &headers, &extensions, "DELETE") {
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
-    if let Some(refusal) =
-        repeated_mcp_header(&headers).or_else(|| version_refused(&headers, "DELETE"))
-    {
-        return refusal;
-    }
     let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
         return refuse(
             StatusCode::BAD_REQUEST,
