@@ -6,7 +6,7 @@
 //! cargo run --example tools_doc > docs/tools.md
 //! ```
 //!
-//! `tests/tools_doc.rs` fails when a tool, its description or a parameter is missing
+//! `tests/it/tools_doc.rs` fails when a tool, its description or a parameter is missing
 //! from the committed file, so the reference cannot drift from the code.
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves the OpenTelemetry export against Arize Phoenix, a backend LLM developers use:
 # installs `arize-phoenix` from PyPI into a venv under target/ (cached between runs),
-# starts `phoenix serve` offline on free loopback ports, and runs tests/phoenix.rs, which
+# starts `phoenix serve` offline on free loopback ports, and runs tests/it/phoenix.rs, which
 # sends a traced turn to it and reads the spans back from Phoenix's REST API.
 #
 # Usage: scripts/phoenix.sh [--install-only | --serve]
@@ -99,6 +99,6 @@ if [ "$MODE" = "--serve" ]; then
 fi
 
 # --- the test -------------------------------------------------------------------
-log "cargo test --test phoenix -- --ignored"
-PHOENIX_URL="$URL" cargo test --test phoenix -- --ignored
+log "cargo test --test it phoenix:: -- --ignored"
+PHOENIX_URL="$URL" cargo test --test it phoenix:: -- --ignored
 log "a traced turn, and calls joined to their caller's trace, were read back from Phoenix"

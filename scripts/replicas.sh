@@ -7,8 +7,8 @@
 # Steps (each prints PASS:/FAIL:; the script stops at the first failure):
 #   1. PostgreSQL from Debian's package (installed with apt-get when missing) in a temp
 #      dir on a free loopback port; nginx likewise
-#   2. the store's tests against it: `cargo test --lib store`, tests/postgres.rs and
-#      tests/postgres_restart.rs (PORTHOLE_TEST_DATABASE_URL, PORTHOLE_TEST_PG_RESTART)
+#   2. the store's tests against it: `cargo test --lib store`, tests/it/postgres.rs and
+#      tests/it/postgres_restart.rs (PORTHOLE_TEST_DATABASE_URL, PORTHOLE_TEST_PG_RESTART)
 #   3. three replicas of target/debug/porthole on free ports, all on that database,
 #      and nginx in front (the configuration of docs/deploy.md, written to the temp dir)
 #   4. through nginx: stateless requests spread over the replicas; the TypeScript SDK in
@@ -86,9 +86,9 @@ log "store tests against PostgreSQL (cargo test)"
 export_test_database
 cargo test --lib store 2>&1 | tee "$OUT/store-tests.log" | grep -E '^test result' || true
 grep -q '^test result: ok' "$OUT/store-tests.log" || fail "cargo test --lib store (see $OUT/store-tests.log)"
-cargo test --test postgres --test postgres_restart 2>&1 | tee "$OUT/postgres-tests.log" | grep -E '^test result' || true
+cargo test --test it -- postgres:: postgres_restart:: 2>&1 | tee "$OUT/postgres-tests.log" | grep -E '^test result' || true
 [ "$(grep -c '^test result: ok' "$OUT/postgres-tests.log")" -eq 2 ] \
-  || fail "cargo test --test postgres --test postgres_restart (see $OUT/postgres-tests.log)"
+  || fail "cargo test --test it -- postgres:: postgres_restart:: (see $OUT/postgres-tests.log)"
 grep -q 'skipped' "$OUT/postgres-tests.log" && fail "a PostgreSQL test skipped although the server runs"
 pass "store tests on PostgreSQL: $(grep -h '^test result' "$OUT/store-tests.log" "$OUT/postgres-tests.log" | awk '{s += $4} END {print s}') passed"
 unset PORTHOLE_TEST_DATABASE_URL PORTHOLE_TEST_PG_RESTART

@@ -6,7 +6,7 @@
 //! broken setup and the test fails with what is missing and how to provide it, instead
 //! of passing without having run. The unit tests use this module from the library
 //! (`crate::test_support`); the integration tests include the same file in
-//! `tests/common`, so both follow one rule.
+//! `tests/it/common`, so both follow one rule.
 
 /// The variable that turns a missing service from a skip into a failure.
 pub const REQUIRE_SERVICES: &str = "PORTHOLE_REQUIRE_SERVICES";

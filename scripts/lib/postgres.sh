@@ -8,7 +8,7 @@
 #                      reach DIR); sets PG_PORT, PG_URL, PG_PASSWORD, PG_DIR, PG_BIN and
 #                      PG_RESTART (a shell command that restarts it, as root too)
 # export_test_database exports what the PostgreSQL tests read: PORTHOLE_TEST_DATABASE_URL
-#                      and PORTHOLE_TEST_PG_RESTART (tests/postgres_restart.rs)
+#                      and PORTHOLE_TEST_PG_RESTART (tests/it/postgres_restart.rs)
 # restart_postgres     pg_ctl restart -m fast (in-flight connections are cut)
 # stop_postgres        pg_ctl stop -m fast (idempotent)
 

@@ -1,6 +1,6 @@
 //! The output schemas of the trace tools: the shapes `trace_view` builds (a span's
 //! summary, a span tree, a listed trace, one span in full), described member by member
-//! so a client knows what each answer holds. `tests/output_schemas.rs` calls every tool
+//! so a client knows what each answer holds. `tests/it/output_schemas.rs` calls every tool
 //! and fails when an answer holds a member these leave out.
 
 use serde_json::{Map, Value, json};

@@ -12,7 +12,7 @@
 //! itself ([`DiagnosticTool::starts_a_trace`]). The span is handed to the trace writer
 //! when the call ends, like every span: nothing is stored on the request's path, and the
 //! span's constant parts (source, name, the tool's name, the request's attributes) are
-//! not copied per call (see `tests/allocations.rs`).
+//! not copied per call (see `tests/it/allocations.rs`).
 
 use std::sync::Arc;
 

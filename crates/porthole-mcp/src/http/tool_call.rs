@@ -6,7 +6,7 @@
 //! It serves every call in the usual shape that passes every check: `_meta` members it
 //! does not know are skipped unread, as the general path ignores them, so the calls real
 //! clients send (Claude Code's `claudecode/toolUseId`, VS Code's `vscode.*` and
-//! `tracestate`, Codex's `x-codex-turn-metadata`) take this path (`tests/allocations.rs`
+//! `tracestate`, Codex's `x-codex-turn-metadata`) take this path (`tests/it/allocations.rs`
 //! counts each). Anything else (another method, an envelope or `params` member it does
 //! not know, a duplicate key, an escaped string, a `null` where the general path reads
 //! more into it, a check that fails) is left to the general path, which reads the body
