@@ -66,7 +66,7 @@ use tokio::runtime::Runtime;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[path = "../tests/fake_llm/mod.rs"]
+#[path = "../tests/it/fake_llm/mod.rs"]
 mod fake_llm;
 
 const CHUNK: u64 = 1_000;
