@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::WriterMessage;
 use crate::model::{MCP_CALL_SOURCE, SpanRecord};
@@ -137,6 +138,8 @@ const PREALLOCATED_CALLS: usize = 1024;
 
 pub(super) struct NewestCalls<T> {
     keep: usize,
+    /// Calls pushed since start-up: the writer reads whether calls are still coming.
+    pushes: AtomicU64,
     /// The calls, oldest first, and how many were pushed out since the last take.
     ring: Mutex<(VecDeque<T>, u64)>,
     /// The list the last take emptied, kept for the next: two lists take turns, so the
@@ -150,6 +153,7 @@ impl<T> NewestCalls<T> {
         let list = || VecDeque::with_capacity(keep.min(PREALLOCATED_CALLS));
         NewestCalls {
             keep,
+            pushes: AtomicU64::new(0),
             ring: Mutex::new((list(), 0)),
             spare: Mutex::new(list()),
         }
@@ -158,6 +162,7 @@ impl<T> NewestCalls<T> {
     /// Keeps `call`, pushing the oldest out past the cap. Returns whether the ring was
     /// empty (the writer, idle, must be woken to take it).
     pub(super) fn push(&self, call: T) -> bool {
+        self.pushes.fetch_add(1, Ordering::Relaxed);
         let mut ring = crate::bot::lock(&self.ring);
         let was_empty = ring.0.is_empty();
         ring.0.push_back(call);
@@ -171,6 +176,11 @@ impl<T> NewestCalls<T> {
         // The call pushed out, if any, is freed here, outside the lock.
         drop(pushed_out);
         was_empty
+    }
+
+    /// How many calls were pushed since start-up.
+    pub(super) fn pushes(&self) -> u64 {
+        self.pushes.load(Ordering::Relaxed)
     }
 
     /// Hands the calls kept since the last take to `each`, oldest first, and returns

@@ -16,6 +16,7 @@
 //! time; a full channel drops the span and counts it rather than waiting. [`Tracer::disabled`] makes every span a no-op.
 
 mod call;
+mod calls_behind;
 mod gather;
 mod llm_call;
 mod otel;

@@ -14,8 +14,10 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::TryRecvError};
+use tokio::time::{Instant, sleep_until};
 
 use super::call::CallRecord;
+use super::calls_behind::CallsBehind;
 use super::gather::{Gather, NewestCalls, Spans, is_mcp_call};
 use super::tool_sets::StoredToolSets;
 use super::{Counters, TOOL_DEFINITIONS, TOOLS_HASH, TraceSettings, WriterMessage};
@@ -101,26 +103,34 @@ impl Writer {
     pub(super) async fn run(self, mut receiver: mpsc::Receiver<WriterMessage>) {
         let mut pruning = CountPruning::new(&self.settings);
         let mut cpu_counted = thread_cpu_time();
+        let mut calls_behind = CallsBehind::default();
         // What arrived while the last write was storing: the start of the next gather.
         let mut next = self.new_gather();
         loop {
             let mut gather = std::mem::replace(&mut next, self.new_gather());
             let mut closed = false;
             if gather.is_empty() {
-                // Idle: the first span, or the first `/mcp` call kept on the turns' path.
+                // Idle: the first span, the first `/mcp` call kept on the turns' path, or
+                // the time to look at the calls waiting there.
+                let look = calls_behind.next_look();
                 tokio::select! {
                     message = receiver.recv() => match message {
                         Some(message) => gather.take(message),
                         None => closed = true,
                     },
-                    () = self.wake.notified() => {}
+                    () = self.wake.notified() => calls_behind.arrived(Instant::now()),
+                    () = sleep_until(look.unwrap_or_else(Instant::now)), if look.is_some() => {}
                 }
             }
-            if !closed {
+            if !closed && !gather.is_empty() {
                 closed = self.gather(&mut receiver, &mut gather).await;
             }
             if let Some(calls) = &self.calls {
-                gather.take_calls(calls, CallRecord::into_span);
+                let forced = closed || !gather.flushes.is_empty();
+                if calls_behind.due(forced, calls.pushes(), Instant::now()) {
+                    gather.take_calls(calls, CallRecord::into_span);
+                    calls_behind.written();
+                }
             }
             if gather.is_empty() {
                 if closed {
@@ -170,19 +180,16 @@ impl Writer {
         receiver: &mut mpsc::Receiver<WriterMessage>,
         gather: &mut Gather,
     ) -> bool {
-        let deadline = tokio::time::Instant::now() + GATHER;
+        let deadline = Instant::now() + GATHER;
         loop {
             if take_queued(receiver, gather) {
                 return true;
             }
-            if !gather.flushes.is_empty()
-                || gather.len() >= BATCH
-                || tokio::time::Instant::now() >= deadline
-            {
+            if !gather.flushes.is_empty() || gather.len() >= BATCH || Instant::now() >= deadline {
                 return false;
             }
             tokio::select! {
-                () = tokio::time::sleep_until(deadline) => {}
+                () = sleep_until(deadline) => {}
                 () = self.wake.notified() => {}
             }
         }
