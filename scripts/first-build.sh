@@ -32,7 +32,7 @@ BOT_PID=$!
 address=""
 while kill -0 "$BOT_PID" 2>/dev/null; do
   if [[ -z "$address" ]]; then
-    address=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$WORK/run.log" | head -1 | sed 's/listening on //' || true)
+    address=$(grep -so 'listening on http://127\.0\.0\.1:[0-9]*' "$WORK/run.log" | head -1 | sed 's/listening on //' || true)
   fi
   if [[ -n "$address" ]] && [[ $(curl -s -o /dev/null -w '%{http_code}' "$address/") == 200 ]]; then
     end=$(date +%s.%N)
