@@ -1,8 +1,10 @@
 //! Porthole: an LLM chat bot whose running process carries its own MCP endpoint.
 //!
 //! Crates (the workspace's `crates/`): [`mcp`] is `porthole-mcp`, the endpoint any axum
-//! service mounts; [`redact`], [`net`], [`text`], [`skills`], [`trace_context`] and
-//! [`replica_changes`] are `porthole-core`, the ground floor both build on. Cargo keeps
+//! service mounts; [`protocol`], [`jsonrpc`], [`redact`], [`net`], [`text`], [`skills`],
+//! [`trace_context`] and [`replica_changes`] are `porthole-core`, the ground floor both
+//! build on (the bot's own MCP client speaks the protocol through `protocol` and
+//! `jsonrpc` too). Cargo keeps
 //! them from importing the bot. Re-exported here under the names the bot's code uses.
 //!
 //! Layers (arrows point one way):
@@ -33,5 +35,7 @@ pub mod sse_decoder;
 pub(crate) mod test_support;
 pub mod tool_filter;
 
-pub use porthole_core::{net, redact, replica_changes, skills, text, trace_context};
+pub use porthole_core::{
+    jsonrpc, net, protocol, redact, replica_changes, skills, text, trace_context,
+};
 pub use porthole_mcp as mcp;

@@ -1,6 +1,9 @@
 //! The ground floor of Porthole and its MCP endpoint: what both the endpoint
 //! (`porthole-mcp`) and the bot use, and which imports neither.
 //!
+//! - [`protocol`] and [`jsonrpc`]: MCP's vocabulary (versions, eras, header and `_meta`
+//!   names, error codes) and its JSON-RPC messages, for the endpoint and for the bot's
+//!   own client of other MCP servers alike;
 //! - [`redact`]: secrets taken out of every text that leaves the process;
 //! - [`text`]: cutting and formatting text on character boundaries;
 //! - [`net`]: loopback `Host`/`Origin` checks and single-header reads;
@@ -10,7 +13,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod jsonrpc;
 pub mod net;
+pub mod protocol;
 pub mod redact;
 pub mod replica_changes;
 pub mod skills;

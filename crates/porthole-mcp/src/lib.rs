@@ -33,10 +33,8 @@ mod context;
 mod error;
 mod guard;
 mod http;
-pub mod jsonrpc;
 mod methods;
 mod params;
-pub mod protocol;
 mod seal;
 mod task_record;
 
@@ -64,6 +62,9 @@ pub use guard::{Access, Auth, GuardConfig};
 pub use jsonrpc::RpcError;
 pub use porthole_core::redact::Redactor;
 pub use porthole_core::skills::SkillFolder;
+/// The protocol's vocabulary and its JSON-RPC messages, shared with the bot's own MCP
+/// client from the ground floor.
+pub use porthole_core::{jsonrpc, protocol};
 pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
 pub use replicas::{Changed, Replicas};

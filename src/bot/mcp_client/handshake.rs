@@ -32,7 +32,7 @@ pub(crate) fn negotiated_version(server: &str, result: &Value) -> Result<String,
     let version = result["protocolVersion"]
         .as_str()
         .ok_or("the `initialize` result has no protocolVersion")?;
-    if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
+    if !jsonrpc::is_known_legacy_version(version) {
         tracing::warn!(
             server,
             version,

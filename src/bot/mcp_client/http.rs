@@ -19,11 +19,10 @@ use tokio::task::JoinHandle;
 
 use super::events::ConnEvent;
 use super::http_client::{http_setup, redacted};
-use super::http_endpoint::{Endpoint, PostError, SESSION_HEADER, modern_meta};
+use super::http_endpoint::{Endpoint, PostError, modern_meta};
 use super::jsonrpc::{self, CallError, MODERN_VERSION};
 use crate::bot::lock;
-
-const VERSION_HEADER: &str = "mcp-protocol-version";
+use crate::protocol::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 
 /// One request to send, with what the modern era mirrors in its headers.
 #[derive(Clone)]
@@ -199,9 +198,9 @@ impl HttpConn {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut headers = self.era_headers();
         let params = if self.modern {
-            headers.push(("Mcp-Method".into(), request.method.to_string()));
+            headers.push((HEADER_METHOD.into(), request.method.to_string()));
             if let Some(name) = request.name {
-                headers.push(("Mcp-Name".into(), jsonrpc::header_value(name)));
+                headers.push((HEADER_NAME.into(), jsonrpc::header_value(name)));
             }
             headers.extend(request.param_headers);
             jsonrpc::with_meta(request.params, &modern_meta())
@@ -219,9 +218,9 @@ impl HttpConn {
 
     /// The headers every request of the current era carries.
     fn era_headers(&self) -> Vec<(String, String)> {
-        let mut headers = vec![(VERSION_HEADER.to_string(), self.protocol_version())];
+        let mut headers = vec![(HEADER_PROTOCOL_VERSION.to_string(), self.protocol_version())];
         if let Some(session) = lock(&self.session).clone() {
-            headers.push((SESSION_HEADER.to_string(), session));
+            headers.push((HEADER_SESSION_ID.to_string(), session));
         }
         headers
     }
@@ -251,7 +250,7 @@ impl HttpConn {
         let version = result["protocolVersion"]
             .as_str()
             .ok_or("the `initialize` result has no protocolVersion")?;
-        if !jsonrpc::KNOWN_LEGACY_VERSIONS.contains(&version) {
+        if !jsonrpc::is_known_legacy_version(version) {
             return Err(format!(
                 "the server chose protocol version {version}, which this client does not speak"
             ));
@@ -316,8 +315,8 @@ impl HttpConn {
                 .client
                 .delete(self.endpoint.url.clone())
                 .headers(self.endpoint.headers.clone())
-                .header(SESSION_HEADER, session)
-                .header(VERSION_HEADER, self.protocol_version());
+                .header(HEADER_SESSION_ID, session)
+                .header(HEADER_PROTOCOL_VERSION, self.protocol_version());
             let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
         }
     }

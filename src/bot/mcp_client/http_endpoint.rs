@@ -12,10 +12,13 @@ use tokio::sync::mpsc;
 use super::events::{ConnEvent, handle_notification, shorten};
 use super::http_client::transport_error;
 use super::jsonrpc::{self, CallError, Incoming, MODERN_VERSION};
+use crate::protocol::{
+    HEADER_METHOD, HEADER_SESSION_ID, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+};
 use crate::sse_decoder::SseDecoder;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-pub(super) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Where to send requests, and the configured headers.
 #[derive(Clone)]
@@ -67,18 +70,9 @@ pub(super) struct Posted {
 /// The `_meta` every modern request carries.
 pub(super) fn modern_meta() -> Map<String, Value> {
     let mut meta = Map::new();
-    meta.insert(
-        "io.modelcontextprotocol/protocolVersion".into(),
-        json!(MODERN_VERSION),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".into(),
-        json!({}),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientInfo".into(),
-        jsonrpc::client_info(),
-    );
+    meta.insert(META_PROTOCOL_VERSION.into(), json!(MODERN_VERSION));
+    meta.insert(META_CLIENT_CAPABILITIES.into(), json!({}));
+    meta.insert(META_CLIENT_INFO.into(), jsonrpc::client_info());
     meta
 }
 
@@ -114,7 +108,7 @@ impl Endpoint {
             .map_err(|e| PostError::Call(transport_error(&e)))?;
         let session = response
             .headers()
-            .get(SESSION_HEADER)
+            .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         if !response.status().is_success() {
@@ -248,7 +242,7 @@ impl Endpoint {
     /// the modern era, the GET stream in the legacy one. Servers without one are fine.
     pub(super) async fn listen(self, modern: bool, id: u64, mut headers: Vec<(String, String)>) {
         let request = if modern {
-            headers.push(("Mcp-Method".into(), "subscriptions/listen".into()));
+            headers.push((HEADER_METHOD.into(), "subscriptions/listen".into()));
             let params = jsonrpc::with_meta(
                 json!({"notifications": {"toolsListChanged": true}}),
                 &modern_meta(),

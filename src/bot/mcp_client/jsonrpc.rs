@@ -1,25 +1,32 @@
-//! The client side of JSON-RPC 2.0 as MCP uses it, written for this client alone (the
-//! server-side `mcp` layer of the crate is deliberately not used): building requests,
-//! sorting incoming messages, the error type of a request, a Server-Sent Events decoder,
-//! and the header encodings of Streamable HTTP (`Mcp-Name`, `Mcp-Param-*`).
+//! The client side of JSON-RPC 2.0 as MCP uses it: building requests, sorting incoming
+//! messages, the error type of a request, and the header encodings of Streamable HTTP
+//! (`Mcp-Name`, `Mcp-Param-*`). The protocol's vocabulary (versions, header and `_meta`
+//! names, error codes) and the reader of its messages are the ground floor's
+//! ([`crate::protocol`], [`crate::jsonrpc`]), the ones the bot's own endpoint serves with.
 
 use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-/// The legacy (handshake) protocol revision this client asks for.
-pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
-/// The modern (per-request metadata) revision this client speaks over HTTP.
-pub(crate) const MODERN_VERSION: &str = "2026-07-28";
-/// Legacy revisions a server may answer `initialize` with that this client accepts.
-pub(crate) const KNOWN_LEGACY_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+use crate::jsonrpc::{METHOD_NOT_FOUND, parse_message};
+use crate::protocol::{LEGACY_VERSIONS, MODERN_VERSIONS};
+
+/// The legacy (handshake) protocol revision this client asks for: the newest.
+pub(crate) const LEGACY_VERSION: &str = LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1];
+/// The modern (per-request metadata) revision this client speaks over HTTP: the newest.
+pub(crate) const MODERN_VERSION: &str = MODERN_VERSIONS[MODERN_VERSIONS.len() - 1];
+/// The first MCP revision: the endpoint no longer serves it, but a server may still
+/// answer `initialize` with it, and this client speaks it.
+const FIRST_VERSION: &str = "2024-11-05";
+
+/// Whether a server's answer to `initialize` names a legacy revision this client speaks.
+pub(crate) fn is_known_legacy_version(version: &str) -> bool {
+    crate::protocol::legacy_version(version).is_some() || version == FIRST_VERSION
+}
 
 /// Largest single message (one stdio line or one HTTP body) accepted from a server.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
-
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 
 /// `clientInfo` sent in handshakes and modern request metadata.
 pub(crate) fn client_info() -> Value {
@@ -32,7 +39,7 @@ pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
 
 pub(crate) fn notification(method: &str, params: Option<Value>) -> Value {
     match params {
-        Some(params) => json!({"jsonrpc": "2.0", "method": method, "params": params}),
+        Some(params) => crate::jsonrpc::notification(method, params),
         None => json!({"jsonrpc": "2.0", "method": method}),
     }
 }
@@ -68,33 +75,22 @@ pub(crate) enum Incoming {
     Invalid,
 }
 
+/// Sorts `message` with the protocol's one reader ([`parse_message`]): anything it
+/// refuses (no `jsonrpc` "2.0", an id that is neither a string nor an integer, a
+/// response with both or neither of `result` and `error`) is [`Incoming::Invalid`].
 pub(crate) fn classify(message: Value) -> Incoming {
-    let Value::Object(mut message) = message else {
-        return Incoming::Invalid;
-    };
-    let id = message.remove("id");
-    match (message.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Incoming::Request { id, method },
-        (Some(Value::String(method)), None) => Incoming::Notification {
+    use crate::jsonrpc::Incoming as Message;
+    match parse_message(message) {
+        Ok(Message::Request { id, method, .. }) => Incoming::Request { id, method },
+        Ok(Message::Notification { method, params }) => Incoming::Notification {
             method,
-            params: message.remove("params").unwrap_or(Value::Null),
+            params: Value::Object(params),
         },
-        (None, Some(id)) => {
-            if let Some(result) = message.remove("result") {
-                Incoming::Response {
-                    id,
-                    outcome: Ok(result),
-                }
-            } else if let Some(error) = message.remove("error") {
-                Incoming::Response {
-                    id,
-                    outcome: Err(CallError::from_error_object(&error)),
-                }
-            } else {
-                Incoming::Invalid
-            }
-        }
-        _ => Incoming::Invalid,
+        Ok(Message::Response { id, outcome }) => Incoming::Response {
+            id,
+            outcome: outcome.map_err(|error| CallError::from_error_object(&error)),
+        },
+        Err(_) => Incoming::Invalid,
     }
 }
 

@@ -11,7 +11,10 @@
 //! and per tool.
 //!
 //! This module belongs to the `bot` layer and does not use the crate's `mcp` module
-//! (the server side); the little client-side JSON-RPC it needs lives in `jsonrpc.rs`.
+//! (the server side). It speaks the protocol through the ground floor's vocabulary and
+//! message reader (`crate::protocol`, `crate::jsonrpc`), the ones the endpoint serves
+//! with; what only a client does (building requests, sorting what a server sends, the
+//! header encodings) lives in `jsonrpc.rs`.
 //!
 //! The files, from the top down:
 //! - `mod.rs`: [`McpHost`], the servers as a whole (start, enable, status, shutdown).

@@ -1,5 +1,7 @@
 //! JSON-RPC 2.0 messages as MCP uses them: parsing an incoming body into a
-//! [`Incoming`] message, and building responses and errors.
+//! [`Incoming`] message, and building responses and errors. The endpoint reads its
+//! clients' messages with it, and the bot's own MCP client its servers' (one reader of
+//! the protocol's messages on either side).
 //!
 //! Ids are kept as raw JSON values so a response echoes the request's id with the same
 //! type (a number stays a number). An error whose request id is unknown carries no `id`
@@ -56,7 +58,7 @@ impl RpcError {
     /// The error with its message and data redacted: an error often quotes what the
     /// caller sent (a tool's name, an argument), and what leaves the process never
     /// holds a secret, whoever typed it.
-    pub fn redacted(mut self, redactor: &porthole_core::redact::Redactor) -> Self {
+    pub fn redacted(mut self, redactor: &crate::redact::Redactor) -> Self {
         if let std::borrow::Cow::Owned(clean) = redactor.redact_text(&self.message) {
             self.message = clean;
         }
@@ -184,7 +186,7 @@ pub struct Rejected {
 }
 
 /// Whether `id` can be a request id: a string or an integer.
-pub(crate) fn valid_id(id: &Value) -> bool {
+pub fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
