@@ -90,16 +90,26 @@ pub async fn replay_calls(
     (allow_redacted, expect): (bool, &Expect),
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Batch, ReplayError> {
+    check_batch(bot, changes, (allow_redacted, expect))?;
+    query.limit = query.limit.clamp(1, MAX_BATCH);
+    bot.tracer.flush().await;
+    let calls = select(bot, query).await?;
+    replay_each(bot, calls, changes, (allow_redacted, expect), progress).await
+}
+
+/// What every batch checks before it sends anything: the changes and options each of its
+/// calls is replayed with ([`check`], once each), and `expect`'s pattern.
+pub(super) fn check_batch(
+    bot: &Bot,
+    changes: &Changes,
+    (allow_redacted, expect): (bool, &Expect),
+) -> Result<(), ReplayError> {
     let once = Options {
         runs: 1,
         allow_redacted,
     };
     check(bot, changes, once)?;
-    expect.check_pattern()?;
-    query.limit = query.limit.clamp(1, MAX_BATCH);
-    bot.tracer.flush().await;
-    let calls = select(bot, query).await?;
-    replay_each(bot, calls, changes, (allow_redacted, expect), progress).await
+    expect.check_pattern()
 }
 
 /// Replays each of `calls` once with `changes`, as [`replay_calls`] does.

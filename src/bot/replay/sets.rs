@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::batch::{replay_each, select};
-use super::{Batch, Changes, Expect, MAX_BATCH, Options, ReplayError, check, find_span, recorded};
+use super::batch::{check_batch, replay_each, select};
+use super::{Batch, Changes, Expect, MAX_BATCH, ReplayError, find_span, recorded};
 use crate::bot::Bot;
 use crate::bot::store::{ReplaySet, SpanQuery, TOOLS_HASH};
 use crate::model::SpanRecord;
@@ -88,12 +88,7 @@ pub async fn replay_set(
     (allow_redacted, expect): (bool, &Expect),
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Batch, ReplayError> {
-    let once = Options {
-        runs: 1,
-        allow_redacted,
-    };
-    check(bot, changes, once)?;
-    expect.check_pattern()?;
+    check_batch(bot, changes, (allow_redacted, expect))?;
     if bot.store.replay_set(name).await?.is_none() {
         return Err(ReplayError::Invalid(format!(
             "no replay set `{name}`; list_replay_sets lists them, save_replay_set saves one"

@@ -11,8 +11,9 @@
 //!
 //! When nothing exports, a call's span does not even travel to the writer: the turn's
 //! path keeps it in [`NewestCalls`], the same ring, and drops the one it pushes out
-//! there; the writer takes the ring whole once a gather is over. A client calling tools
-//! flat out then costs the writer one wake-up per gather, not one per full channel.
+//! there; the writer takes the ring whole when [`calls_behind`](super::calls_behind) says
+//! (a reader's flush, a pause in the calls, the oldest call's 30 s). A client calling tools
+//! flat out then costs the writer one write every 30 s, not one per full channel.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
