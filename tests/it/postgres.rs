@@ -55,6 +55,7 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
+    let _postgres = postgres_share().await;
     let Some((_, a, b)) = two_replicas().await else {
         return;
     };
@@ -125,6 +126,7 @@ async fn replicas_share_conversations_traces_and_logs_and_say_who_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_legacy_session_minted_by_one_replica_works_on_another() {
+    let _postgres = postgres_share().await;
     let Some((_, a, b)) = two_replicas().await else {
         return;
     };
@@ -145,6 +147,7 @@ async fn a_legacy_session_minted_by_one_replica_works_on_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
+    let _postgres = postgres_share().await;
     let Some((_, a, b)) = two_replicas().await else {
         return;
     };
@@ -183,6 +186,7 @@ async fn a_tool_toggled_on_one_replica_is_announced_on_every_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
+    let _postgres = postgres_share().await;
     let Some(url) = fresh_database() else {
         return;
     };
@@ -230,6 +234,7 @@ async fn scheduled_runs_happen_once_per_due_time_across_three_replicas() {
 /// behind. The SQLite counterpart is in `trust_boundary.rs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_only_db_query_on_postgres_refuses_every_attack() {
+    let _postgres = postgres_share().await;
     let Some(url) = fresh_database() else {
         return;
     };
@@ -305,6 +310,7 @@ async fn read_only_db_query_on_postgres_refuses_every_attack() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_database_password_never_shows() {
+    let _postgres = postgres_share().await;
     let Some(base) = test_database_url() else {
         return;
     };
@@ -403,6 +409,7 @@ fn request_key(task: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_task_run_by_one_replica_is_polled_answered_and_cancelled_through_another() {
+    let _postgres = postgres_share().await;
     let Some((url, a, b)) = two_replicas().await else {
         return;
     };
@@ -474,6 +481,7 @@ async fn a_task_run_by_one_replica_is_polled_answered_and_cancelled_through_anot
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_that_died_has_its_tasks_failed_once_its_lease_runs_out() {
+    let _postgres = postgres_share().await;
     let Some(url) = fresh_database() else {
         return;
     };
@@ -513,6 +521,7 @@ async fn a_replica_that_died_has_its_tasks_failed_once_its_lease_runs_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_ended_on_one_replica_is_refused_on_another_within_a_second() {
+    let _postgres = postgres_share().await;
     let Some((_, a, b)) = two_replicas().await else {
         return;
     };
@@ -538,6 +547,7 @@ async fn a_session_ended_on_one_replica_is_refused_on_another_within_a_second() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_mcp_server_toggled_on_one_replica_is_toggled_on_every_replica_and_stays_so() {
+    let _postgres = postgres_share().await;
     let Some(url) = fresh_database() else {
         return;
     };
@@ -595,6 +605,7 @@ async fn two_replicas_idle_after(idle_secs: [&str; 2]) -> Option<(RunningApp, Ru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_busy_on_one_replica_is_not_taken_for_idle_by_another() {
+    let _postgres = postgres_share().await;
     let Some((a, b)) = two_replicas_idle_after(["2", "2"]).await else {
         return;
     };
@@ -622,6 +633,7 @@ async fn a_session_busy_on_one_replica_is_not_taken_for_idle_by_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_listening_on_one_replica_is_not_taken_for_idle_by_another() {
+    let _postgres = postgres_share().await;
     let Some((a, b)) = two_replicas_idle_after(["2", "2"]).await else {
         return;
     };
@@ -641,6 +653,7 @@ async fn a_session_listening_on_one_replica_is_not_taken_for_idle_by_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_evicted_for_idleness_is_refused_on_every_replica_within_a_second() {
+    let _postgres = postgres_share().await;
     // b would keep it idle for a minute: only a's eviction, announced, can end it there.
     let Some((a, b)) = two_replicas_idle_after(["1", "60"]).await else {
         return;

@@ -2,7 +2,8 @@
 //! error that says to retry; the pool reconnects by itself and later requests succeed.
 //! Needs `PORTHOLE_TEST_DATABASE_URL` and `PORTHOLE_TEST_PG_RESTART` (a shell command
 //! that restarts the server; `.ci/run` and `scripts/replicas.sh` set both), otherwise
-//! skips saying why (fails under `PORTHOLE_REQUIRE_SERVICES=1`). A test binary of its own, so the restart cannot cut the other tests' work.
+//! skips saying why (fails under `PORTHOLE_REQUIRE_SERVICES=1`). It holds the test server
+//! alone (`common::postgres_alone`), so the restart cannot cut the other tests' work.
 
 use crate::common;
 
@@ -13,6 +14,7 @@ use serde_json::json;
 /// retry; the pool reconnects by itself and the next requests succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_restart_fails_only_requests_in_flight() {
+    let _postgres = postgres_alone().await;
     let Some(base) = test_database_url() else {
         return;
     };

@@ -104,6 +104,7 @@ fn with_tls(url: &str, host: &str, query: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sslmode_verify_full_connects_and_a_wrong_ca_or_host_is_refused_with_what_to_fix() {
+    let _postgres = common::postgres_share().await;
     let Some(base) = common::test_database_url() else {
         return;
     };

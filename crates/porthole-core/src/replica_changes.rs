@@ -72,17 +72,35 @@ pub enum Changed {
 
 impl Change {
     /// The payload as sent: JSON, refused when PostgreSQL would refuse it.
-    pub fn to_payload(&self) -> Result<String, String> {
-        let payload = serde_json::to_string(self).map_err(|e| e.to_string())?;
+    pub fn to_payload(&self) -> Result<String, PayloadError> {
+        let payload = serde_json::to_string(self).map_err(PayloadError::Json)?;
         if payload.len() > MAX_PAYLOAD_BYTES {
-            return Err(format!(
-                "a `{}` change of {} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte NOTIFY payload limit",
-                self.what.kind(),
-                payload.len()
-            ));
+            return Err(PayloadError::TooLarge {
+                kind: self.what.kind(),
+                bytes: payload.len(),
+            });
         }
         Ok(payload)
     }
+}
+
+/// Why a change cannot be announced.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PayloadError {
+    /// It does not serialise (a bug: every member is plain data).
+    #[error("cannot write the change as JSON: {0}")]
+    Json(serde_json::Error),
+    /// Its JSON is over what PostgreSQL's `NOTIFY` carries.
+    #[error(
+        "a `{kind}` change of {bytes} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte NOTIFY payload limit"
+    )]
+    TooLarge {
+        /// The change's wire tag ([`Changed::kind`]).
+        kind: &'static str,
+        /// Its JSON's length.
+        bytes: usize,
+    },
 }
 
 impl Changed {
@@ -133,7 +151,7 @@ mod tests {
                 uri: "x".repeat(MAX_PAYLOAD_BYTES),
             },
         };
-        let refused = huge.to_payload().unwrap_err();
+        let refused = huge.to_payload().unwrap_err().to_string();
         assert!(refused.contains("resource_updated"), "{refused}");
     }
 }

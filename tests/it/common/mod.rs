@@ -14,6 +14,22 @@ use serde_json::{Value, json};
 mod test_support;
 pub use test_support::*;
 
+/// The test PostgreSQL server as the tests share it: every test that uses it holds a
+/// share while it runs, and the test that restarts the server (`postgres_restart.rs`)
+/// holds it alone, so a restart never cuts another test's work (the integration tests
+/// are one binary, run two at a time).
+static POSTGRES: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// A share of the test PostgreSQL server for one test: hold it until the test ends.
+pub async fn postgres_share() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    POSTGRES.read().await
+}
+
+/// The test PostgreSQL server for one test alone (it restarts the server).
+pub async fn postgres_alone() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    POSTGRES.write().await
+}
+
 pub const TOKEN: &str = "test-secret-0123456789abcdef0123456789abcdef";
 pub const MODERN: &str = "2026-07-28";
 

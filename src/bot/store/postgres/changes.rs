@@ -56,7 +56,9 @@ impl Changes {
 impl Postgres {
     /// Announces a change to every replica.
     pub(super) async fn publish(&self, change: &Change) -> Result<(), StoreError> {
-        let payload = change.to_payload().map_err(StoreError::Postgres)?;
+        let payload = change
+            .to_payload()
+            .map_err(|error| StoreError::Postgres(error.to_string()))?;
         let client = self.client().await?;
         client
             .execute(
