@@ -52,7 +52,8 @@ impl CallsBehind {
 
     /// Whether the calls are written now: `forced` by a flush or a closing channel, or
     /// the ring quiet (its count of pushes, `pushes`, unchanged for [`QUIET`]), or the
-    /// oldest call waiting for [`LONGEST`].
+    /// oldest call waiting for [`LONGEST`]. A look that finds new calls is noted: the
+    /// quiet is counted from it.
     pub(super) fn due(&mut self, forced: bool, pushes: u64, now: Instant) -> bool {
         let Some(since) = self.waiting_since else {
             return forced;

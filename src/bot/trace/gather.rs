@@ -17,7 +17,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::WriterMessage;
 use crate::model::{MCP_CALL_SOURCE, SpanRecord};
@@ -130,22 +129,29 @@ pub(super) fn is_mcp_call(span: &SpanRecord) -> bool {
     span.is_root && span.source.as_deref() == Some(MCP_CALL_SOURCE)
 }
 
-/// The newest `/mcp` tool calls' records ([`CallRecord`](super::call::CallRecord)),
-/// kept on the turns' path until the writer takes them (when nothing exports spans: an
-/// exported call must reach the writer even when it will not be stored).
 /// The most calls each of [`NewestCalls`]'s lists has room for from the start (memory
 /// the system hands over only as it is written).
 const PREALLOCATED_CALLS: usize = 1024;
 
+/// The newest `/mcp` tool calls' records ([`CallRecord`](super::call::CallRecord)),
+/// kept on the turns' path until the writer takes them (when nothing exports spans: an
+/// exported call must reach the writer even when it will not be stored).
 pub(super) struct NewestCalls<T> {
     keep: usize,
-    /// Calls pushed since start-up: the writer reads whether calls are still coming.
-    pushes: AtomicU64,
-    /// The calls, oldest first, and how many were pushed out since the last take.
-    ring: Mutex<(VecDeque<T>, u64)>,
+    ring: Mutex<Ring<T>>,
     /// The list the last take emptied, kept for the next: two lists take turns, so the
     /// turns' path does not grow a fresh one, doubling, after every take.
     spare: Mutex<VecDeque<T>>,
+}
+
+/// What the ring's lock guards.
+struct Ring<T> {
+    /// The calls, oldest first.
+    calls: VecDeque<T>,
+    /// How many were pushed out since the last take.
+    pushed_out: u64,
+    /// How many were pushed since start-up: the writer reads whether calls still come.
+    pushes: u64,
 }
 
 impl<T> NewestCalls<T> {
@@ -154,8 +160,11 @@ impl<T> NewestCalls<T> {
         let list = || VecDeque::with_capacity(keep.min(PREALLOCATED_CALLS));
         NewestCalls {
             keep,
-            pushes: AtomicU64::new(0),
-            ring: Mutex::new((list(), 0)),
+            ring: Mutex::new(Ring {
+                calls: list(),
+                pushed_out: 0,
+                pushes: 0,
+            }),
             spare: Mutex::new(list()),
         }
     }
@@ -163,13 +172,13 @@ impl<T> NewestCalls<T> {
     /// Keeps `call`, pushing the oldest out past the cap. Returns whether the ring was
     /// empty (the writer, idle, must be woken to take it).
     pub(super) fn push(&self, call: T) -> bool {
-        self.pushes.fetch_add(1, Ordering::Relaxed);
         let mut ring = crate::bot::lock(&self.ring);
-        let was_empty = ring.0.is_empty();
-        ring.0.push_back(call);
-        let pushed_out = if ring.0.len() > self.keep {
-            ring.1 += 1;
-            ring.0.pop_front()
+        ring.pushes += 1;
+        let was_empty = ring.calls.is_empty();
+        ring.calls.push_back(call);
+        let pushed_out = if ring.calls.len() > self.keep {
+            ring.pushed_out += 1;
+            ring.calls.pop_front()
         } else {
             None
         };
@@ -181,7 +190,7 @@ impl<T> NewestCalls<T> {
 
     /// How many calls were pushed since start-up.
     pub(super) fn pushes(&self) -> u64 {
-        self.pushes.load(Ordering::Relaxed)
+        crate::bot::lock(&self.ring).pushes
     }
 
     /// Hands the calls kept since the last take to `each`, oldest first, and returns
@@ -191,8 +200,8 @@ impl<T> NewestCalls<T> {
         let mut spare = crate::bot::lock(&self.spare);
         let (mut taken, superseded) = {
             let mut ring = crate::bot::lock(&self.ring);
-            let taken = std::mem::replace(&mut ring.0, std::mem::take(&mut *spare));
-            (taken, std::mem::take(&mut ring.1))
+            let taken = std::mem::replace(&mut ring.calls, std::mem::take(&mut *spare));
+            (taken, std::mem::take(&mut ring.pushed_out))
         };
         taken.drain(..).for_each(each);
         *spare = taken;

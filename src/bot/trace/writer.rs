@@ -118,6 +118,8 @@ impl Writer {
                         Some(message) => gather.take(message),
                         None => closed = true,
                     },
+                    // Mostly the ring's first call; a flush or a filling channel wakes it
+                    // too, and then a look at an empty ring writes nothing.
                     () = self.wake.notified() => calls_behind.arrived(Instant::now()),
                     () = sleep_until(look.unwrap_or_else(Instant::now)), if look.is_some() => {}
                 }
