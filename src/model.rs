@@ -97,7 +97,9 @@ impl NewMessage {
 }
 
 /// Where a tool comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolSource {
     Native,

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool};
-use super::{Diagnostics, conversation_id_property, done, failed};
+use super::typed_tool::{Answer, DiagnosticTool, default_of};
+use super::{Diagnostics, done, failed};
 use crate::bot::store::{Conversation, MessageQuery, StatementSummary, StoreError};
 use crate::mcp::{
     Annotations, InputRequired, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec,
@@ -18,13 +18,20 @@ use crate::redact::{REDACTED, is_secret_key};
 
 pub(super) struct DbQuery;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct DbQueryArgs {
-    /// The design's name; `sql`, the older spelling, is renamed to it by the tool set.
+    /// One SQL statement
+    // The design's name; `sql`, the older spelling, is renamed to it by the tool set.
+    #[schemars(length(min = 1, max = 100_000), extend("x-aliases" = ["sql"]))]
     query: String,
+    /// Positional parameters for ?1, ?2…
     #[serde(default)]
+    #[schemars(length(max = 100), extend("items" = {"type": ["string", "number", "integer", "boolean", "null"]}))]
     params: Vec<Value>,
-    limit: Option<usize>,
+    /// Most rows to return
+    #[serde(default = "default_of::<100>")]
+    #[schemars(range(min = 1, max = 1000))]
+    limit: usize,
 }
 
 impl DiagnosticTool for DbQuery {
@@ -53,17 +60,6 @@ impl DiagnosticTool for DbQuery {
                  asked to confirm a write before it runs, shown what it writes."
             ),
         )
-        .input(
-            json!({
-                "query": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "One SQL statement",
-                          "x-aliases": ["sql"]},
-                "params": {"type": "array", "maxItems": 100, "description": "Positional parameters for ?1, ?2…",
-                           "items": {"type": ["string", "number", "integer", "boolean", "null"]}},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
-                          "description": "Most rows to return"}
-            }),
-            &["query"],
-        )
         .output(
             json!({
                 "columns": {"type": "array", "items": {"type": "string"}},
@@ -88,7 +84,7 @@ impl DiagnosticTool for DbQuery {
 
     async fn run(&self, d: &Diagnostics, args: DbQueryArgs, ctx: &RequestContext) -> Answer {
         let sql = args.query;
-        let limit = args.limit.unwrap_or(100).clamp(1, 1000);
+        let limit = args.limit.clamp(1, 1000);
         let settings = &d.settings;
         // A write on a client that can ask its user: ask first, showing what it writes.
         // Clients that cannot ask get the full-access behaviour unchanged.
@@ -297,9 +293,11 @@ async fn confirm_write(
 
 pub(super) struct ListConversations;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct LimitArgs {
-    limit: Option<usize>,
+    #[serde(default = "default_of::<20>")]
+    #[schemars(range(min = 1, max = 500))]
+    limit: usize,
 }
 
 impl DiagnosticTool for ListConversations {
@@ -311,21 +309,12 @@ impl DiagnosticTool for ListConversations {
             "List conversations",
             "Lists the bot's conversations, most recently active first: id, title, created/updated times, message count.",
         )
-        .input(
-            json!({"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20}}),
-            &[],
-        )
         .output_of::<Conversations>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, args: LimitArgs, _: &RequestContext) -> Answer {
-        match d
-            .bot
-            .store
-            .list_conversations(args.limit.unwrap_or(20))
-            .await
-        {
+        match d.bot.store.list_conversations(args.limit).await {
             Ok(conversations) => Ok(done(json!(Conversations { conversations }))),
             Err(e) => Ok(failed(format!("database error: {e}"))),
         }
@@ -351,11 +340,19 @@ struct Messages {
     has_more: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ListMessagesArgs {
+    /// From list_conversations
+    #[schemars(length(min = 1), extend("x-aliases" = ["conversationId"]))]
     conversation_id: String,
-    limit: Option<usize>,
+    #[serde(default = "default_of::<50>")]
+    #[schemars(range(min = 1, max = 200))]
+    limit: usize,
+    /// Only messages with a smaller id
+    #[schemars(range(min = 1))]
     before: Option<i64>,
+    /// Only messages with a larger id
+    #[schemars(range(min = 0))]
     after: Option<i64>,
 }
 
@@ -369,15 +366,6 @@ impl DiagnosticTool for ListMessages {
             "A page of one conversation's messages (user, assistant, tool), oldest first. Without cursors: the newest page. \
              Page back with `before` = the first id you have, forward with `after` = the last id you have. \
              A page holds at most 4 MiB of message text (`has_more` then says more follow).",
-        )
-        .input(
-            json!({
-                "conversation_id": conversation_id_property("From list_conversations"),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
-                "before": {"type": "integer", "minimum": 1, "description": "Only messages with a smaller id"},
-                "after": {"type": "integer", "minimum": 0, "description": "Only messages with a larger id"}
-            }),
-            &["conversation_id"],
         )
         .output_of::<Messages>()
         .annotations(Annotations::READ_ONLY)
@@ -396,7 +384,7 @@ impl DiagnosticTool for ListMessages {
             Err(e) => return Ok(failed(format!("database error: {e}"))),
         };
         let query = MessageQuery {
-            limit: args.limit.unwrap_or(50).clamp(1, 200),
+            limit: args.limit.clamp(1, 200),
             before: args.before,
             after: args.after,
         };

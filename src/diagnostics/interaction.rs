@@ -6,21 +6,26 @@
 //! agent's work. Either way the conversation stays consistent: the next turn ignores a
 //! half-finished tool call.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::typed_tool::{Answer, DiagnosticTool};
-use super::{Diagnostics, conversation_id_property, done, failed, mcp_exec};
+use super::{Diagnostics, done, failed, mcp_exec};
 use crate::bot::agents::{AgentError, AgentEvent};
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 use crate::redact::{RedactedStream, Redactor};
 
 pub(super) struct SendMessage;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct SendArgs {
+    /// The user message
+    #[schemars(length(min = 1, max = crate::bot::agents::MAX_MESSAGE_CHARS))]
     content: String,
+    /// Continue this conversation
+    #[schemars(length(min = 1), extend("x-aliases" = ["conversationId"]))]
     conversation_id: Option<String>,
 }
 
@@ -38,13 +43,6 @@ impl DiagnosticTool for SendMessage {
              tools). Omit conversation_id to start a new conversation; pass one from list_conversations to continue it \
              (in a conversation the web page started, the agent has a chat user's rights, not an admin's). \
              Returns {response, conversation_id}. Send a progressToken to watch the turn as it happens.",
-        )
-        .input(
-            json!({
-                "content": {"type": "string", "minLength": 1, "maxLength": crate::bot::agents::MAX_MESSAGE_CHARS, "description": "The user message"},
-                "conversation_id": conversation_id_property("Continue this conversation")
-            }),
-            &["content"],
         )
         .output(
             json!({

@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_schemas;
 use super::trace_view::{
-    MAX_MAX_BYTES, Paging, answer_budget, encode_cursor, full_span, max_bytes_property,
-    parse_since, percentile, since_property, span_summary, with_paging,
+    AnswerBudget, MAX_MAX_BYTES, Paging, SinceFilter, StatusFilter, encode_cursor, full_span,
+    percentile, span_summary,
 };
 use super::traces::store_failed;
 use super::typed_tool::{Answer, DiagnosticTool};
@@ -23,10 +24,12 @@ use crate::trace_context::is_span_id;
 
 pub(super) struct GetLlmCalls;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct GetLlmCallsArgs {
+    /// Only calls to this model
+    #[schemars(length(min = 1))]
     model: Option<String>,
-    status: Option<String>,
+    status: Option<StatusFilter>,
     #[serde(flatten)]
     paging: Paging,
 }
@@ -42,13 +45,6 @@ impl DiagnosticTool for GetLlmCalls {
              time to first token, tokens in/out, finish reason, the tools it asked for, and the trace it belongs to. \
              Filter by model, status or since; page with `cursor`. Open one with get_llm_call.",
         )
-        .input(
-            with_paging(json!({
-                "model": {"type": "string", "minLength": 1, "description": "Only calls to this model"},
-                "status": {"type": "string", "enum": ["ok", "error"]}
-            })),
-            &[],
-        )
         .output(
             json!({"calls": {"type": "array", "items": trace_schemas::llm_call_row(), "description": "Newest first"},
                    "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
@@ -60,7 +56,7 @@ impl DiagnosticTool for GetLlmCalls {
     async fn run(&self, d: &Diagnostics, args: GetLlmCallsArgs, _: &RequestContext) -> Answer {
         let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
-                status: args.status,
+                status: args.status.map(|s| s.as_str().to_string()),
                 model: args.model,
                 ..paged
             },
@@ -83,10 +79,13 @@ impl DiagnosticTool for GetLlmCalls {
 
 pub(super) struct GetLlmCall;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct GetLlmCallArgs {
+    /// From get_llm_calls or get_trace
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     span_id: String,
-    max_bytes: Option<usize>,
+    #[serde(flatten)]
+    budget: AnswerBudget,
 }
 
 impl DiagnosticTool for GetLlmCall {
@@ -100,13 +99,6 @@ impl DiagnosticTool for GetLlmCall {
              offered, the parameters, the response text and tool calls, finish reason, tokens and timings, or the error \
              and its cause. Secrets are redacted; payloads are cut to max_bytes and marked where cut.",
         )
-        .input(
-            json!({
-                "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "From get_llm_calls or get_trace"},
-                "max_bytes": max_bytes_property()
-            }),
-            &["span_id"],
-        )
         .output_schema(trace_schemas::full_span())
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
@@ -119,7 +111,7 @@ impl DiagnosticTool for GetLlmCall {
                 args.span_id
             )));
         }
-        let max_bytes = answer_budget(args.max_bytes);
+        let max_bytes = args.budget.bytes();
         d.bot.tracer.flush().await;
         match d.bot.store.span(&args.span_id).await {
             Ok(Some(span)) if span.kind == SpanKind::Llm => Ok(done(full_span(&span, max_bytes))),
@@ -140,9 +132,10 @@ impl DiagnosticTool for GetLlmCall {
 
 pub(super) struct GetTraceStats;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct SinceArgs {
-    since: Option<String>,
+    #[serde(flatten)]
+    since: SinceFilter,
 }
 
 impl DiagnosticTool for GetTraceStats {
@@ -156,7 +149,6 @@ impl DiagnosticTool for GetTraceStats {
              p50 and p95 latency in ms, and tokens in/out (models). The bot's own work: the traces of /mcp tool calls \
              (source mcp) are not counted.",
         )
-        .input(json!({"since": since_property()}), &[])
         .output(
             json!({"models": {"type": "array", "items": group_schema("model", true), "description": "By model name"},
                    "tools": {"type": "array", "items": group_schema("tool", false), "description": "By tool name"},
@@ -167,7 +159,7 @@ impl DiagnosticTool for GetTraceStats {
     }
 
     async fn run(&self, d: &Diagnostics, args: SinceArgs, _: &RequestContext) -> Answer {
-        let since_us = match args.since.as_deref().map(parse_since).transpose() {
+        let since_us = match args.since.micros() {
             Ok(s) => s,
             Err(e) => return Ok(failed(e)),
         };
@@ -185,7 +177,7 @@ impl DiagnosticTool for GetTraceStats {
         Ok(done(json!({
             "models": models,
             "tools": tools,
-            "since": args.since,
+            "since": args.since.since,
         })))
     }
 }

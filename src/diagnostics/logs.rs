@@ -13,12 +13,13 @@
 //! a client reading logs does not mostly read about its own reads.
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::log_readers::{self, Cut, label};
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool};
+use super::typed_tool::{Answer, DiagnosticTool, default_of};
 use super::{Diagnostics, done, failed};
 use crate::logs::buffer::{LogPage, LogQuery, LogSource, parse_level};
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
@@ -26,15 +27,32 @@ use crate::mcp::{Annotations, RequestContext, ToolSpec};
 /// `server_log` or `web_log`: the log of one source.
 pub(super) struct ReadLog(pub LogSource);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct LogArgs {
+    /// Minimum level to include: `log` = info and above (everything a console.log would
+    /// show), `warn` = warnings and errors, `error` = errors only; tracing's `trace`,
+    /// `debug` and `info` work too. Omit for all levels the log filter keeps.
+    #[schemars(extend("enum" = ["log", "warn", "error", "trace", "debug", "info"]))]
     level: Option<String>,
+    /// Only lines containing this text (message, target or fields)
+    #[schemars(length(max = 1000))]
     grep: Option<String>,
+    /// Match grep ignoring case
     #[serde(default)]
     case_insensitive: bool,
+    /// Only lines after this: an ISO 8601 time (UTC when it has no offset), or the
+    /// `cursor` returned by an earlier call
+    #[schemars(extend("type" = ["string", "integer"]))]
     since: Option<Value>,
-    limit: Option<usize>,
-    max_bytes: Option<usize>,
+    /// Most lines to return (the newest win)
+    #[serde(default = "default_of::<50>")]
+    #[schemars(range(min = 1, max = 500))]
+    limit: usize,
+    /// Approximate size budget for the returned lines
+    #[serde(default = "default_of::<DEFAULT_LOG_BYTES>")]
+    #[schemars(range(min = 256, max = MAX_MAX_BYTES))]
+    max_bytes: usize,
+    /// Also include lines caused by MCP requests (audit of tools/call etc.)
     #[serde(default)]
     include_mcp: bool,
 }
@@ -52,8 +70,8 @@ impl LogArgs {
             case_insensitive: self.case_insensitive,
             source: Some(source),
             include_mcp: self.include_mcp,
-            limit: self.limit.unwrap_or(50).clamp(1, 500),
-            byte_budget: Some(self.max_bytes.unwrap_or(DEFAULT_LOG_BYTES)),
+            limit: self.limit.clamp(1, 500),
+            byte_budget: Some(self.max_bytes),
             ..LogQuery::default()
         };
         match self.since.as_ref().map(parse_since).transpose()? {
@@ -120,26 +138,6 @@ impl DiagnosticTool for ReadLog {
                  and since (a time or the `cursor` from your previous call, to get only new lines). \
                  Bounded by `limit` and `max_bytes`; says when lines were cut."
             ),
-        )
-        .input(
-            json!({
-                "level": {"type": "string", "enum": ["log", "warn", "error", "trace", "debug", "info"],
-                          "description": "Minimum level to include: `log` = info and above (everything a console.log \
-                                          would show), `warn` = warnings and errors, `error` = errors only; tracing's \
-                                          `trace`, `debug` and `info` work too. Omit for all levels the log filter keeps."},
-                "grep": {"type": "string", "maxLength": 1000, "description": "Only lines containing this text (message, target or fields)"},
-                "case_insensitive": {"type": "boolean", "default": false, "description": "Match grep ignoring case"},
-                "since": {"type": ["string", "integer"],
-                          "description": "Only lines after this: an ISO 8601 time (UTC when it has no offset), or the `cursor` returned by an earlier call"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50,
-                          "description": "Most lines to return (the newest win)"},
-                "max_bytes": {"type": "integer", "minimum": 256, "maximum": MAX_MAX_BYTES,
-                              "default": DEFAULT_LOG_BYTES,
-                              "description": "Approximate size budget for the returned lines"},
-                "include_mcp": {"type": "boolean", "default": false,
-                                "description": "Also include lines caused by MCP requests (audit of tools/call etc.)"}
-            }),
-            &[],
         )
         .output(
             json!({
@@ -262,9 +260,13 @@ fn cut_notes(query: &LogQuery, page: &LogPage, cut: &Cut) -> Vec<String> {
 
 pub(super) struct SetLogLevel;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct SetLogLevelArgs {
+    /// RUST_LOG-style filter, e.g. debug or info,porthole::bot=trace
+    #[schemars(length(min = 1, max = 1000))]
     filter: String,
+    /// Restore the previous filter after this many seconds
+    #[schemars(range(min = 1, max = 86400))]
     duration_secs: Option<u64>,
 }
 
@@ -278,15 +280,6 @@ impl DiagnosticTool for SetLogLevel {
             "Changes what the bot logs, at runtime, in RUST_LOG syntax: a level (`debug`) or per-module \
              directives (`info,porthole::bot::agents=trace`). With duration_secs the previous filter comes \
              back by itself afterwards — turn on detail, reproduce, read server_log.",
-        )
-        .input(
-            json!({
-                "filter": {"type": "string", "minLength": 1, "maxLength": 1000,
-                           "description": "RUST_LOG-style filter, e.g. debug or info,porthole::bot=trace"},
-                "duration_secs": {"type": "integer", "minimum": 1, "maximum": 86400,
-                                  "description": "Restore the previous filter after this many seconds"}
-            }),
-            &["filter"],
         )
         .output(
             json!({"previous": {"type": "string"}, "current": {"type": "string"},

@@ -48,11 +48,13 @@ struct Toggled {
     server: McpServerStatus,
 }
 
-/// `toggle_mcp_server`'s and `toggle_tool`'s arguments: what to switch, and which way.
-#[derive(Deserialize)]
+/// `toggle_mcp_server`'s arguments: what to switch, and which way.
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ToggleArgs {
-    pub name: String,
-    pub enabled: bool,
+    /// Server name (or id) from list_mcp_servers
+    #[schemars(length(min = 1), extend("x-aliases" = ["id"]))]
+    name: String,
+    enabled: bool,
 }
 
 pub(super) struct ToggleMcpServer;
@@ -66,14 +68,6 @@ impl DiagnosticTool for ToggleMcpServer {
             "Enable or disable an MCP server",
             "Enables (connects) or disables (disconnects) one of the bot's MCP servers at runtime. Its tools \
              appear in or vanish from the bot's tool list, and MCP clients are told the tool list changed.",
-        )
-        .input(
-            json!({
-                "name": {"type": "string", "minLength": 1, "x-aliases": ["id"],
-                         "description": "Server name (or id) from list_mcp_servers"},
-                "enabled": {"type": "boolean"}
-            }),
-            &["name", "enabled"],
         )
         .output_of::<Toggled>()
         .annotations(Annotations {

@@ -63,7 +63,7 @@ pub use session_ledger::StoredSessionLedger;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::bot::Bot;
 use crate::bot::tools::{ADMIN_ROLE, ExecContext};
@@ -195,19 +195,6 @@ fn done(value: Value) -> Outcome<CallToolResult> {
 /// A finished tool error.
 fn failed(message: impl Into<String>) -> Outcome<CallToolResult> {
     Outcome::Complete(CallToolResult::error(message))
-}
-
-/// The conversation id property of every tool that takes one (`send_message`,
-/// `list_messages`): one spelling rule for all of them. The property is
-/// `conversation_id`; the seed's `conversationId` is accepted as the same property (the
-/// tool set renames it before validation, see `x-aliases` in `mcp::tool`).
-fn conversation_id_property(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "minLength": 1,
-        "description": description,
-        "x-aliases": ["conversationId"],
-    })
 }
 
 /// How a tool runs bot work for an MCP request: as an admin, under a correlation id

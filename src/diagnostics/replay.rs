@@ -4,15 +4,14 @@
 //! read-only token neither sees nor calls them), open-world (they reach the provider).
 //! The work is the bot's (`bot::replay`); these shape its arguments and answers.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::trace_view::{MAX_MAX_BYTES, parse_since, since_property};
+use super::trace_view::{MAX_MAX_BYTES, SinceFilter, StatusFilter};
 use super::typed_tool::{Answer, DiagnosticTool};
-use super::{Diagnostics, conversation_id_property, done, failed};
-use crate::bot::replay::{
-    self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_SET_NAME, MAX_TEMPERATURE, MAX_TOKENS, Options,
-};
+use super::{Diagnostics, done, failed};
+use crate::bot::replay::{self, Changes, Expect, MAX_BATCH, MAX_RUNS, MAX_SET_NAME, Options};
 use crate::bot::store::SpanQuery;
 use crate::mcp::{Annotations, RequestContext, TaskSupport, ToolSpec};
 use crate::trace_context::is_span_id;
@@ -25,61 +24,46 @@ pub(super) const SPENDS_TOKENS: Annotations = Annotations {
     open_world: true,
 };
 
-/// The changes both tools take, and `allow_redacted`.
-pub(super) fn change_properties() -> Value {
-    json!({
-        "system": {"type": "string", "description": "Replaces the system prompt"},
-        "model": {"type": "string", "minLength": 1, "description": "Sends to this model instead (same provider)"},
-        "temperature": {"type": "number", "minimum": 0, "maximum": MAX_TEMPERATURE},
-        "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS},
-        "tools": {"type": "array", "items": {"type": "string", "minLength": 1},
-                  "description": "Names of the tools to offer instead of the recorded ones ([] offers none)"},
-        "edit_messages": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"index": {"type": "integer", "minimum": 0}, "content": {"type": "string"}},
-            "required": ["index", "content"],
-            "additionalProperties": false,
-        }, "description": "Replaces the text of recorded messages, numbered as get_llm_call's `request` lists them (0 is the system prompt)"},
-        "allow_redacted": {"type": "boolean", "default": false,
-                           "description": "Send even where the stored request holds [REDACTED] in place of a secret"},
-        "expect": expect_property(),
-    })
-}
-
-/// `expect`: the checks to run on every replay, described by their type.
-fn expect_property() -> Value {
-    let mut schema = crate::mcp::schema_of::<Expect>();
-    schema["description"] = json!(
-        "Checks run on every replay, each reported passed or failed with a count in the summary: \
-         same_tool_calls, calls_tool, not_calls_tool, valid_arguments (against the tool's input schema), \
-         text_contains, text_not_contains, text_matches (a regular expression)"
-    );
-    schema
+/// What every replay tool takes beside its changes: whether it may show the model
+/// redacted text, and the checks to run (flattened into each tool's arguments).
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct ReplayChecks {
+    /// Send even where the stored request holds [REDACTED] in place of a secret
+    #[serde(default)]
+    pub(super) allow_redacted: bool,
+    /// Checks run on every replay, each reported passed or failed with a count in the
+    /// summary: same_tool_calls, calls_tool, not_calls_tool, valid_arguments (against the
+    /// tool's input schema), text_contains, text_not_contains, text_matches (a regular
+    /// expression)
+    #[serde(default)]
+    pub(super) expect: Expect,
 }
 
 pub(super) struct ReplayLlmCall;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ReplayLlmCallArgs {
+    /// An LLM call, from get_llm_calls or get_trace
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     span_id: String,
     #[serde(flatten)]
     changes: Changes,
-    runs: Option<u32>,
-    #[serde(default)]
-    allow_redacted: bool,
-    #[serde(default)]
-    expect: Expect,
+    /// Calls to make with the same request, to see the model's variance
+    #[serde(default = "one_run")]
+    #[schemars(range(min = 1, max = MAX_RUNS))]
+    runs: u32,
+    #[serde(flatten)]
+    checks: ReplayChecks,
+}
+
+fn one_run() -> u32 {
+    1
 }
 
 impl DiagnosticTool for ReplayLlmCall {
     type Args = ReplayLlmCallArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        let mut properties = change_properties();
-        properties["span_id"] = json!({"type": "string", "pattern": "^[0-9a-f]{16}$",
-                                       "description": "An LLM call, from get_llm_calls or get_trace"});
-        properties["runs"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_RUNS, "default": 1,
-                                    "description": "Calls to make with the same request, to see the model's variance"});
         ToolSpec::new(
             "replay_llm_call",
             "Replay an LLM call with a change",
@@ -91,7 +75,6 @@ impl DiagnosticTool for ReplayLlmCall {
              unless allow_redacted. Spends tokens; at most REPLAY_MAX_PER_MINUTE calls a minute. An answer over 1 MiB \
              has its texts cut (text_truncated).",
         )
-        .input(properties, &["span_id"])
         .output_of::<replay::Replay>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
@@ -105,15 +88,15 @@ impl DiagnosticTool for ReplayLlmCall {
             )));
         }
         let options = Options {
-            runs: args.runs.unwrap_or(1),
-            allow_redacted: args.allow_redacted,
+            runs: args.runs,
+            allow_redacted: args.checks.allow_redacted,
         };
-        if let Err(e) = args.expect.check_pattern() {
+        if let Err(e) = args.checks.expect.check_pattern() {
             return Ok(failed(e.to_string()));
         }
         match replay::replay_call(&d.bot, &args.span_id, &args.changes, options).await {
             Ok(mut replay) => {
-                replay.expect(&args.expect, &d.bot.tools);
+                replay.expect(&args.checks.expect, &d.bot.tools);
                 replay.fit(MAX_MAX_BYTES);
                 Ok(done(json!(replay)))
             }
@@ -124,44 +107,65 @@ impl DiagnosticTool for ReplayLlmCall {
 
 pub(super) struct ReplayLlmCalls;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(transform = model_selects_calls)]
 pub(super) struct ReplayLlmCallsArgs {
-    model: Option<String>,
-    status: Option<String>,
-    since: Option<String>,
-    #[serde(alias = "conversationId")]
-    conversation_id: Option<String>,
-    limit: Option<usize>,
-    /// A saved set to replay instead of a selection.
+    // Before `changes`: serde gives a member two flattened structs name to the first, and
+    // in a batch `model` chooses the calls (a change of model is replay_llm_call's).
+    #[serde(flatten)]
+    filter: CallFilter,
+    /// Replay this saved set (save_replay_set) instead of a selection; its last run is
+    /// kept
+    #[schemars(length(min = 1, max = MAX_SET_NAME))]
     set: Option<String>,
     #[serde(flatten)]
     changes: Changes,
-    #[serde(default)]
-    allow_redacted: bool,
-    #[serde(default)]
-    expect: Expect,
+    #[serde(flatten)]
+    checks: ReplayChecks,
+}
+
+/// `model` as a batch takes it: the filter's (`Changes`, flattened after it, would
+/// describe it as the model to send to).
+fn model_selects_calls(schema: &mut schemars::Schema) {
+    if let Some(model) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("model"))
+    {
+        model["description"] = json!(
+            "Only calls to this model (a change of model is not expressible here: replay_llm_call takes it)"
+        );
+    }
 }
 
 /// How a batch is chosen, as `get_llm_calls` chooses: the arguments `replay_llm_calls`
-/// and `save_replay_set` share.
+/// and `save_replay_set` share (flattened into each).
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct CallFilter {
-    pub(super) model: Option<String>,
-    pub(super) status: Option<String>,
-    pub(super) since: Option<String>,
-    pub(super) conversation_id: Option<String>,
-    pub(super) limit: Option<usize>,
+    /// Only calls to this model
+    #[schemars(length(min = 1))]
+    model: Option<String>,
+    status: Option<StatusFilter>,
+    #[serde(flatten)]
+    since: SinceFilter,
+    /// Only the calls of this conversation
+    #[schemars(length(min = 1), extend("x-aliases" = ["conversationId"]))]
+    conversation_id: Option<String>,
+    #[schemars(range(min = 1, max = MAX_BATCH), extend("default" = DEFAULT_BATCH))]
+    limit: Option<usize>,
 }
+
+/// The calls a batch chooses when `limit` is not given.
+const DEFAULT_BATCH: usize = 10;
 
 impl CallFilter {
     /// The query, or what is wrong with `since`.
     pub(super) fn query(self) -> Result<SpanQuery, String> {
-        let since_us = self.since.as_deref().map(parse_since).transpose()?;
         Ok(SpanQuery {
+            since_us: self.since.micros()?,
             conversation_id: self.conversation_id,
-            status: self.status,
+            status: self.status.map(|s| s.as_str().to_string()),
             model: self.model,
-            since_us,
-            limit: self.limit.unwrap_or(10),
+            limit: self.limit.unwrap_or(DEFAULT_BATCH),
             ..SpanQuery::default()
         })
     }
@@ -169,21 +173,9 @@ impl CallFilter {
     pub(super) fn is_empty(&self) -> bool {
         self.model.is_none()
             && self.status.is_none()
-            && self.since.is_none()
+            && self.since.since.is_none()
             && self.conversation_id.is_none()
             && self.limit.is_none()
-    }
-
-    /// Their properties, added to a tool's input `properties`.
-    pub(super) fn add_properties(properties: &mut Value) {
-        properties["model"] = json!({"type": "string", "minLength": 1,
-                                     "description": "Only calls to this model"});
-        properties["status"] = json!({"type": "string", "enum": ["ok", "error"]});
-        properties["since"] = since_property();
-        properties["conversation_id"] =
-            conversation_id_property("Only the calls of this conversation");
-        properties["limit"] =
-            json!({"type": "integer", "minimum": 1, "maximum": MAX_BATCH, "default": 10});
     }
 }
 
@@ -191,13 +183,6 @@ impl DiagnosticTool for ReplayLlmCalls {
     type Args = ReplayLlmCallsArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        let mut properties = change_properties();
-        CallFilter::add_properties(&mut properties);
-        properties["model"]["description"] = json!(
-            "Only calls to this model (a change of model is not expressible here: replay_llm_call takes it)"
-        );
-        properties["set"] = json!({"type": "string", "minLength": 1, "maxLength": MAX_SET_NAME,
-            "description": "Replay this saved set (save_replay_set) instead of a selection; its last run is kept"});
         ToolSpec::new(
             "replay_llm_calls",
             "Replay a batch of LLM calls with a change",
@@ -208,7 +193,6 @@ impl DiagnosticTool for ReplayLlmCalls {
              changed, unchanged, errors. `set` replays a saved set (save_replay_set) instead, and keeps the summary \
              as its last run. Each call counts against REPLAY_MAX_PER_MINUTE.",
         )
-        .input(properties, &[])
         .output_of::<replay::Batch>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
@@ -220,14 +204,8 @@ impl DiagnosticTool for ReplayLlmCalls {
     }
 
     async fn run(&self, d: &Diagnostics, args: ReplayLlmCallsArgs, ctx: &RequestContext) -> Answer {
-        let filter = CallFilter {
-            model: args.model,
-            status: args.status,
-            since: args.since,
-            conversation_id: args.conversation_id,
-            limit: args.limit,
-        };
-        let checks = (args.allow_redacted, &args.expect);
+        let filter = args.filter;
+        let checks = (args.checks.allow_redacted, &args.checks.expect);
         let progress =
             |done, of| ctx.progress(done as f64, Some(of as f64), Some("calls replayed"));
         let batch = match args.set {

@@ -16,10 +16,12 @@ use crate::bot::store::ReplaySet;
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
 use crate::trace_context::is_span_id;
 
-/// The `name` property the three tools share.
-fn name_property() -> serde_json::Value {
-    json!({"type": "string", "minLength": 1, "maxLength": MAX_SET_NAME, "pattern": "^[A-Za-z0-9_.-]+$",
-           "description": "The set's name: letters, digits, _, - or ."})
+/// The set's `name`, as `save_replay_set` and `delete_replay_set` take it.
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct SetName {
+    /// The set's name: letters, digits, _, - or .
+    #[schemars(length(min = 1, max = MAX_SET_NAME), regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
+    name: String,
 }
 
 /// Writes the bot's database, destroys nothing but the set it replaces.
@@ -32,18 +34,19 @@ const SAVES: Annotations = Annotations {
 
 pub(super) struct SaveReplaySet;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct SaveArgs {
-    name: String,
+    #[serde(flatten)]
+    name: SetName,
+    /// What the set checks
     #[serde(default)]
+    #[schemars(length(max = 1000))]
     description: String,
+    /// The LLM calls to save (get_llm_calls); or choose them with the filters
+    #[schemars(length(min = 1, max = MAX_BATCH), inner(regex(pattern = r"^[0-9a-f]{16}$")))]
     span_ids: Option<Vec<String>>,
-    model: Option<String>,
-    status: Option<String>,
-    since: Option<String>,
-    #[serde(alias = "conversationId")]
-    conversation_id: Option<String>,
-    limit: Option<usize>,
+    #[serde(flatten)]
+    filter: CallFilter,
 }
 
 /// `save_replay_set`'s answer: the set as saved, and the calls it holds.
@@ -59,14 +62,6 @@ impl DiagnosticTool for SaveReplaySet {
     type Args = SaveArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        let mut properties = json!({
-            "name": name_property(),
-            "description": {"type": "string", "maxLength": 1000, "description": "What the set checks"},
-            "span_ids": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
-                         "items": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-                         "description": "The LLM calls to save (get_llm_calls); or choose them with the filters"},
-        });
-        CallFilter::add_properties(&mut properties);
         ToolSpec::new(
             "save_replay_set",
             "Save LLM calls as a named replay set",
@@ -76,19 +71,12 @@ impl DiagnosticTool for SaveReplaySet {
              A set of the same name is replaced. Replay it with replay_llm_calls {set, changes, expect}; \
              list_replay_sets shows the sets and their last runs.",
         )
-        .input(properties, &["name"])
         .output_of::<Saved>()
         .annotations(SAVES)
     }
 
     async fn run(&self, d: &Diagnostics, args: SaveArgs, _: &RequestContext) -> Answer {
-        let filter = CallFilter {
-            model: args.model,
-            status: args.status,
-            since: args.since,
-            conversation_id: args.conversation_id,
-            limit: args.limit,
-        };
+        let filter = args.filter;
         let selection = match args.span_ids {
             Some(_) if !filter.is_empty() => {
                 return Ok(failed(
@@ -108,7 +96,7 @@ impl DiagnosticTool for SaveReplaySet {
                 Err(e) => return Ok(failed(e)),
             },
         };
-        match replay::save_set(&d.bot, &args.name, &args.description, selection).await {
+        match replay::save_set(&d.bot, &args.name.name, &args.description, selection).await {
             Ok((set, span_ids)) => Ok(done(json!(Saved { set, span_ids }))),
             Err(e) => Ok(failed(e.to_string())),
         }
@@ -148,11 +136,6 @@ impl DiagnosticTool for ListReplaySets {
 
 pub(super) struct DeleteReplaySet;
 
-#[derive(Deserialize)]
-pub(super) struct NameArgs {
-    name: String,
-}
-
 /// `delete_replay_set`'s answer.
 #[derive(Serialize, JsonSchema)]
 struct Deleted {
@@ -162,7 +145,7 @@ struct Deleted {
 }
 
 impl DiagnosticTool for DeleteReplaySet {
-    type Args = NameArgs;
+    type Args = SetName;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
         ToolSpec::new(
@@ -170,7 +153,6 @@ impl DiagnosticTool for DeleteReplaySet {
             "Delete a saved replay set",
             "Deletes a named set of recorded LLM calls and its saved copies (the traces they came from are not touched).",
         )
-        .input(json!({"name": name_property()}), &["name"])
         .output_of::<Deleted>()
         .annotations(Annotations {
             idempotent: true,
@@ -178,7 +160,7 @@ impl DiagnosticTool for DeleteReplaySet {
         })
     }
 
-    async fn run(&self, d: &Diagnostics, args: NameArgs, _: &RequestContext) -> Answer {
+    async fn run(&self, d: &Diagnostics, args: SetName, _: &RequestContext) -> Answer {
         match d.bot.store.delete_replay_set(&args.name).await {
             Ok(deleted) => Ok(done(json!(Deleted {
                 name: args.name,

@@ -2,15 +2,16 @@
 //! agent loop continued (recorded tool results reused, nothing that changes state run),
 //! step by step beside the original. The work is the bot's (`bot::replay::turn`).
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::replay::{SPENDS_TOKENS, change_properties};
+use super::replay::{ReplayChecks, SPENDS_TOKENS};
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool};
+use super::typed_tool::{Answer, DiagnosticTool, default_of};
 use super::{Diagnostics, done, failed};
 use crate::bot::replay::{
-    self, Changes, DEFAULT_TURN_STEPS, Expect, MAX_TURN_STEPS, ToolPolicy, TurnOptions,
+    self, Changes, DEFAULT_TURN_STEPS, MAX_TURN_STEPS, ToolPolicy, TurnOptions,
 };
 use crate::mcp::{RequestContext, TaskSupport, ToolSpec};
 use crate::trace_context::is_span_id;
@@ -19,45 +20,40 @@ pub(super) struct ReplayTurn;
 
 /// `tools`: which tools the replay may run (a word), or the tools offered (names), as
 /// `replay_llm_call` takes them.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum ToolsArgument {
     Policy(ToolPolicy),
-    Offered(Vec<String>),
+    Offered(#[schemars(inner(length(min = 1)))] Vec<String>),
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ReplayTurnArgs {
+    /// The LLM call of a recorded turn to replay from (get_llm_calls, get_trace)
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     span_id: String,
     #[serde(flatten)]
     changes: Changes,
+    // After `changes`, whose `tools` (names only) it replaces in the schema; serde gives
+    // it to this field, which it names outright.
+    /// Which tools the replay may run when the model calls one the recording did not call
+    /// at that step: "recorded" none (it stops there), "read_only" the tools the bot
+    /// marks read-only (it stops before any other). An array of names instead changes
+    /// the tools offered, as in replay_llm_call (and runs none)
+    #[schemars(extend("default" = "recorded"))]
     tools: Option<ToolsArgument>,
-    max_steps: Option<usize>,
-    #[serde(default)]
-    allow_redacted: bool,
-    #[serde(default)]
-    expect: Expect,
+    /// Most LLM calls the replay makes
+    #[serde(default = "default_of::<DEFAULT_TURN_STEPS>")]
+    #[schemars(range(min = 1, max = MAX_TURN_STEPS))]
+    max_steps: usize,
+    #[serde(flatten)]
+    checks: ReplayChecks,
 }
 
 impl DiagnosticTool for ReplayTurn {
     type Args = ReplayTurnArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        let mut properties = change_properties();
-        properties["span_id"] = json!({"type": "string", "pattern": "^[0-9a-f]{16}$",
-            "description": "The LLM call of a recorded turn to replay from (get_llm_calls, get_trace)"});
-        properties["tools"] = json!({
-            "oneOf": [
-                {"type": "string", "enum": ["recorded", "read_only"]},
-                {"type": "array", "items": {"type": "string", "minLength": 1}},
-            ],
-            "default": "recorded",
-            "description": "Which tools the replay may run when the model calls one the recording did not call at that step: \
-                            \"recorded\" none (it stops there), \"read_only\" the tools the bot marks read-only (it stops before any other). \
-                            An array of names instead changes the tools offered, as in replay_llm_call (and runs none)",
-        });
-        properties["max_steps"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_TURN_STEPS,
-            "default": DEFAULT_TURN_STEPS, "description": "Most LLM calls the replay makes"});
         ToolSpec::new(
             "replay_turn",
             "Replay a whole turn with a change",
@@ -71,7 +67,6 @@ impl DiagnosticTool for ReplayTurn {
              At most max_steps LLM calls (default 5, at most 10), each counted against REPLAY_MAX_PER_MINUTE; \
              traced as source replay, linked to the original.",
         )
-        .input(properties, &["span_id"])
         .output_of::<replay::TurnReplay>()
         .annotations(SPENDS_TOKENS)
         .max_result_size(MAX_MAX_BYTES)
@@ -99,19 +94,19 @@ impl DiagnosticTool for ReplayTurn {
             None => ToolPolicy::Recorded,
         };
         let options = TurnOptions {
-            max_steps: args.max_steps.unwrap_or(DEFAULT_TURN_STEPS),
+            max_steps: args.max_steps,
             tools: policy,
-            allow_redacted: args.allow_redacted,
+            allow_redacted: args.checks.allow_redacted,
             progress: &|made, most| {
                 ctx.progress(made as f64, Some(most as f64), Some("LLM calls made"))
             },
         };
-        if let Err(e) = args.expect.check_pattern() {
+        if let Err(e) = args.checks.expect.check_pattern() {
             return Ok(failed(e.to_string()));
         }
         match replay::replay_turn(&d.bot, &args.span_id, &changes, options).await {
             Ok(mut replay) => {
-                replay.expect(&args.expect, &d.bot.tools);
+                replay.expect(&args.checks.expect, &d.bot.tools);
                 replay.fit(MAX_MAX_BYTES);
                 Ok(done(json!(replay)))
             }

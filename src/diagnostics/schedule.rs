@@ -43,8 +43,10 @@ struct Tasks {
 
 pub(super) struct RunTask;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct RunTaskArgs {
+    /// Task id from list_tasks
+    #[schemars(range(min = 1, max = i64::MAX))]
     id: i64,
 }
 
@@ -57,10 +59,6 @@ impl DiagnosticTool for RunTask {
             "Run a task now",
             "Runs a scheduled task immediately, whatever its schedule, waits for it, records the run \
              (status, last result, next run) and returns the outcome. Get ids from list_tasks.",
-        )
-        .input(
-            json!({"id": {"type": "integer", "minimum": 1, "maximum": i64::MAX, "description": "Task id from list_tasks"}}),
-            &["id"],
         )
         .output_of::<JobRun>()
         .annotations(Annotations::DESTRUCTIVE)

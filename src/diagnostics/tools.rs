@@ -5,9 +5,8 @@ use std::time::Instant;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::mcp_servers::ToggleArgs;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed, mcp_exec};
 use crate::bot::stats::CallStats;
@@ -16,11 +15,12 @@ use crate::model::ToolSource;
 
 pub(super) struct ListTools;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ListToolsArgs {
-    source: Option<String>,
-    /// The design lists each tool "with name, description, and input schema"; `false`
-    /// gives a shorter list.
+    /// Only tools from this source
+    source: Option<ToolSource>,
+    // The design lists each tool "with name, description, and input schema"; `false`
+    // gives a shorter list.
     #[serde(default = "included")]
     include_schemas: bool,
 }
@@ -40,13 +40,6 @@ impl DiagnosticTool for ListTools {
              required roles, internal/enabled flags, usage stats (invocations, errors, mean and p95 latency) and \
              input schema. Set include_schemas to false for a shorter list; get_tool_schema gives one tool's.",
         )
-        .input(
-            json!({
-                "source": {"type": "string", "enum": ["native", "user", "mcp"], "description": "Only tools from this source"},
-                "include_schemas": {"type": "boolean", "default": true}
-            }),
-            &[],
-        )
         .output_of::<ToolGroups>()
         .annotations(Annotations::READ_ONLY)
     }
@@ -55,7 +48,7 @@ impl DiagnosticTool for ListTools {
         let mut groups = ToolGroups::default();
         for tool in d.bot.tools.all() {
             let source = tool.def.source;
-            if args.source.as_deref().is_some_and(|s| s != source.as_str()) {
+            if args.source.is_some_and(|s| s != source) {
                 continue;
             }
             let group = match source {
@@ -121,8 +114,10 @@ fn unknown_tool(d: &Diagnostics, name: &str) -> Outcome<CallToolResult> {
 
 pub(super) struct GetToolSchema;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct NameArgs {
+    /// Tool name, e.g. calculator, user.my_tool or mcp.files__read
+    #[schemars(length(min = 1), extend("x-aliases" = ["tool_name"]))]
     name: String,
 }
 
@@ -134,11 +129,6 @@ impl DiagnosticTool for GetToolSchema {
             "get_tool_schema",
             "Get a tool's input schema",
             "The JSON Schema of one bot tool's input, plus its source, flags and description. Use before run_tool.",
-        )
-        .input(
-            json!({"name": {"type": "string", "minLength": 1, "x-aliases": ["tool_name"],
-                            "description": "Tool name, e.g. calculator, user.my_tool or mcp.files__read"}}),
-            &["name"],
         )
         .output_of::<ToolSchema>()
         .annotations(Annotations::READ_ONLY)
@@ -180,11 +170,15 @@ struct ToolSchema {
 
 pub(super) struct RunTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct RunToolArgs {
+    /// Full tool name (e.g. 'calculator', 'user.my_tool', 'mcp.github__list_repos')
+    #[schemars(length(min = 1), extend("x-aliases" = ["name"]))]
     tool_name: String,
+    /// Tool input parameters as a JSON object
     #[serde(default)]
-    parameters: Value,
+    #[schemars(extend("x-aliases" = ["arguments"]))]
+    parameters: Map<String, Value>,
 }
 
 impl DiagnosticTool for RunTool {
@@ -203,15 +197,6 @@ impl DiagnosticTool for RunTool {
              specific parameters, bypassing the agent loop, as an admin. Use list_tools to discover the tools and \
              get_tool_schema for parameter details; the parameters are validated against that schema. Returns the \
              tool's raw result. `name` and `arguments` are accepted for `tool_name` and `parameters`.",
-        )
-        .input(
-            json!({
-                "tool_name": {"type": "string", "minLength": 1, "x-aliases": ["name"],
-                              "description": "Full tool name (e.g. 'calculator', 'user.my_tool', 'mcp.github__list_repos')"},
-                "parameters": {"type": "object", "x-aliases": ["arguments"], "default": {},
-                               "description": "Tool input parameters as a JSON object"}
-            }),
-            &["tool_name"],
         )
         .output(
             json!({"tool": {"type": "string"},
@@ -236,12 +221,10 @@ impl DiagnosticTool for RunTool {
         }
         let exec = mcp_exec(d, "run_tool", ctx);
         let started = Instant::now();
-        let parameters = if args.parameters.is_null() {
-            json!({})
-        } else {
-            args.parameters
-        };
-        match runner.call(&name, parameters, &exec).await {
+        match runner
+            .call(&name, Value::Object(args.parameters), &exec)
+            .await
+        {
             Ok(result) => Ok(done(json!({
                 "tool": name,
                 "source": runner.get(&name).map(|t| t.def.source).unwrap_or(ToolSource::Native),
@@ -255,8 +238,18 @@ impl DiagnosticTool for RunTool {
 
 pub(super) struct ToggleTool;
 
+/// `toggle_tool`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct ToggleToolArgs {
+    /// Tool name, e.g. calculator or mcp.files__read
+    #[schemars(length(min = 1))]
+    name: String,
+    /// true to enable, false to disable
+    enabled: bool,
+}
+
 impl DiagnosticTool for ToggleTool {
-    type Args = ToggleArgs;
+    type Args = ToggleToolArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
         ToolSpec::new(
@@ -265,13 +258,6 @@ impl DiagnosticTool for ToggleTool {
             "Enables or disables one of the bot's tools (native, user or mcp, by its full name as list_tools \
              shows it) at runtime. A disabled tool is neither offered to the model nor callable. The choice is \
              saved in the bot's database and survives a restart; MCP clients are told the tool list changed.",
-        )
-        .input(
-            json!({
-                "name": {"type": "string", "minLength": 1, "description": "Tool name, e.g. calculator or mcp.files__read"},
-                "enabled": {"type": "boolean", "description": "true to enable, false to disable"}
-            }),
-            &["name", "enabled"],
         )
         .output(
             json!({"tool": {"type": "object", "properties": {
@@ -286,7 +272,7 @@ impl DiagnosticTool for ToggleTool {
         })
     }
 
-    async fn run(&self, d: &Diagnostics, args: ToggleArgs, _: &RequestContext) -> Answer {
+    async fn run(&self, d: &Diagnostics, args: ToggleToolArgs, _: &RequestContext) -> Answer {
         let name = d.bot.tools.canonical_name(&args.name);
         match d.bot.set_tool_enabled(name, args.enabled).await {
             Ok(tool) => Ok(done(json!({

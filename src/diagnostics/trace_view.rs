@@ -3,9 +3,11 @@
 //! Shared by `traces` and `llm_calls`, so every trace tool speaks the same shapes.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::typed_tool::default_of;
 use crate::bot::store::{Page, SpanQuery, TraceSummary};
 use crate::bot::trace::cut_payload;
 use crate::model::SpanRecord;
@@ -14,23 +16,38 @@ use crate::model::SpanRecord;
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 pub const MAX_MAX_BYTES: usize = 1024 * 1024;
 
-/// The byte budget a call asked for, within bounds.
-pub fn answer_budget(max_bytes: Option<usize>) -> usize {
-    max_bytes
-        .unwrap_or(DEFAULT_MAX_BYTES)
-        .clamp(1024, MAX_MAX_BYTES)
+/// `max_bytes`, the answer's byte budget, as every trace tool takes it (flattened into
+/// each tool's arguments).
+#[derive(Deserialize, JsonSchema)]
+pub struct AnswerBudget {
+    /// Approximate size budget of the answer; larger payloads are cut and marked
+    #[serde(default = "default_of::<DEFAULT_MAX_BYTES>")]
+    #[schemars(range(min = 1024, max = MAX_MAX_BYTES))]
+    max_bytes: usize,
 }
 
-/// The `max_bytes` property every trace tool shares.
-pub fn max_bytes_property() -> Value {
-    json!({"type": "integer", "minimum": 1024, "maximum": MAX_MAX_BYTES, "default": DEFAULT_MAX_BYTES,
-           "description": "Approximate size budget of the answer; larger payloads are cut and marked"})
+impl AnswerBudget {
+    /// The byte budget asked for, within bounds.
+    pub fn bytes(&self) -> usize {
+        self.max_bytes.clamp(1024, MAX_MAX_BYTES)
+    }
 }
 
-/// The `since` property every trace tool shares.
-pub fn since_property() -> Value {
-    json!({"type": "string", "minLength": 1,
-           "description": "Only what started at or after this: an ISO 8601 time (UTC when it has no offset), or an age such as 30s, 15m, 2h, 7d"})
+/// `since`, as every tool that filters by start time takes it (flattened into each
+/// tool's arguments).
+#[derive(Deserialize, JsonSchema)]
+pub struct SinceFilter {
+    /// Only what started at or after this: an ISO 8601 time (UTC when it has no offset),
+    /// or an age such as 30s, 15m, 2h, 7d
+    #[schemars(length(min = 1))]
+    pub since: Option<String>,
+}
+
+impl SinceFilter {
+    /// The time asked for, as µs since the epoch; `None` when none was.
+    pub fn micros(&self) -> Result<Option<i64>, String> {
+        self.since.as_deref().map(parse_since).transpose()
+    }
 }
 
 /// `since`: an ISO 8601 time, or an age such as `30s`, `15m`, `2h`, `7d`, as µs since
@@ -78,13 +95,37 @@ pub fn decode_cursor(text: &str) -> Result<(i64, String), String> {
         })
 }
 
-/// `since`, `limit` (default 20, at most 200) and `cursor`: how every listing of stored
-/// spans pages, as arguments (flattened into each listing tool's own) and as schema
-/// properties ([`with_paging`]).
-#[derive(Deserialize)]
+/// Only what ended this way
+// Its variants carry no doc comments: with them the derived schema would be a `oneOf`
+// of constants, not an `enum`.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusFilter {
+    Ok,
+    Error,
+}
+
+impl StatusFilter {
+    /// The status as spans record it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusFilter::Ok => "ok",
+            StatusFilter::Error => "error",
+        }
+    }
+}
+
+/// Paging through a listing: `since`, `limit` and `cursor`, as every listing tool of
+/// spans takes them (flattened into each tool's own arguments).
+#[derive(Deserialize, JsonSchema)]
 pub struct Paging {
-    since: Option<String>,
-    limit: Option<usize>,
+    #[serde(flatten)]
+    since: SinceFilter,
+    #[serde(default = "default_of::<20>")]
+    #[schemars(range(min = 1, max = 200))]
+    limit: usize,
+    /// `next_cursor` of the previous page
+    #[schemars(length(min = 1))]
     cursor: Option<String>,
 }
 
@@ -92,20 +133,12 @@ impl Paging {
     /// The query for this page, checked; each tool adds its own filters.
     pub fn query(&self) -> Result<SpanQuery, String> {
         Ok(SpanQuery {
-            since_us: self.since.as_deref().map(parse_since).transpose()?,
+            since_us: self.since.micros()?,
             after: self.cursor.as_deref().map(decode_cursor).transpose()?,
-            limit: self.limit.unwrap_or(20).clamp(1, 200),
+            limit: self.limit.clamp(1, 200),
             ..SpanQuery::default()
         })
     }
-}
-
-/// A listing tool's own input `properties` with the [`Paging`] ones added.
-pub fn with_paging(mut properties: Value) -> Value {
-    properties["since"] = since_property();
-    properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 20});
-    properties["cursor"] = json!({"type": "string", "minLength": 1, "description": "`next_cursor` of the previous page"});
-    properties
 }
 
 fn time_text(us: i64) -> String {

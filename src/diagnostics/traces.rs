@@ -6,16 +6,17 @@
 //! complete as soon as its turn has answered. Payloads were redacted before storage;
 //! the `mcp` layer redacts results once more on the way out.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::trace_schemas;
 use super::trace_view::{
-    MAX_MAX_BYTES, Paging, answer_budget, full_span, max_bytes_property, span_summary, span_tree,
-    trace_page, with_paging,
+    AnswerBudget, MAX_MAX_BYTES, Paging, StatusFilter, full_span, span_summary, span_tree,
+    trace_page,
 };
 use super::typed_tool::{Answer, DiagnosticTool};
-use super::{Diagnostics, conversation_id_property, done, failed};
+use super::{Diagnostics, done, failed};
 use crate::bot::mcp_client::McpServerStatus;
 use crate::bot::store::{SpanQuery, Task};
 use crate::mcp::{Annotations, CallToolResult, Outcome, RequestContext, ToolSpec};
@@ -28,13 +29,25 @@ pub(super) fn store_failed(e: impl std::fmt::Display) -> Outcome<CallToolResult>
 
 pub(super) struct ListTraces;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct ListTracesArgs {
+    /// Only this conversation's traces
+    #[schemars(length(min = 1), extend("x-aliases" = ["conversationId"]))]
     conversation_id: Option<String>,
-    status: Option<String>,
+    status: Option<StatusFilter>,
+    /// Only traces at least this long
+    #[schemars(range(min = 0))]
     min_duration_ms: Option<f64>,
+    /// Only traces started this way; without it, every source but mcp (the /mcp tool calls)
+    #[schemars(extend("enum" = ["web", "send_message", "task", "run_tool", "replay", "mcp"]))]
     source: Option<String>,
+    /// Only traces started by /mcp calls of this client (its clientInfo name, e.g.
+    /// claude-code)
+    #[schemars(length(min = 1, max = 200))]
     client: Option<String>,
+    /// Only traces started by the /mcp call the caller gave this id (claudecode/toolUseId,
+    /// vscode.requestId, vscode.conversationId)
+    #[schemars(length(min = 1, max = 200))]
     caller_id: Option<String>,
     #[serde(flatten)]
     paging: Paging,
@@ -56,20 +69,6 @@ impl DiagnosticTool for ListTraces {
              (Claude Code's claudecode/toolUseId, VS Code's vscode.conversationId or vscode.requestId); either lists \
              source mcp too. Open one with get_trace.",
         )
-        .input(
-            with_paging(json!({
-                "conversation_id": conversation_id_property("Only this conversation's traces"),
-                "status": {"type": "string", "enum": ["ok", "error"]},
-                "min_duration_ms": {"type": "number", "minimum": 0, "description": "Only traces at least this long"},
-                "source": {"type": "string", "enum": ["web", "send_message", "task", "run_tool", "replay", "mcp"],
-                           "description": "Only traces started this way; without it, every source but mcp (the /mcp tool calls)"},
-                "client": {"type": "string", "minLength": 1, "maxLength": 200,
-                           "description": "Only traces started by /mcp calls of this client (its clientInfo name, e.g. claude-code)"},
-                "caller_id": {"type": "string", "minLength": 1, "maxLength": 200,
-                              "description": "Only traces started by the /mcp call the caller gave this id (claudecode/toolUseId, vscode.requestId, vscode.conversationId)"}
-            })),
-            &[],
-        )
         .output(
             json!({"traces": {"type": "array", "items": trace_schemas::trace_row(), "description": "Newest first"},
                    "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
@@ -82,7 +81,7 @@ impl DiagnosticTool for ListTraces {
         let query = match args.paging.query() {
             Ok(paged) => SpanQuery {
                 conversation_id: args.conversation_id,
-                status: args.status,
+                status: args.status.map(|s| s.as_str().to_string()),
                 min_duration_us: args.min_duration_ms.map(|ms| (ms * 1000.0) as i64),
                 source: args.source,
                 client: args.client,
@@ -101,11 +100,16 @@ impl DiagnosticTool for ListTraces {
 
 pub(super) struct GetTrace;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct GetTraceArgs {
+    /// From list_traces, last_error or send_message
+    #[schemars(regex(pattern = r"^[0-9a-f]{32}$"))]
     trace_id: String,
+    /// Expand this span of the trace
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     span_id: Option<String>,
-    max_bytes: Option<usize>,
+    #[serde(flatten)]
+    budget: AnswerBudget,
 }
 
 impl DiagnosticTool for GetTrace {
@@ -119,14 +123,6 @@ impl DiagnosticTool for GetTrace {
             "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
              tool calls and worker agents, each with start, duration, status and error. Pass span_id to expand one span \
              with its full payloads (the request messages, response, arguments, result), redacted and cut to max_bytes.",
-        )
-        .input(
-            json!({
-                "trace_id": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "From list_traces, last_error or send_message"},
-                "span_id": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "Expand this span of the trace"},
-                "max_bytes": max_bytes_property()
-            }),
-            &["trace_id"],
         )
         .output(
             json!({"trace_id": {"type": "string"},
@@ -142,7 +138,7 @@ impl DiagnosticTool for GetTrace {
     }
 
     async fn run(&self, d: &Diagnostics, args: GetTraceArgs, _: &RequestContext) -> Answer {
-        let max_bytes = answer_budget(args.max_bytes);
+        let max_bytes = args.budget.bytes();
         Ok(trace_answer(d, &args.trace_id, args.span_id.as_deref(), max_bytes).await)
     }
 }
@@ -196,9 +192,10 @@ pub(super) async fn trace_answer(
 pub(super) struct LastError;
 
 /// `last_error`'s arguments.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct BudgetArgs {
-    max_bytes: Option<usize>,
+    #[serde(flatten)]
+    budget: AnswerBudget,
 }
 
 impl DiagnosticTool for LastError {
@@ -215,7 +212,6 @@ impl DiagnosticTool for LastError {
              is the caller's mistake, not the bot's failure, and is not counted. \
              Returns found=false when nothing has failed.",
         )
-        .input(json!({"max_bytes": max_bytes_property()}), &[])
         .output(
             json!({
                 "found": {"type": "boolean"},
@@ -239,7 +235,7 @@ impl DiagnosticTool for LastError {
     }
 
     async fn run(&self, d: &Diagnostics, args: BudgetArgs, _: &RequestContext) -> Answer {
-        let max_bytes = answer_budget(args.max_bytes);
+        let max_bytes = args.budget.bytes();
         let bot = &d.bot;
         bot.tracer.flush().await;
         let span = match bot.store.last_failed_span().await {

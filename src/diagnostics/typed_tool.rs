@@ -1,11 +1,9 @@
 //! The typed-arguments helper every diagnostics tool is written with.
 //!
-//! A [`DiagnosticTool`] is its spec and its work: `run` receives the arguments already
-//! parsed into the tool's own struct, and the [`Diagnostics`] it works on. [`adapt`]
-//! makes one an `mcp::Tool`. The tool set has validated the arguments against the input
-//! schema before any of this runs, so parsing fails only when the struct and the schema
-//! disagree (a bug); it is then a tool error naming the tool, worded as the tool set
-//! words its own argument errors.
+//! A [`DiagnosticTool`] is its argument type, its spec and its work: the input schema
+//! is derived from the argument type, and `run` receives the arguments parsed into it
+//! (`mcp::arguments`, the parse every typed tool shares), with the [`Diagnostics`] it
+//! works on. [`adapt`] makes one an `mcp::Tool`.
 //!
 //! Every call is a span of its own (a trace with source `mcp`, the child of the caller's
 //! `traceparent`) carrying the MCP semantic conventions, unless the tool starts a trace
@@ -17,14 +15,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Diagnostics, failed};
+use super::Diagnostics;
 use crate::bot::trace::{CallSpan, Tracer};
 use crate::mcp::{
     CallToolResult, Outcome, RefusedCalls, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
+    arguments,
 };
 use crate::model::McpRequest;
 use crate::redact::Redactor;
@@ -35,8 +35,9 @@ use crate::text::elide_middle;
 pub(super) type Answer = Result<Outcome<CallToolResult>, RpcError>;
 
 pub(super) trait DiagnosticTool: Send + Sync + 'static {
-    /// The arguments, as the input schema describes them.
-    type Args: DeserializeOwned + Send;
+    /// The arguments; the input schema is derived from this type
+    /// ([`ToolSpec::input_of`]), so a spec never writes one.
+    type Args: DeserializeOwned + JsonSchema + Send;
 
     /// How the tool is listed. `d` is there for the few specs that depend on the
     /// settings (`db_query` says whether it runs read-only).
@@ -64,8 +65,14 @@ pub(super) trait DiagnosticTool: Send + Sync + 'static {
 }
 
 /// The arguments of a tool that takes none.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct NoArgs {}
+
+/// `N`, as the default of an argument: `#[serde(default = "default_of::<50>")]` (the
+/// derived input schema lists it as the argument's `default`).
+pub(super) const fn default_of<const N: usize>() -> usize {
+    N
+}
 
 /// `tool` as an `mcp::Tool` over `d`.
 pub(super) fn adapt(d: &Arc<Diagnostics>, tool: impl DiagnosticTool) -> Arc<dyn Tool> {
@@ -85,33 +92,11 @@ struct Adapted<T> {
     name: Arc<str>,
 }
 
-/// `10.0` as `10` in the top-level arguments: JSON Schema's `integer` takes a number
-/// with no fraction whatever its spelling, and some clients write every number as a
-/// float; the typed arguments would refuse it.
-fn whole_floats_as_integers(args: &mut Value) {
-    let Some(map) = args.as_object_mut() else {
-        return;
-    };
-    for value in map.values_mut() {
-        if let Some(float) = value.as_f64().filter(|_| value.is_f64())
-            && float.fract() == 0.0
-            && float.abs() < 9.0e15
-        {
-            // Exact: a float this small with no fraction is an integer.
-            *value = Value::from(float as i64);
-        }
-    }
-}
-
 impl<T: DiagnosticTool> Adapted<T> {
-    async fn run(&self, mut args: Value, ctx: &RequestContext) -> Answer {
-        whole_floats_as_integers(&mut args);
-        match serde_json::from_value(args) {
+    async fn run(&self, args: Value, ctx: &RequestContext) -> Answer {
+        match arguments(&self.name, args) {
             Ok(args) => self.tool.run(&self.d, args, ctx).await,
-            Err(e) => Ok(failed(format!(
-                "Invalid arguments for {}: {e}. See the tool's inputSchema (tools/list)",
-                self.name
-            ))),
+            Err(refused) => Ok(Outcome::Complete(refused)),
         }
     }
 
@@ -185,7 +170,7 @@ fn end_call_span(span: CallSpan, answer: &Answer) {
 #[async_trait]
 impl<T: DiagnosticTool> Tool for Adapted<T> {
     fn spec(&self) -> ToolSpec {
-        self.tool.spec(&self.d)
+        self.tool.spec(&self.d).input_of::<T::Args>()
     }
 
     fn task_support(&self) -> TaskSupport {

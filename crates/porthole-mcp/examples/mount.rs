@@ -10,7 +10,8 @@
 //!
 //! `PORT` picks the port (`0`: any free one); the example prints `listening on
 //! http://127.0.0.1:PORT` once it serves. The tool's answer is a type of the app's, and
-//! its output schema is derived from it (`ToolSpec::output_of`). The endpoint brings its own guard: loopback
+//! its arguments and its answer are types of the app's, and both schemas are derived from them
+//! (`TypedTool`). The endpoint brings its own guard: loopback
 //! peers only, loopback `Host` and `Origin`, and the bearer token.
 
 use std::net::SocketAddr;
@@ -21,7 +22,7 @@ use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
 use porthole_mcp::{
-    Annotations, Auth, CallToolResult, McpServer, Outcome, RequestContext, RpcError, Tool, ToolSpec,
+    Annotations, Auth, McpServer, RequestContext, ToolError, ToolSpec, TypedTool, typed,
 };
 use serde_json::{Value, json};
 
@@ -42,32 +43,20 @@ async fn add_order(State(shop): State<Shop>, Json(order): Json<Value>) -> Json<V
 /// The MCP tool: the orders the shop holds, read from its state in-process.
 struct ListOrders(Shop);
 
-#[async_trait]
-impl Tool for ListOrders {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "list_orders",
-            "List orders",
-            "The orders the shop holds, oldest first",
-        )
-        .input(json!({}), &[])
-        .output_of::<Orders>()
-        .annotations(Annotations::READ_ONLY)
-    }
+/// `list_orders`' arguments. The input schema is derived from this type: doc comments
+/// become descriptions, `range` the bounds, the serde default the listed `default`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OrderQuery {
+    /// Only orders of items containing this text
+    containing: Option<String>,
+    /// Most orders to return (the oldest first)
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 100))]
+    limit: usize,
+}
 
-    async fn call(
-        &self,
-        _: Value,
-        _: &RequestContext,
-    ) -> Result<Outcome<CallToolResult>, RpcError> {
-        let orders = self
-            .0
-            .orders
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        Ok(Outcome::Complete(CallToolResult::typed(&Orders { orders })))
-    }
+fn ten() -> usize {
+    10
 }
 
 /// `list_orders`' answer. Its output schema is derived from this type, doc comments
@@ -76,6 +65,30 @@ impl Tool for ListOrders {
 struct Orders {
     /// The items ordered, oldest first.
     orders: Vec<String>,
+}
+
+#[async_trait]
+impl TypedTool for ListOrders {
+    type Args = OrderQuery;
+    type Answer = Orders;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "list_orders",
+            "List orders",
+            "The orders the shop holds, oldest first",
+        )
+        .annotations(Annotations::READ_ONLY)
+    }
+
+    async fn run(&self, query: OrderQuery, _: &RequestContext) -> Result<Orders, ToolError> {
+        let orders = self.0.orders.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted = |item: &&String| query.containing.as_ref().is_none_or(|c| item.contains(c));
+        let orders = orders.iter().filter(wanted).take(query.limit).cloned();
+        Ok(Orders {
+            orders: orders.collect(),
+        })
+    }
 }
 
 #[tokio::main]
@@ -91,7 +104,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mcp = McpServer::builder("shop", "1.0.0")
         .auth(Auth::bearer(&secret))
         .signing_secret(Some(secret))
-        .tools(vec![Arc::new(ListOrders(shop.clone()))])
+        .tools(vec![typed(ListOrders(shop.clone()))])
         .build()?;
     let app = Router::new()
         .route("/orders", post(add_order))

@@ -41,12 +41,14 @@ mod task_record;
 mod prompt;
 mod replicas;
 mod resource;
+mod schema;
 pub mod session;
 pub mod skills;
 mod subscriptions;
 pub mod tasks;
 mod tool;
 mod tool_result;
+mod typed_tool;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +71,7 @@ pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
 pub use replicas::{Changed, Replicas};
 pub use resource::ResourceProvider;
+pub use schema::{input_schema_of, schema_of};
 pub use seal::SealingKey;
 pub use session::{SessionConfig, SessionLedger, StreamLimits};
 pub use skills::SkillCatalog;
@@ -77,9 +80,10 @@ pub use task_record::{TaskRecord, TaskStatus};
 pub use tasks::{MemoryTaskStore, StoreFailure, TaskConfig, TaskStore};
 pub use tool::{
     Annotations, InputRequired, Outcome, RefusedCalls, TaskSupport, Tool, ToolSet, ToolSpec,
-    input_request, schema_of,
+    input_request,
 };
 pub use tool_result::{CallToolResult, Structured};
+pub use typed_tool::{ToolError, TypedTool, arguments, typed};
 
 /// Who the server says it is.
 #[derive(Debug, Clone)]

@@ -17,6 +17,7 @@ use super::context::RequestContext;
 use super::error::SetupError;
 use super::guard::Access;
 use super::jsonrpc::RpcError;
+use super::schema::{input_schema_of, schema_of};
 use super::tool_result::CallToolResult;
 
 /// Hints about a tool's behaviour (MCP `ToolAnnotations`).
@@ -74,25 +75,18 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// A listed tool that takes no arguments, declares no output schema and hints
-    /// nothing; [`input`](Self::input), [`output`](Self::output) and
+    /// nothing; [`input_of`](Self::input_of), [`output_of`](Self::output_of) and
     /// [`annotations`](Self::annotations) add what it has, so a spec reads as its parts.
     pub fn new(name: &str, title: &str, description: impl Into<String>) -> Self {
         ToolSpec {
             name: name.into(),
             title: Some(title.into()),
             description: description.into(),
-            input_schema: closed_object(json!({}), &[]),
+            input_schema: input_schema_of::<NoArguments>(),
             output_schema: None,
             annotations: Annotations::default(),
             max_result_chars: None,
         }
-    }
-
-    /// Arguments: an object of these `properties`, the `required` ones present and no
-    /// others (an unknown argument is a mistake worth naming, not something to ignore).
-    pub fn input(mut self, properties: Value, required: &[&str]) -> Self {
-        self.input_schema = closed_object(properties, required);
-        self
     }
 
     /// Structured output: an object with these `properties`, the `required` ones always
@@ -115,6 +109,14 @@ impl ToolSpec {
     /// `T` ([`CallToolResult::typed`](crate::CallToolResult::typed)).
     pub fn output_of<T: schemars::JsonSchema>(mut self) -> Self {
         self.output_schema = Some(schema_of::<T>());
+        self
+    }
+
+    /// Arguments described by their own type: the input schema is derived from `T`
+    /// ([`input_schema_of`]: its members, which are required, their ranges, patterns,
+    /// defaults and descriptions), so what is validated is what the tool parses.
+    pub fn input_of<T: schemars::JsonSchema>(mut self) -> Self {
+        self.input_schema = input_schema_of::<T>();
         self
     }
 
@@ -158,32 +160,9 @@ impl ToolSpec {
     }
 }
 
-/// `T`'s JSON Schema with every subschema written in place (no `$ref`: some clients
-/// do not follow them) and without `$schema` and `title`.
-pub fn schema_of<T: schemars::JsonSchema>() -> Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    let mut schema = settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("title");
-    }
-    schema
-}
-
-/// `{"type":"object","properties":…,"required":…,"additionalProperties":false}`.
-fn closed_object(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
+/// The arguments of a tool that takes none.
+#[derive(schemars::JsonSchema)]
+struct NoArguments {}
 
 /// MRTR (modern era): the handler needs answers from the client before it can finish.
 #[derive(Debug, Clone, PartialEq)]

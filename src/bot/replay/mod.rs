@@ -46,27 +46,36 @@ pub const MAX_TEMPERATURE: f64 = 2.0;
 /// Highest `max_tokens` a replay may ask for.
 pub const MAX_TOKENS: u64 = 1_000_000;
 
-/// What a replay changes; everything else is sent as recorded.
+/// What a replay changes; everything else is sent as recorded. Its derived schema is
+/// the replay tools' input for these arguments (flattened into each).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Changes {
-    /// Replaces the system prompt.
+    /// Replaces the system prompt
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
+    /// Sends to this model instead (same provider)
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = MAX_TEMPERATURE))]
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_TOKENS))]
     pub max_tokens: Option<u64>,
-    /// The names of the tools to offer instead of the recorded ones.
+    /// Names of the tools to offer instead of the recorded ones ([] offers none)
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(length(min = 1)))]
     pub tools: Option<Vec<String>>,
-    /// Replaces the text of recorded messages (index 0 is the system prompt).
+    /// Replaces the text of recorded messages, numbered as get_llm_call's `request`
+    /// lists them (0 is the system prompt)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edit_messages: Vec<MessageEdit>,
 }
 
+/// One message's new text.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MessageEdit {
     pub index: usize,
     pub content: String,
