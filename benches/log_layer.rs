@@ -28,7 +28,7 @@ const SKIP_TARGET: &str = "web_console";
 
 fn full_buffer() -> std::sync::Arc<LogBuffer> {
     let buffer = LogBuffer::new(CAPACITY);
-    let subscriber = tracing_subscriber::registry().with(buffer.layer(SKIP_TARGET));
+    let subscriber = tracing_subscriber::registry().with(buffer.layer().skipping(SKIP_TARGET));
     tracing::subscriber::with_default(subscriber, || {
         for n in 0..CAPACITY {
             tracing::info!(target: "porthole::bot::agents", conversation = n, step = 3, "reply sent to the user");
@@ -84,13 +84,14 @@ fn benches(c: &mut Criterion) {
         tracing_subscriber::registry()
             .with(filter())
             .with(fmt_sink())
-            .with(buffer.layer(SKIP_TARGET)),
+            .with(buffer.layer().skipping(SKIP_TARGET)),
     );
     under(c, "log_layer/with_fmt", "without_buffer", &without, event);
     under(c, "log_layer/with_fmt", "with_buffer", &with, event);
 
     let bare_without = Dispatch::new(tracing_subscriber::registry());
-    let bare_with = Dispatch::new(tracing_subscriber::registry().with(buffer.layer(SKIP_TARGET)));
+    let bare_with =
+        Dispatch::new(tracing_subscriber::registry().with(buffer.layer().skipping(SKIP_TARGET)));
     under(c, "log_layer/bare", "without_buffer", &bare_without, event);
     under(c, "log_layer/bare", "with_buffer", &bare_with, event);
 

@@ -76,7 +76,7 @@ fn ring_buffer() {
     // Lines of the size the MCP audit line has (six fields).
     let before = live();
     let audit = LogBuffer::new(common::CAPACITY);
-    let subscriber = tracing_subscriber::registry().with(audit.layer("web_console"));
+    let subscriber = tracing_subscriber::registry().with(audit.layer().skipping("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         for n in 0..common::CAPACITY as u64 {
             tracing::info!(target: "porthole::mcp::audit", tool = "list_agents", era = "2026-07-28",

@@ -23,7 +23,8 @@
 #   resume-ts-sdk-v1     sdk 1.x client whose GET stream a proxy cuts: it resumes with Last-Event-ID
 #                        and gets the notifications sent while it was away
 #   claude-code-mount    Claude Code connects to the porthole-mcp crate's mount example (an axum
-#                        service of its own mounting /mcp), then `claude mcp list` ✔ Connected
+#                        service of its own mounting /mcp), then `claude mcp list` ✔ Connected;
+#                        its server_log reads the app's own log line, list_orders its typed answer
 #                        (SKIP when target/debug/examples/mount is not built)
 #   stdio-relay          target/debug/porthole-stdio driven by the TS SDK's StdioClientTransport
 #                        (SKIP when the binary is not built)
@@ -387,6 +388,12 @@ check_claude_code_mount() { # the mount example on a port of its own, then Claud
   if [ -z "$port" ]; then echo "  FAIL: the mount example did not start"; sed 's/^/  | /' "$log"; stop_pid "$pid"; return 1; fi
   echo "  mount example listening on 127.0.0.1:$port"
   claude_add "http://127.0.0.1:$port/mcp" "$TOKEN" "$home" && claude_list "$home" || rc=1
+  # The app's own route logs; the crate's ready server_log reads it back in-process.
+  curl -s -X POST "http://127.0.0.1:$port/orders" -H 'Content-Type: application/json' \
+    -d '{"item":"interop-tea"}' >/dev/null || rc=1
+  printf 'Authorization: Bearer %s\n' "$TOKEN" >"$home/auth.header"
+  mount_call "$port" "$home/auth.header" server_log '{"grep":"interop-tea"}' >"$home/server_log.json" || rc=1
+  mount_call "$port" "$home/auth.header" list_orders '{"containing":"tea","limit":1}' >"$home/list_orders.json" || rc=1
   stop_pid "$pid"
   [ "$rc" -eq 0 ] || return 1
   if ! grep -q '^porthole: .*✔ Connected' "$home/list.txt"; then
@@ -394,6 +401,23 @@ check_claude_code_mount() { # the mount example on a port of its own, then Claud
     return 1
   fi
   echo "  claude mcp list: the mount example's /mcp ✔ Connected"
+  if ! grep -q '"message":"order added"' "$home/server_log.json"; then
+    echo "  FAIL: server_log did not return the app's own log line"; sed 's/^/  | /' "$home/server_log.json"
+    return 1
+  fi
+  if ! grep -q '"structuredContent":{"orders":\["interop-tea"\]}' "$home/list_orders.json"; then
+    echo "  FAIL: list_orders did not answer with its typed answer"; sed 's/^/  | /' "$home/list_orders.json"
+    return 1
+  fi
+  echo "  server_log read the app's own tracing line; list_orders answered its typed arguments"
+}
+
+mount_call() { # port auth-header-file tool arguments: one 2026-07-28 tools/call, its response on stdout
+  # The token is read from a file (-H @file), not given in argv.
+  curl -sf "http://127.0.0.1:$1/mcp" -H @"$2" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H "Mcp-Name: $3" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$3"'","arguments":'"$4"',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 }
 
 check_claude_code_bad_token() { # url

@@ -140,7 +140,11 @@ async fn run() -> ExitCode {
     tracing_subscriber::registry()
         .with(filter)
         .with(tracing_subscriber::fmt::layer().with_writer(RedactedStdout))
-        .with(buffer.as_ref().map(|b| b.layer(WEB_CONSOLE_TARGET)))
+        .with(
+            buffer
+                .as_ref()
+                .map(|b| b.layer().skipping(WEB_CONSOLE_TARGET)),
+        )
         .with(log_file.as_ref().map(|f| f.layer(WEB_CONSOLE_TARGET)))
         .with(journal.as_ref().map(|j| j.layer(WEB_CONSOLE_TARGET)))
         .init();

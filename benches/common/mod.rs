@@ -12,7 +12,7 @@ pub const CAPACITY: usize = 10_000;
 /// Fills a buffer to capacity with a deterministic mix of lines.
 pub fn full_buffer() -> Arc<LogBuffer> {
     let buffer = LogBuffer::new(CAPACITY);
-    let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+    let subscriber = tracing_subscriber::registry().with(buffer.layer().skipping("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         for n in 0..CAPACITY as u64 {
             match n % 10 {

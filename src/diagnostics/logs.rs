@@ -12,103 +12,21 @@
 //! Lines caused by the MCP endpoint itself are left out unless `include_mcp` is set, so
 //! a client reading logs does not mostly read about its own reads.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::log_readers::{self, Cut, label};
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool, default_of};
+use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
-use crate::logs::buffer::{LogPage, LogQuery, LogSource, parse_level};
-use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::logs::buffer::{LogPage, LogQuery, LogSource};
+use crate::mcp::logs::{LogArgs, LogLine};
+use crate::mcp::{Annotations, RequestContext, ToolSpec, schema_of};
 
 /// `server_log` or `web_log`: the log of one source.
 pub(super) struct ReadLog(pub LogSource);
-
-#[derive(Deserialize, JsonSchema)]
-pub(super) struct LogArgs {
-    /// Minimum level to include: `log` = info and above (everything a console.log would
-    /// show), `warn` = warnings and errors, `error` = errors only; tracing's `trace`,
-    /// `debug` and `info` work too. Omit for all levels the log filter keeps.
-    #[schemars(extend("enum" = ["log", "warn", "error", "trace", "debug", "info"]))]
-    level: Option<String>,
-    /// Only lines containing this text (message, target or fields)
-    #[schemars(length(max = 1000))]
-    grep: Option<String>,
-    /// Match grep ignoring case
-    #[serde(default)]
-    case_insensitive: bool,
-    /// Only lines after this: an ISO 8601 time (UTC when it has no offset), or the
-    /// `cursor` returned by an earlier call
-    #[schemars(extend("type" = ["string", "integer"]))]
-    since: Option<Value>,
-    /// Most lines to return (the newest win)
-    #[serde(default = "default_of::<50>")]
-    #[schemars(range(min = 1, max = 500))]
-    limit: usize,
-    /// Approximate size budget for the returned lines
-    #[serde(default = "default_of::<DEFAULT_LOG_BYTES>")]
-    #[schemars(range(min = 256, max = MAX_MAX_BYTES))]
-    max_bytes: usize,
-    /// Also include lines caused by MCP requests (audit of tools/call etc.)
-    #[serde(default)]
-    include_mcp: bool,
-}
-
-/// The size budget of a log read that names none: room for 500 ordinary lines, not for
-/// 500 lines of the longest kind.
-pub(super) const DEFAULT_LOG_BYTES: usize = 256 * 1024;
-
-impl LogArgs {
-    /// The query these arguments ask of `source`; an unreadable `since` is the error.
-    fn query(self, source: LogSource) -> Result<LogQuery, String> {
-        let mut query = LogQuery {
-            min_level: self.level.as_deref().and_then(parse_level),
-            grep: self.grep.filter(|g| !g.is_empty()),
-            case_insensitive: self.case_insensitive,
-            source: Some(source),
-            include_mcp: self.include_mcp,
-            limit: self.limit.clamp(1, 500),
-            byte_budget: Some(self.max_bytes),
-            ..LogQuery::default()
-        };
-        match self.since.as_ref().map(parse_since).transpose()? {
-            None => {}
-            Some(Since::Seq(n)) => query.after_seq = Some(n),
-            Some(Since::Time(t)) => query.since = Some(t),
-        }
-        Ok(query)
-    }
-}
-
-/// `since` is a sequence number (the `cursor` of an earlier result) or an ISO 8601 time.
-enum Since {
-    Seq(u64),
-    Time(DateTime<Utc>),
-}
-
-fn parse_since(value: &Value) -> Result<Since, String> {
-    let bad = || {
-        format!(
-            "`since` must be a sequence number (the `cursor` of an earlier result) or an ISO 8601 time such as 2026-01-31T12:00:00Z (without an offset: UTC), not {value}"
-        )
-    };
-    match value {
-        Value::Number(n) => n.as_u64().map(Since::Seq).ok_or_else(bad),
-        Value::String(s) => {
-            if let Ok(n) = s.trim().parse::<u64>() {
-                Ok(Since::Seq(n))
-            } else {
-                crate::text::parse_iso8601(s)
-                    .map(Since::Time)
-                    .ok_or_else(bad)
-            }
-        }
-        _ => Err(bad()),
-    }
-}
 
 impl DiagnosticTool for ReadLog {
     type Args = LogArgs;
@@ -161,7 +79,7 @@ impl DiagnosticTool for ReadLog {
     async fn run(&self, d: &Diagnostics, args: LogArgs, _: &RequestContext) -> Answer {
         let query = match args.query(self.0) {
             Ok(query) => query,
-            Err(message) => return Ok(failed(message)),
+            Err(e) => return Ok(failed(e.0)),
         };
         let page = d.logs.query(&query);
         let mut lines = label(&page.records, "ring_buffer");
@@ -204,21 +122,17 @@ impl DiagnosticTool for ReadLog {
     }
 }
 
-/// One log line as the log tools return it.
+/// One log line as the log tools return it, labelled with the reader that held it.
 fn line_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "seq": {"type": "integer"},
-        "time_us": {"type": "integer", "description": "Microseconds since the Unix epoch"},
-        "timestamp": {"type": "string", "description": "RFC 3339, UTC"},
-        "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"]},
-        "target": {"type": "string"},
-        "message": {"type": "string"},
-        "fields": {"type": "object", "additionalProperties": {"type": "string"},
-                   "description": "The event's other fields, as text"},
-        "source": {"type": "string", "enum": ["server", "web"]},
-        "reader": {"type": "string", "enum": ["ring_buffer", "log_file", "database"]},
-        "replica": {"type": "string", "description": "Database lines: the replica that wrote it"},
-    }, "required": ["seq", "time_us", "timestamp", "level", "target", "message", "fields", "source", "reader"]})
+    let mut line = schema_of::<LogLine>();
+    line["properties"]["reader"] =
+        json!({"type": "string", "enum": ["ring_buffer", "log_file", "database"]});
+    line["properties"]["replica"] =
+        json!({"type": "string", "description": "Database lines: the replica that wrote it"});
+    if let Some(required) = line["required"].as_array_mut() {
+        required.push(json!("reader"));
+    }
+    line
 }
 
 /// One of the places lines are read from, and what it gave.

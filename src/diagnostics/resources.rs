@@ -40,7 +40,7 @@ impl BotResources {
         let page = self.0.logs.query(&LogQuery {
             source: Some(source),
             limit: 200,
-            byte_budget: Some(super::logs::DEFAULT_LOG_BYTES),
+            byte_budget: Some(crate::mcp::logs::DEFAULT_LOG_BYTES),
             ..LogQuery::default()
         });
         json!({

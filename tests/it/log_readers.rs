@@ -34,7 +34,7 @@ fn capture() -> (porthole::app::Logging, tracing::subscriber::DefaultGuard) {
     let buffer = LogBuffer::new(1000);
     let journal = LogJournal::new();
     let subscriber = tracing_subscriber::registry()
-        .with(buffer.layer("web_console"))
+        .with(buffer.layer().skipping("web_console"))
         .with(journal.layer("web_console"));
     let guard = tracing::subscriber::set_default(subscriber);
     let logging = porthole::app::Logging {

@@ -226,7 +226,7 @@ async fn every_tool_answers_only_what_its_output_schema_declares() {
     // answers hold lines to check.
     use tracing_subscriber::layer::SubscriberExt;
     let buffer = porthole::logs::buffer::LogBuffer::new(100);
-    let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+    let subscriber = tracing_subscriber::registry().with(buffer.layer().skipping("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         tracing::warn!(target: "porthole::bot", attempt = 2, "a server line");
     });

@@ -113,7 +113,7 @@ async fn run_tool_seed_form_reaches_a_namespaced_mcp_tool() {
 async fn log_tools_take_the_seeds_levels() {
     use tracing_subscriber::layer::SubscriberExt;
     let buffer = porthole::logs::buffer::LogBuffer::new(100);
-    let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+    let subscriber = tracing_subscriber::registry().with(buffer.layer().skipping("web_console"));
     tracing::subscriber::with_default(subscriber, || {
         tracing::debug!(target: "porthole::seed_test", "seed-level debug line");
         tracing::info!(target: "porthole::seed_test", "seed-level info line");

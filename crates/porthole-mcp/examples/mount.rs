@@ -9,9 +9,10 @@
 //! ```
 //!
 //! `PORT` picks the port (`0`: any free one); the example prints `listening on
-//! http://127.0.0.1:PORT` once it serves. The tool's answer is a type of the app's, and
-//! its arguments and its answer are types of the app's, and both schemas are derived from them
-//! (`TypedTool`). The endpoint brings its own guard: loopback
+//! http://127.0.0.1:PORT` once it serves. Its tool's arguments and answer are types of
+//! the app's, and both schemas are derived from them (`TypedTool`); beside it the crate's
+//! ready `server_log` reads the app's own `tracing` log from a ring buffer. The
+//! endpoint brings its own guard: loopback
 //! peers only, loopback `Host` and `Origin`, and the bearer token.
 
 use std::net::SocketAddr;
@@ -21,10 +22,12 @@ use async_trait::async_trait;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
+use porthole_mcp::logs::{LogBuffer, ReadLogs};
 use porthole_mcp::{
     Annotations, Auth, McpServer, RequestContext, ToolError, ToolSpec, TypedTool, typed,
 };
 use serde_json::{Value, json};
+use tracing_subscriber::layer::SubscriberExt;
 
 /// The app's own state: what its routes change and its MCP tool reads.
 #[derive(Clone, Default)]
@@ -36,6 +39,7 @@ struct Shop {
 async fn add_order(State(shop): State<Shop>, Json(order): Json<Value>) -> Json<Value> {
     let item = order["item"].as_str().unwrap_or("nothing").to_string();
     let mut orders = shop.orders.lock().unwrap_or_else(|p| p.into_inner());
+    tracing::info!(target: "shop", %item, "order added");
     orders.push(item);
     Json(json!({"orders": orders.len()}))
 }
@@ -101,10 +105,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(3000);
     let shop = Shop::default();
 
+    // The app's own `tracing` log, also copied into a ring buffer the `server_log` tool
+    // reads: a client asks what the service logged, in-process.
+    let logs = LogBuffer::new(1000);
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer())
+            .with(logs.layer()),
+    )?;
+
     let mcp = McpServer::builder("shop", "1.0.0")
         .auth(Auth::bearer(&secret))
         .signing_secret(Some(secret))
-        .tools(vec![typed(ListOrders(shop.clone()))])
+        .tools(vec![
+            typed(ListOrders(shop.clone())),
+            typed(ReadLogs::new(logs)),
+        ])
         .build()?;
     let app = Router::new()
         .route("/orders", post(add_order))

@@ -21,9 +21,10 @@
 //! keyed tags and sealed state, `params` the reading of request parameters, `replicas`
 //! what crosses to the other replicas sharing the server's state, `tasks`
 //! (with `task_record`) and `skills` the two extensions; the skills themselves are read
-//! by `porthole_core::skills`, which this crate shares with the bot. Redaction
-//! (`porthole_core::redact`) and log capture (the bot's `logs`) live outside: this crate
-//! holds no logging code of its own; its log targets start with `porthole::mcp`.
+//! by `porthole_core::skills`, which this crate shares with the bot. [`logs`] captures
+//! the process's `tracing` log in a ring buffer and serves it (`server_log`); the
+//! endpoint's own log targets start with `porthole::mcp`, so the log tools keep its
+//! lines apart. Redaction comes from `porthole_core::redact`.
 
 #![forbid(unsafe_code)]
 
@@ -38,6 +39,7 @@ mod params;
 mod seal;
 mod task_record;
 
+pub mod logs;
 mod prompt;
 mod replicas;
 mod resource;

@@ -1,12 +1,12 @@
 //! Log capture: a `tracing` layer that copies every event into a bounded ring buffer,
-//! and the queries `server_log`/`web_log` run over it.
+//! and the queries the log tools run over it.
 //!
 //! The layer never awaits and takes its lock only to push a finished record (the
 //! formatting happens before). Records get a sequence number, so a client can ask for
 //! "everything since my last call". Lines caused by the MCP endpoint's own work
-//! (targets under `porthole::mcp`) are marked, so queries can keep them apart from the
-//! bot's lines. Browser console lines arrive through [`LogBuffer::push_web`] with
-//! source `web`.
+//! (targets under [`MCP_TARGET`]) are marked, so queries can keep them apart from the
+//! application's lines. Lines that do not come from `tracing` (a browser's console)
+//! arrive through [`LogBuffer::push_web`] with source `web`.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -15,20 +15,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
+use super::read_logs::LogLine;
+
+/// The target prefix of the MCP endpoint's own log lines (whatever crate logs them).
+pub const MCP_TARGET: &str = "porthole::mcp";
+
 /// Where a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogSource {
+    /// The process's own `tracing` events.
     Server,
+    /// A browser's console, forwarded ([`LogBuffer::push_web`]).
     Web,
 }
 
 impl LogSource {
+    /// `server` or `web`, as lines show it.
     pub fn as_str(self) -> &'static str {
         match self {
             LogSource::Server => "server",
@@ -42,22 +50,29 @@ impl LogSource {
 const MAX_LINE_BYTES: usize = 16 * 1024;
 const MAX_LINE_CHARS: usize = 8 * 1024;
 
+/// One log line.
 #[derive(Debug, Clone)]
 pub struct LogRecord {
+    /// Its number in the buffer: later lines have larger ones.
     pub seq: u64,
     /// Microseconds since the Unix epoch.
     pub time_us: i64,
+    /// Its level.
     pub level: Level,
+    /// The `tracing` target (a module path, or `browser`).
     pub target: String,
+    /// The message.
     pub message: String,
     /// Structured fields other than the message, as `key=value` text.
     pub fields: Vec<(Cow<'static, str>, String)>,
+    /// Where it came from.
     pub source: LogSource,
     /// Emitted by the MCP endpoint's own work.
     pub from_mcp: bool,
 }
 
 impl LogRecord {
+    /// Its time in RFC 3339, UTC, to the millisecond.
     pub fn timestamp(&self) -> String {
         Utc.timestamp_micros(self.time_us)
             .single()
@@ -65,22 +80,9 @@ impl LogRecord {
             .to_rfc3339_opts(SecondsFormat::Millis, true)
     }
 
+    /// The line as the log tools return it (and the log file keeps it).
     pub fn to_json(&self) -> Value {
-        let fields: serde_json::Map<String, Value> = self
-            .fields
-            .iter()
-            .map(|(k, v)| (k.to_string(), json!(v)))
-            .collect();
-        json!({
-            "seq": self.seq,
-            "time_us": self.time_us,
-            "timestamp": self.timestamp(),
-            "level": level_name(self.level),
-            "target": self.target,
-            "message": self.message,
-            "fields": fields,
-            "source": self.source.as_str(),
-        })
+        serde_json::to_value(LogLine::from(self)).unwrap_or_default()
     }
 
     /// Reads back a line written by [`LogRecord::to_json`] (the log file's format).
@@ -94,7 +96,7 @@ impl LogRecord {
             seq: value["seq"].as_u64()?,
             time_us: value["time_us"].as_i64()?,
             level: parse_level(value["level"].as_str()?)?,
-            from_mcp: target.starts_with("porthole::mcp"),
+            from_mcp: target.starts_with(MCP_TARGET),
             target,
             message: value["message"].as_str()?.to_string(),
             fields: value["fields"]
@@ -163,16 +165,21 @@ fn severity(level: Level) -> u8 {
 /// Which lines a query wants.
 #[derive(Debug, Clone)]
 pub struct LogQuery {
+    /// Only lines at this level or above.
     pub min_level: Option<Level>,
+    /// Only lines containing this text (message, target or a field).
     pub grep: Option<String>,
+    /// Match `grep` ignoring case.
     pub case_insensitive: bool,
     /// Only lines with a sequence number above this.
     pub after_seq: Option<u64>,
     /// Only lines at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Only lines from this source.
     pub source: Option<LogSource>,
     /// Include lines caused by the MCP endpoint itself.
     pub include_mcp: bool,
+    /// Most lines to return (the newest win).
     pub limit: usize,
     /// Stop adding lines once their size passes this many bytes.
     pub byte_budget: Option<usize>,
@@ -200,6 +207,7 @@ impl Default for LogQuery {
 /// A query's answer: matching lines, oldest first, and what was left out.
 #[derive(Debug, Clone)]
 pub struct LogPage {
+    /// The lines, oldest first.
     pub records: Vec<LogRecord>,
     /// More lines matched than the limit allowed (the oldest were left out).
     pub truncated_by_limit: bool,
@@ -211,6 +219,7 @@ pub struct LogPage {
     pub dropped: u64,
 }
 
+/// The newest lines of the process's log, in memory: the ring a [`BufferLayer`] fills.
 pub struct LogBuffer {
     capacity: usize,
     records: Mutex<VecDeque<LogRecord>>,
@@ -218,6 +227,7 @@ pub struct LogBuffer {
 }
 
 impl LogBuffer {
+    /// A buffer of the newest `capacity` lines (at least one).
     pub fn new(capacity: usize) -> Arc<Self> {
         Arc::new(LogBuffer {
             capacity: capacity.max(1),
@@ -226,14 +236,17 @@ impl LogBuffer {
         })
     }
 
+    /// The most lines it holds.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    /// The lines it holds now.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// Whether it holds no line yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -251,11 +264,11 @@ impl LogBuffer {
         // A line past the cap keeps its two ends: the buffer's size stays bounded by
         // its line count, whatever a browser or a child process writes.
         if record.message.len() > MAX_LINE_BYTES {
-            record.message = crate::text::elide_middle(&record.message, MAX_LINE_CHARS);
+            record.message = porthole_core::text::elide_middle(&record.message, MAX_LINE_CHARS);
         }
         for (_, value) in record.fields.iter_mut() {
             if value.len() > MAX_LINE_BYTES {
-                *value = crate::text::elide_middle(value, MAX_LINE_CHARS);
+                *value = porthole_core::text::elide_middle(value, MAX_LINE_CHARS);
             }
         }
         let mut records = self.lock();
@@ -308,12 +321,12 @@ impl LogBuffer {
         self.lock().front().map(|r| r.time_us)
     }
 
-    /// The `tracing` layer feeding this buffer. `skip_target` events (browser console
-    /// lines, which arrive through [`LogBuffer::push_web`]) are not copied.
-    pub fn layer(self: &Arc<Self>, skip_target: &'static str) -> BufferLayer {
+    /// The `tracing` layer feeding this buffer: every event it sees, unless
+    /// [`BufferLayer::skipping`] leaves some out.
+    pub fn layer(self: &Arc<Self>) -> BufferLayer {
         BufferLayer {
             buffer: self.clone(),
-            skip_target,
+            skip_target: None,
         }
     }
 }
@@ -432,7 +445,7 @@ pub fn select<R: std::borrow::Borrow<LogRecord>>(
 }
 
 /// Builds a record from a `tracing` event; `web_target` events are browser lines.
-pub(crate) fn record_from_event(event: &Event<'_>, web_target: &str) -> LogRecord {
+pub fn record_from_event(event: &Event<'_>, web_target: &str) -> LogRecord {
     let meta = event.metadata();
     let target = meta.target();
     let mut collector = FieldCollector {
@@ -452,13 +465,24 @@ pub(crate) fn record_from_event(event: &Event<'_>, web_target: &str) -> LogRecor
         } else {
             LogSource::Server
         },
-        from_mcp: target.starts_with("porthole::mcp"),
+        from_mcp: target.starts_with(MCP_TARGET),
     }
 }
 
+/// The `tracing` layer that copies every event into a [`LogBuffer`]
+/// ([`LogBuffer::layer`]).
 pub struct BufferLayer {
     buffer: Arc<LogBuffer>,
-    skip_target: &'static str,
+    skip_target: Option<&'static str>,
+}
+
+impl BufferLayer {
+    /// Leaves out the events of `target`: lines that reach the buffer another way (a
+    /// browser's console lines, through [`LogBuffer::push_web`]).
+    pub fn skipping(mut self, target: &'static str) -> Self {
+        self.skip_target = Some(target);
+        self
+    }
 }
 
 /// Collects an event's message and fields.
@@ -489,10 +513,14 @@ impl Visit for FieldCollector {
 
 impl<S: Subscriber> Layer<S> for BufferLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() == self.skip_target {
+        if self.skip_target == Some(event.metadata().target()) {
             return;
         }
-        self.buffer.push(record_from_event(event, self.skip_target));
+        // The skipped target is the web's: no event that reaches here is a web line.
+        self.buffer.push(record_from_event(
+            event,
+            self.skip_target.unwrap_or_default(),
+        ));
     }
 }
 
@@ -524,7 +552,8 @@ mod tests {
 
     fn with_buffer(capacity: usize, f: impl FnOnce()) -> Arc<LogBuffer> {
         let buffer = LogBuffer::new(capacity);
-        let subscriber = tracing_subscriber::registry().with(buffer.layer("web_console"));
+        let subscriber =
+            tracing_subscriber::registry().with(buffer.layer().skipping("web_console"));
         tracing::subscriber::with_default(subscriber, f);
         buffer
     }

@@ -1,13 +1,14 @@
-//! What the bot's log passes through before it leaves the process: the terminal, the
-//! `LOG_FILE` and the journal in the database. A log line can quote anything: a child
+//! What the process's log passes through before it leaves the process: the log tools'
+//! answers, the terminal, and whatever else an application writes it to (the bot: its
+//! `LOG_FILE` and the journal in its database). A log line can quote anything: a child
 //! process's stderr (an MCP server printing its own environment), a provider's error
 //! body, a URL with credentials. The log's outputs are the process's own (one
 //! `tracing` subscriber), so the redactor they use is too: start-up sets one that knows
-//! the configuration's secrets ([`redact_logs_with`]), and the bot replaces it with its
-//! own once it knows every secret (MCP servers' and user tools' too).
+//! the configuration's secrets ([`redact_logs_with`]), and the application replaces it
+//! with its own once it knows every secret.
 //!
-//! The ring buffer `server_log` reads keeps lines as they came (it is redacted when it
-//! is read, like every tool result), so capturing a line costs no scan.
+//! The ring buffer keeps lines as they came (they are redacted when read, like every
+//! tool result), so capturing a line costs no scan.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -16,7 +17,7 @@ use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 use super::buffer::LogRecord;
-use crate::redact::{REDACTED, Redactor, is_secret_key};
+use porthole_core::redact::{REDACTED, Redactor, is_secret_key};
 
 static LOG_REDACTOR: LazyLock<RwLock<Arc<Redactor>>> =
     LazyLock::new(|| RwLock::new(Arc::new(Redactor::default())));
@@ -61,6 +62,7 @@ impl<'a> MakeWriter<'a> for RedactedStdout {
 }
 
 /// One formatted event on its way to stdout (the formatter writes it in one piece).
+#[derive(Debug)]
 pub struct RedactedLine;
 
 impl Write for RedactedLine {
@@ -79,8 +81,8 @@ impl Write for RedactedLine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::buffer::LogSource;
     use super::*;
-    use crate::logs::buffer::LogSource;
 
     #[test]
     fn a_record_loses_known_values_shapes_and_secret_named_fields() {
