@@ -60,19 +60,7 @@ impl DiagnosticTool for DbQuery {
                  asked to confirm a write before it runs, shown what it writes."
             ),
         )
-        .output(
-            json!({
-                "columns": {"type": "array", "items": {"type": "string"}},
-                "rows": {"type": "array", "description": "One array per row, its values in the order of `columns`",
-                         "items": {"type": "array", "items": {
-                             "description": "A column's value: text, a number, null, or {\"base64\": …} for a blob"}}},
-                "row_count": {"type": "integer"},
-                "truncated": {"type": "boolean"},
-                "rows_affected": {"type": ["integer", "null"]},
-                "last_insert_rowid": {"type": ["integer", "null"]}
-            }),
-            &["columns", "rows", "row_count", "truncated"],
-        )
+        .output_of::<QueryResult>()
         .annotations(Annotations::DESTRUCTIVE)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -126,13 +114,13 @@ impl DiagnosticTool for DbQuery {
             Ok(mut o) => {
                 redact_secret_columns(&o.columns, &mut o.rows);
                 let cut = keep_rows_within_budget(&mut o.rows);
-                Ok(done(json!({
-                    "row_count": o.rows.len(),
-                    "columns": o.columns,
-                    "rows": o.rows,
-                    "truncated": o.truncated || cut,
-                    "rows_affected": o.rows_affected,
-                    "last_insert_rowid": o.last_insert_rowid,
+                Ok(done(json!(QueryResult {
+                    row_count: o.rows.len(),
+                    columns: o.columns,
+                    rows: o.rows,
+                    truncated: o.truncated || cut,
+                    rows_affected: o.rows_affected,
+                    last_insert_rowid: o.last_insert_rowid,
                 })))
             }
             Err(e) => Ok(failed(sql_error_text(&e, settings))),
@@ -289,6 +277,24 @@ async fn confirm_write(
             Some(ctx.seal_state(&json!({"sql": sql}))),
         ))),
     }
+}
+
+/// `db_query`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct QueryResult {
+    /// The result's column names.
+    columns: Vec<String>,
+    /// One array per row, its values in the order of `columns`: text, a number, null, or
+    /// {"base64": …} for a blob.
+    rows: Vec<Vec<Value>>,
+    /// The rows returned.
+    row_count: usize,
+    /// More rows matched than `limit`, or than the answer's byte budget holds.
+    truncated: bool,
+    /// Rows a write changed.
+    rows_affected: Option<usize>,
+    /// The row id an INSERT gave (SQLite).
+    last_insert_rowid: Option<i64>,
 }
 
 pub(super) struct ListConversations;

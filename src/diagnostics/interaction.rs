@@ -7,7 +7,7 @@
 //! half-finished tool call.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -29,6 +29,19 @@ pub(super) struct SendArgs {
     conversation_id: Option<String>,
 }
 
+/// `send_message`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct Reply {
+    /// The agent's reply.
+    response: String,
+    /// The conversation it is part of: pass it back to continue.
+    conversation_id: String,
+    /// What went wrong in the turn, if anything did (the reply then says so too).
+    error: Option<String>,
+    /// The turn's trace, for get_trace
+    trace_id: Option<String>,
+}
+
 /// Streamed text is sent as progress in pieces of about this many characters.
 const TEXT_CHUNK: usize = 80;
 
@@ -44,15 +57,7 @@ impl DiagnosticTool for SendMessage {
              (in a conversation the web page started, the agent has a chat user's rights, not an admin's). \
              Returns {response, conversation_id}. Send a progressToken to watch the turn as it happens.",
         )
-        .output(
-            json!({
-                "response": {"type": "string"},
-                "conversation_id": {"type": "string"},
-                "error": {"type": ["string", "null"]},
-                "trace_id": {"type": ["string", "null"], "description": "The turn's trace, for get_trace"}
-            }),
-            &["response", "conversation_id"],
-        )
+        .output_of::<Reply>()
         .annotations(Annotations {
             read_only: false,
             destructive: true,
@@ -92,11 +97,11 @@ impl DiagnosticTool for SendMessage {
         let progress = report_progress(events_rx, ctx, &bot.redactor);
         let (reply, conversation) = tokio::join!(send, progress);
         match reply {
-            Ok(Ok(reply)) => Ok(done(json!({
-                "response": reply.response,
-                "conversation_id": reply.conversation_id,
-                "error": reply.error,
-                "trace_id": reply.trace_id,
+            Ok(Ok(reply)) => Ok(done(json!(Reply {
+                response: reply.response,
+                conversation_id: reply.conversation_id,
+                error: reply.error,
+                trace_id: reply.trace_id,
             }))),
             Ok(Err(AgentError::UnknownConversation(id))) => Ok(failed(format!(
                 "no conversation with id `{id}` (never made, or deleted by conversation retention: \

@@ -14,7 +14,7 @@
 
 use chrono::Utc;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::log_readers::{self, Cut, label};
@@ -195,11 +195,7 @@ impl DiagnosticTool for SetLogLevel {
              directives (`info,porthole::bot::agents=trace`). With duration_secs the previous filter comes \
              back by itself afterwards — turn on detail, reproduce, read server_log.",
         )
-        .output(
-            json!({"previous": {"type": "string"}, "current": {"type": "string"},
-                   "restores_at": {"type": ["string", "null"]}}),
-            &["previous", "current"],
-        )
+        .output_of::<LogLevelChanged>()
         .annotations(Annotations {
             read_only: false,
             destructive: false,
@@ -235,8 +231,21 @@ impl DiagnosticTool for SetLogLevel {
             });
             (Utc::now() + chrono::Duration::seconds(secs as i64)).to_rfc3339()
         });
-        Ok(done(
-            json!({"previous": previous, "current": args.filter, "restores_at": restores_at}),
-        ))
+        Ok(done(json!(LogLevelChanged {
+            previous,
+            current: args.filter,
+            restores_at,
+        })))
     }
+}
+
+/// `set_log_level`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct LogLevelChanged {
+    /// The filter before this call.
+    previous: String,
+    /// The filter now.
+    current: String,
+    /// When the previous filter comes back (RFC 3339), with `duration_secs`.
+    restores_at: Option<String>,
 }

@@ -1,10 +1,13 @@
 //! The skills the bot loaded from `SKILLS_DIR`: `list_skills`.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::json;
 
 use super::typed_tool::{Answer, DiagnosticTool, NoArgs};
 use super::{Diagnostics, done};
 use crate::mcp::{Annotations, RequestContext, ToolSpec};
+use crate::skills::SkillSummary;
 
 pub(super) struct ListSkills;
 
@@ -17,17 +20,23 @@ impl DiagnosticTool for ListSkills {
             "List skills",
             "The skills the bot loaded from SKILLS_DIR: name, description and source file.",
         )
-        .output(
-            json!({"skills": {"type": "array", "items": {"type": "object"}}, "skills_dir": {"type": "string"}}),
-            &["skills"],
-        )
+        .output_of::<Skills>()
         .annotations(Annotations::READ_ONLY)
     }
 
     async fn run(&self, d: &Diagnostics, _: NoArgs, _: &RequestContext) -> Answer {
-        Ok(done(json!({
-            "skills": d.bot.skills.summaries(),
-            "skills_dir": d.bot.config.skills_dir.display().to_string(),
+        Ok(done(json!(Skills {
+            skills: d.bot.skills.summaries(),
+            skills_dir: d.bot.config.skills_dir.display().to_string(),
         })))
     }
+}
+
+/// `list_skills`' answer.
+#[derive(Serialize, JsonSchema)]
+struct Skills {
+    /// By name.
+    skills: Vec<SkillSummary>,
+    /// The folder they were read from (`SKILLS_DIR`).
+    skills_dir: String,
 }

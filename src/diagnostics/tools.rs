@@ -198,13 +198,7 @@ impl DiagnosticTool for RunTool {
              get_tool_schema for parameter details; the parameters are validated against that schema. Returns the \
              tool's raw result. `name` and `arguments` are accepted for `tool_name` and `parameters`.",
         )
-        .output(
-            json!({"tool": {"type": "string"},
-                   "source": {"type": "string", "enum": ["native", "user", "mcp"]},
-                   "result": {"description": "What the tool returned, as it returned it"},
-                   "duration_ms": {"type": "number"}}),
-            &["tool", "result"],
-        )
+        .output_of::<ToolRun>()
         .annotations(Annotations::DESTRUCTIVE)
     }
 
@@ -225,15 +219,29 @@ impl DiagnosticTool for RunTool {
             .call(&name, Value::Object(args.parameters), &exec)
             .await
         {
-            Ok(result) => Ok(done(json!({
-                "tool": name,
-                "source": runner.get(&name).map(|t| t.def.source).unwrap_or(ToolSource::Native),
-                "result": result,
-                "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
+            Ok(result) => Ok(done(json!(ToolRun {
+                source: runner
+                    .get(&name)
+                    .map(|t| t.def.source)
+                    .unwrap_or(ToolSource::Native),
+                tool: name,
+                result,
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             }))),
             Err(e) => Ok(failed(e.to_string())),
         }
     }
+}
+
+/// `run_tool`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct ToolRun {
+    /// The tool's full name.
+    tool: String,
+    source: ToolSource,
+    /// What the tool returned, as it returned it
+    result: Value,
+    duration_ms: f64,
 }
 
 pub(super) struct ToggleTool;
@@ -259,13 +267,7 @@ impl DiagnosticTool for ToggleTool {
              shows it) at runtime. A disabled tool is neither offered to the model nor callable. The choice is \
              saved in the bot's database and survives a restart; MCP clients are told the tool list changed.",
         )
-        .output(
-            json!({"tool": {"type": "object", "properties": {
-                       "name": {"type": "string"}, "source": {"type": "string", "enum": ["native", "user", "mcp"]},
-                       "enabled": {"type": "boolean"}}},
-                   "saved": {"type": "boolean", "description": "Kept in the bot's database: it survives a restart"}}),
-            &["tool", "saved"],
-        )
+        .output_of::<ToggledTool>()
         .annotations(Annotations {
             idempotent: true,
             ..Annotations::DESTRUCTIVE
@@ -275,11 +277,31 @@ impl DiagnosticTool for ToggleTool {
     async fn run(&self, d: &Diagnostics, args: ToggleToolArgs, _: &RequestContext) -> Answer {
         let name = d.bot.tools.canonical_name(&args.name);
         match d.bot.set_tool_enabled(name, args.enabled).await {
-            Ok(tool) => Ok(done(json!({
-                "tool": {"name": tool.def.name, "source": tool.def.source, "enabled": tool.enabled},
-                "saved": true,
+            Ok(tool) => Ok(done(json!(ToggledTool {
+                tool: ToolState {
+                    name: tool.def.name,
+                    source: tool.def.source,
+                    enabled: tool.enabled,
+                },
+                saved: true,
             }))),
             Err(e) => Ok(failed(e)),
         }
     }
+}
+
+/// `toggle_tool`'s answer: the tool as it is now.
+#[derive(Serialize, JsonSchema)]
+struct ToggledTool {
+    tool: ToolState,
+    /// Kept in the bot's database: it survives a restart
+    saved: bool,
+}
+
+/// A tool's name, source and whether it is enabled.
+#[derive(Serialize, JsonSchema)]
+struct ToolState {
+    name: String,
+    source: ToolSource,
+    enabled: bool,
 }

@@ -36,7 +36,7 @@ pub struct SkillFolder {
 }
 
 /// A skill as the bot lists it: `list_skills` and `/api/skills`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct SkillSummary {
     /// The front matter's `name`.
     pub name: String,
