@@ -31,7 +31,9 @@ pub(crate) use lifecycle::check_initialize;
 pub(crate) use tasks::TaskMethod;
 pub(crate) use tools::{Memo, ToolCall};
 
-/// Every request method the server knows.
+/// Every request method the server knows. Adding one is a variant here and its arms in
+/// [`Method::name`], [`Method::profile`] and [`dispatch`]: each is an exhaustive
+/// `match`, so the compiler asks for every one of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Method {
     Initialize,
@@ -55,88 +57,148 @@ pub(crate) enum Method {
     ResourcesDirectoryRead,
 }
 
-impl Method {
-    /// The method for `name` as served in `era`; methods of the other era are unknown.
-    pub(crate) fn parse(name: &str, modern: bool) -> Option<Method> {
-        let method = match name {
-            "initialize" => Method::Initialize,
-            "ping" => Method::Ping,
-            "logging/setLevel" => Method::LoggingSetLevel,
-            "server/discover" => Method::ServerDiscover,
-            "subscriptions/listen" => Method::SubscriptionsListen,
-            "tools/list" => Method::ToolsList,
-            "tools/call" => Method::ToolsCall,
-            "resources/list" => Method::ResourcesList,
-            "resources/read" => Method::ResourcesRead,
-            "resources/templates/list" => Method::ResourcesTemplatesList,
-            "resources/subscribe" => Method::ResourcesSubscribe,
-            "resources/unsubscribe" => Method::ResourcesUnsubscribe,
-            "prompts/list" => Method::PromptsList,
-            "prompts/get" => Method::PromptsGet,
-            "completion/complete" => Method::CompletionComplete,
-            "skills/list" => Method::SkillsList,
-            "skills/get" => Method::SkillsGet,
-            "resources/directory/read" => Method::ResourcesDirectoryRead,
-            "tasks/get" => Method::Tasks(TaskMethod::Get),
-            "tasks/update" => Method::Tasks(TaskMethod::Update),
-            "tasks/cancel" => Method::Tasks(TaskMethod::Cancel),
-            "tasks/result" => Method::Tasks(TaskMethod::Result),
-            "tasks/list" => Method::Tasks(TaskMethod::List),
-            _ => return None,
-        };
-        let legacy_only = matches!(
-            method,
-            Method::Initialize
-                | Method::Ping
-                | Method::LoggingSetLevel
-                | Method::ResourcesSubscribe
-                | Method::ResourcesUnsubscribe
-                | Method::Tasks(TaskMethod::Result | TaskMethod::List)
-        );
-        let modern_only = matches!(
-            method,
-            Method::ServerDiscover
-                | Method::SubscriptionsListen
-                | Method::Tasks(TaskMethod::Update)
-        );
-        if (modern && legacy_only) || (!modern && modern_only) {
-            return None;
+/// The protocol eras a method exists in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Eras {
+    Both,
+    /// 2025-11-25 and before only (the 2026 revision dropped it).
+    Legacy,
+    /// 2026-07-28 only.
+    Modern,
+}
+
+/// What the protocol says of a method, beside what it does.
+#[derive(Debug, Clone, Copy)]
+struct Profile {
+    eras: Eras,
+    /// It needs no session state, so a bare request (no session, no version) can be
+    /// served: listing, reading and calling, but not the handshake, subscriptions or a
+    /// session's log level.
+    stateless: bool,
+    /// Its 2026 results carry `ttlMs`/`cacheScope`.
+    cacheable: bool,
+}
+
+impl Profile {
+    const fn new(eras: Eras, stateless: bool, cacheable: bool) -> Profile {
+        Profile {
+            eras,
+            stateless,
+            cacheable,
         }
-        Some(method)
+    }
+}
+
+impl Method {
+    /// Every method, for [`Method::parse`]; a test checks each name reads back as its
+    /// method, and [`Method::name`]'s exhaustive match that none is left out of it.
+    const ALL: [Method; 23] = [
+        Method::Initialize,
+        Method::Ping,
+        Method::LoggingSetLevel,
+        Method::ServerDiscover,
+        Method::SubscriptionsListen,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::ResourcesList,
+        Method::ResourcesRead,
+        Method::ResourcesTemplatesList,
+        Method::ResourcesSubscribe,
+        Method::ResourcesUnsubscribe,
+        Method::PromptsList,
+        Method::PromptsGet,
+        Method::CompletionComplete,
+        Method::Tasks(TaskMethod::Get),
+        Method::Tasks(TaskMethod::Update),
+        Method::Tasks(TaskMethod::Cancel),
+        Method::Tasks(TaskMethod::Result),
+        Method::Tasks(TaskMethod::List),
+        Method::SkillsList,
+        Method::SkillsGet,
+        Method::ResourcesDirectoryRead,
+    ];
+
+    /// The method's name on the wire.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Method::Initialize => "initialize",
+            Method::Ping => "ping",
+            Method::LoggingSetLevel => "logging/setLevel",
+            Method::ServerDiscover => "server/discover",
+            Method::SubscriptionsListen => "subscriptions/listen",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::ResourcesList => "resources/list",
+            Method::ResourcesRead => "resources/read",
+            Method::ResourcesTemplatesList => "resources/templates/list",
+            Method::ResourcesSubscribe => "resources/subscribe",
+            Method::ResourcesUnsubscribe => "resources/unsubscribe",
+            Method::PromptsList => "prompts/list",
+            Method::PromptsGet => "prompts/get",
+            Method::CompletionComplete => "completion/complete",
+            Method::Tasks(TaskMethod::Get) => "tasks/get",
+            Method::Tasks(TaskMethod::Update) => "tasks/update",
+            Method::Tasks(TaskMethod::Cancel) => "tasks/cancel",
+            Method::Tasks(TaskMethod::Result) => "tasks/result",
+            Method::Tasks(TaskMethod::List) => "tasks/list",
+            Method::SkillsList => "skills/list",
+            Method::SkillsGet => "skills/get",
+            Method::ResourcesDirectoryRead => "resources/directory/read",
+        }
     }
 
-    /// Methods that need no session state, so a bare request (no session, no version)
-    /// can be served: listing, reading and calling, but not the handshake,
-    /// subscriptions or a session's log level.
+    /// The eras it exists in, whether a bare request may call it, whether its 2026
+    /// results carry caching hints.
+    fn profile(self) -> Profile {
+        use Eras::{Both, Legacy, Modern};
+        match self {
+            Method::Initialize | Method::LoggingSetLevel => Profile::new(Legacy, false, false),
+            Method::Ping => Profile::new(Legacy, true, false),
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+                Profile::new(Legacy, false, false)
+            }
+            Method::Tasks(TaskMethod::Result | TaskMethod::List) => {
+                Profile::new(Legacy, false, false)
+            }
+            Method::ServerDiscover => Profile::new(Modern, false, true),
+            Method::SubscriptionsListen | Method::Tasks(TaskMethod::Update) => {
+                Profile::new(Modern, false, false)
+            }
+            Method::Tasks(TaskMethod::Get | TaskMethod::Cancel) => Profile::new(Both, false, false),
+            Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourcesTemplatesList
+            | Method::ResourcesRead => Profile::new(Both, true, true),
+            Method::ToolsCall | Method::PromptsGet | Method::CompletionComplete => {
+                Profile::new(Both, true, false)
+            }
+            Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead => {
+                Profile::new(Both, false, true)
+            }
+        }
+    }
+
+    /// The method for `name` as served in `era`; methods of the other era are unknown.
+    pub(crate) fn parse(name: &str, modern: bool) -> Option<Method> {
+        let method = Method::ALL.into_iter().find(|m| m.name() == name)?;
+        let exists = match method.profile().eras {
+            Eras::Both => true,
+            Eras::Legacy => !modern,
+            Eras::Modern => modern,
+        };
+        exists.then_some(method)
+    }
+
+    /// Whether a bare request (no session, no version) can be served; see
+    /// [`Profile::stateless`].
     pub(crate) fn is_stateless(self) -> bool {
-        matches!(
-            self,
-            Method::Ping
-                | Method::ToolsList
-                | Method::ToolsCall
-                | Method::ResourcesList
-                | Method::ResourcesRead
-                | Method::ResourcesTemplatesList
-                | Method::PromptsList
-                | Method::PromptsGet
-                | Method::CompletionComplete
-        )
+        self.profile().stateless
     }
 
     /// Results that carry `ttlMs`/`cacheScope` in 2026.
     fn cacheable(self) -> bool {
-        matches!(
-            self,
-            Method::ServerDiscover
-                | Method::ToolsList
-                | Method::PromptsList
-                | Method::ResourcesList
-                | Method::ResourcesTemplatesList
-                | Method::ResourcesRead
-                | Method::SkillsList
-                | Method::SkillsGet
-                | Method::ResourcesDirectoryRead
-        )
+        self.profile().cacheable
     }
 }
 
@@ -270,5 +332,35 @@ fn shape(
             }
             Ok(result)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_reads_back_from_its_name_in_the_eras_it_exists_in() {
+        for method in Method::ALL {
+            let (legacy, modern) = match method.profile().eras {
+                Eras::Both => (true, true),
+                Eras::Legacy => (true, false),
+                Eras::Modern => (false, true),
+            };
+            assert_eq!(
+                Method::parse(method.name(), false).is_some(),
+                legacy,
+                "{method:?}"
+            );
+            assert_eq!(
+                Method::parse(method.name(), true).is_some(),
+                modern,
+                "{method:?}"
+            );
+            if legacy {
+                assert_eq!(Method::parse(method.name(), false), Some(method));
+            }
+        }
+        assert_eq!(Method::parse("tools/cal", false), None);
     }
 }
