@@ -52,6 +52,7 @@ async fn every_tool_is_listed_with_schemas_and_honest_annotations() {
         let name = tool["name"].as_str().unwrap();
         assert!(!tool["description"].as_str().unwrap().is_empty(), "{name}");
         assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
+        input_schema_is_closed_and_its_defaults_valid(name, &tool["inputSchema"]);
         assert!(
             tool["outputSchema"].is_object(),
             "{name} has an output schema"
@@ -984,4 +985,30 @@ async fn a_whole_number_written_as_a_float_is_an_integer() {
     assert!(is_error(&fraction), "{fraction}");
     assert!(error_text(&fraction).contains("inputSchema"), "{fraction}");
     app.shutdown().await;
+}
+
+/// A tool's input schema (derived from its argument type) names every argument it
+/// takes and refuses the others, requires only arguments it names, and lists defaults
+/// its own checks accept (a default outside a range would be a schema that contradicts
+/// itself).
+fn input_schema_is_closed_and_its_defaults_valid(name: &str, schema: &Value) {
+    assert_eq!(schema["additionalProperties"], false, "{name}: {schema}");
+    let properties = schema["properties"].as_object().expect("properties");
+    for required in schema["required"].as_array().expect("required") {
+        let required = required.as_str().unwrap();
+        assert!(properties.contains_key(required), "{name}: {required}");
+    }
+    for (argument, property) in properties {
+        assert!(
+            !property.to_string().contains("\"$ref\""),
+            "{name}.{argument}"
+        );
+        if let Some(default) = property.get("default") {
+            let validator = jsonschema::validator_for(property).expect("a valid schema");
+            assert!(
+                validator.is_valid(default),
+                "{name}.{argument}: default {default} against {property}"
+            );
+        }
+    }
 }
