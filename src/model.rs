@@ -138,7 +138,7 @@ pub struct ToolDef {
 }
 
 /// What a span stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SpanKind {
     /// A whole turn: a user message answered by the supervisor.

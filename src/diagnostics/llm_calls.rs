@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::trace_schemas;
+use super::trace_shapes::{
+    Figures, FullSpan, LlmCallPage, LlmCallRow, ModelFigures, ToolFigures, TraceStats,
+};
 use super::trace_view::{
     AnswerBudget, MAX_MAX_BYTES, Paging, SinceFilter, StatusFilter, encode_cursor, full_span,
     percentile, span_summary,
@@ -45,11 +47,7 @@ impl DiagnosticTool for GetLlmCalls {
              time to first token, tokens in/out, finish reason, the tools it asked for, and the trace it belongs to. \
              Filter by model, status or since; page with `cursor`. Open one with get_llm_call.",
         )
-        .output(
-            json!({"calls": {"type": "array", "items": trace_schemas::llm_call_row(), "description": "Newest first"},
-                   "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
-            &["calls", "next_cursor"],
-        )
+        .output_of::<LlmCallPage>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -64,13 +62,16 @@ impl DiagnosticTool for GetLlmCalls {
         };
         d.bot.tracer.flush().await;
         match d.bot.store.list_spans(SpanKind::Llm, query).await {
-            Ok(page) => Ok(done(json!({
-                "calls": page.items.iter().map(|s| {
-                    let mut call = span_summary(s);
-                    call["trace_id"] = json!(s.trace_id);
-                    call
-                }).collect::<Vec<_>>(),
-                "next_cursor": encode_cursor(&page.next),
+            Ok(page) => Ok(done(json!(LlmCallPage {
+                calls: page
+                    .items
+                    .iter()
+                    .map(|span| LlmCallRow {
+                        summary: span_summary(span),
+                        trace_id: span.trace_id.clone(),
+                    })
+                    .collect(),
+                next_cursor: encode_cursor(&page.next),
             }))),
             Err(e) => Ok(store_failed(e)),
         }
@@ -99,7 +100,7 @@ impl DiagnosticTool for GetLlmCall {
              offered, the parameters, the response text and tool calls, finish reason, tokens and timings, or the error \
              and its cause. Secrets are redacted; payloads are cut to max_bytes and marked where cut.",
         )
-        .output_schema(trace_schemas::full_span())
+        .output_of::<FullSpan>()
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -114,7 +115,9 @@ impl DiagnosticTool for GetLlmCall {
         let max_bytes = args.budget.bytes();
         d.bot.tracer.flush().await;
         match d.bot.store.span(&args.span_id).await {
-            Ok(Some(span)) if span.kind == SpanKind::Llm => Ok(done(full_span(&span, max_bytes))),
+            Ok(Some(span)) if span.kind == SpanKind::Llm => {
+                Ok(done(json!(full_span(&span, max_bytes))))
+            }
             Ok(Some(span)) => Ok(failed(format!(
                 "span `{}` is a {} span, not an LLM call; use get_trace with trace_id {} and span_id to expand it",
                 args.span_id,
@@ -149,12 +152,7 @@ impl DiagnosticTool for GetTraceStats {
              p50 and p95 latency in ms, and tokens in/out (models). The bot's own work: the traces of /mcp tool calls \
              (source mcp) are not counted.",
         )
-        .output(
-            json!({"models": {"type": "array", "items": group_schema("model", true), "description": "By model name"},
-                   "tools": {"type": "array", "items": group_schema("tool", false), "description": "By tool name"},
-                   "since": {"type": ["string", "null"], "description": "The since asked for"}}),
-            &["models", "tools"],
-        )
+        .output_of::<TraceStats>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -174,31 +172,12 @@ impl DiagnosticTool for GetTraceStats {
             Err(e) => return Ok(store_failed(e)),
         };
         let (models, tools) = group_stats(&spans);
-        Ok(done(json!({
-            "models": models,
-            "tools": tools,
-            "since": args.since.since,
+        Ok(done(json!(TraceStats {
+            models,
+            tools,
+            since: args.since.since,
         })))
     }
-}
-
-/// The schema of [`Group::into_json`]'s figures for one `key` (`model` or `tool`).
-fn group_schema(key: &str, with_tokens: bool) -> Value {
-    let mut properties = json!({
-        key: {"type": "string"},
-        "count": {"type": "integer"},
-        "errors": {"type": "integer"},
-        "error_rate": {"type": "number", "minimum": 0, "maximum": 1},
-        "p50_ms": {"type": "number"},
-        "p95_ms": {"type": "number"},
-    });
-    let mut required = vec![key, "count", "errors", "error_rate", "p50_ms", "p95_ms"];
-    if with_tokens {
-        properties["input_tokens"] = json!({"type": "integer"});
-        properties["output_tokens"] = json!({"type": "integer"});
-        required.extend(["input_tokens", "output_tokens"]);
-    }
-    json!({"type": "object", "properties": properties, "required": required})
 }
 
 /// Figures for one model or tool.
@@ -211,27 +190,25 @@ struct Group {
 }
 
 impl Group {
-    fn into_json(mut self, key: &str, name: &str, with_tokens: bool) -> Value {
+    fn into_figures(mut self) -> Figures {
         self.durations_ms.sort_by(f64::total_cmp);
         let count = self.durations_ms.len();
-        let mut value = json!({
-            key: name,
-            "count": count,
-            "errors": self.errors,
-            "error_rate": if count == 0 { 0.0 } else { self.errors as f64 / count as f64 },
-            "p50_ms": percentile(&self.durations_ms, 50.0),
-            "p95_ms": percentile(&self.durations_ms, 95.0),
-        });
-        if with_tokens {
-            value["input_tokens"] = json!(self.input_tokens);
-            value["output_tokens"] = json!(self.output_tokens);
+        Figures {
+            count,
+            errors: self.errors,
+            error_rate: if count == 0 {
+                0.0
+            } else {
+                self.errors as f64 / count as f64
+            },
+            p50_ms: percentile(&self.durations_ms, 50.0),
+            p95_ms: percentile(&self.durations_ms, 95.0),
         }
-        value
     }
 }
 
 /// Per-model (LLM spans) and per-tool (tool spans) figures, each sorted by name.
-fn group_stats(spans: &[SpanRecord]) -> (Vec<Value>, Vec<Value>) {
+fn group_stats(spans: &[SpanRecord]) -> (Vec<ModelFigures>, Vec<ToolFigures>) {
     let mut models: BTreeMap<String, Group> = BTreeMap::new();
     let mut tools: BTreeMap<String, Group> = BTreeMap::new();
     for span in spans {
@@ -251,11 +228,19 @@ fn group_stats(spans: &[SpanRecord]) -> (Vec<Value>, Vec<Value>) {
     (
         models
             .into_iter()
-            .map(|(name, g)| g.into_json("model", &name, true))
+            .map(|(model, g)| ModelFigures {
+                model,
+                input_tokens: g.input_tokens,
+                output_tokens: g.output_tokens,
+                figures: g.into_figures(),
+            })
             .collect(),
         tools
             .into_iter()
-            .map(|(name, g)| g.into_json("tool", &name, false))
+            .map(|(tool, g)| ToolFigures {
+                tool,
+                figures: g.into_figures(),
+            })
             .collect(),
     )
 }

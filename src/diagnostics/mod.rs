@@ -48,7 +48,7 @@ mod session_ledger;
 mod skills;
 mod tools;
 mod trace_prompts;
-mod trace_schemas;
+mod trace_shapes;
 mod trace_view;
 mod traces;
 mod typed_tool;

@@ -1,12 +1,16 @@
 //! How traces are shown to MCP clients: compact span summaries, the span tree, byte
-//! budgets, paging (cursors and `since` values) and the properties that ask for them.
+//! budgets (the shapes themselves are `trace_shapes`'), paging (cursors and `since`
+//! values) and the arguments that ask for them.
 //! Shared by `traces` and `llm_calls`, so every trace tool speaks the same shapes.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
 
+use super::trace_shapes::{
+    FullSpan, SpanFacts, SpanNode, SpanSummary, Status, TracePage, TraceRow,
+};
 use super::typed_tool::default_of;
 use crate::bot::store::{Page, SpanQuery, TraceSummary};
 use crate::bot::trace::cut_payload;
@@ -79,11 +83,8 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
 }
 
 /// A page cursor as the client sees it: `start_us:span_id`.
-pub fn encode_cursor(next: &Option<(i64, String)>) -> Value {
-    match next {
-        Some((start, span)) => json!(format!("{start}:{span}")),
-        None => Value::Null,
-    }
+pub fn encode_cursor(next: &Option<(i64, String)>) -> Option<String> {
+    next.as_ref().map(|(start, span)| format!("{start}:{span}"))
 }
 
 pub fn decode_cursor(text: &str) -> Result<(i64, String), String> {
@@ -147,80 +148,76 @@ fn time_text(us: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// What `span` is and how long it took ([`SpanFacts`]).
+fn span_facts(span: &SpanRecord) -> SpanFacts {
+    let attribute = |key: &str| span.attributes.get(key).cloned();
+    SpanFacts {
+        span_id: span.span_id.clone(),
+        kind: span.kind,
+        name: span.name.to_string(),
+        started_at: time_text(span.start_us),
+        duration_ms: span.duration_us as f64 / 1000.0,
+        error: span.error.clone(),
+        model: span.model.clone(),
+        tool: span.tool.as_deref().map(str::to_string),
+        source: span.source.as_deref().map(str::to_string),
+        conversation_id: span.conversation_id.clone(),
+        time_to_first_token_ms: attribute("time_to_first_token_ms"),
+        finish_reason: attribute("finish_reason"),
+        provider: attribute("provider"),
+    }
+}
+
 /// One span without its payloads: what it was, when, how long, what it cost, how it ended.
-pub fn span_summary(span: &SpanRecord) -> Value {
-    let mut value = json!({
-        "span_id": span.span_id,
-        "kind": span.kind,
-        "name": span.name,
-        "status": span.status(),
-        "started_at": time_text(span.start_us),
-        "duration_ms": span.duration_us as f64 / 1000.0,
-    });
-    let fields = [
-        ("error", span.error.as_ref().map(|e| json!(e))),
-        ("model", span.model.as_ref().map(|m| json!(m))),
-        ("tool", span.tool.as_ref().map(|t| json!(t))),
-        ("input_tokens", span.input_tokens.map(|n| json!(n))),
-        ("output_tokens", span.output_tokens.map(|n| json!(n))),
-        ("source", span.source.as_ref().map(|s| json!(s))),
-        (
-            "conversation_id",
-            span.conversation_id.as_ref().map(|c| json!(c)),
-        ),
-    ];
-    for (key, field) in fields {
-        if let Some(field) = field {
-            value[key] = field;
-        }
+pub fn span_summary(span: &SpanRecord) -> SpanSummary {
+    let tool_calls = span
+        .attributes
+        .get("response")
+        .and_then(|r| r["tool_calls"].as_array())
+        .filter(|calls| !calls.is_empty())
+        .map(|calls| calls.iter().map(|c| c["name"].clone()).collect());
+    SpanSummary {
+        facts: span_facts(span),
+        status: Status::of(span.error.is_some()),
+        input_tokens: span.input_tokens,
+        output_tokens: span.output_tokens,
+        tool_calls,
     }
-    for key in ["time_to_first_token_ms", "finish_reason", "provider"] {
-        if let Some(v) = span.attributes.get(key) {
-            value[key] = v.clone();
-        }
-    }
-    if let Some(calls) = span.attributes.get("response").map(|r| &r["tool_calls"])
-        && let Some(calls) = calls.as_array().filter(|c| !c.is_empty())
-    {
-        value["tool_calls"] = json!(calls.iter().map(|c| &c["name"]).collect::<Vec<_>>());
-    }
-    value
 }
 
 /// A trace as listed.
-pub fn trace_summary(trace: &TraceSummary) -> Value {
-    let mut value = span_summary(&trace.root);
-    value["trace_id"] = json!(trace.root.trace_id);
-    value["status"] = json!(trace.status());
-    value["root_status"] = json!(trace.root.status());
-    value["spans"] = json!(trace.spans);
-    value["llm_calls"] = json!(trace.llm_calls);
-    value["tool_calls"] = json!(trace.tool_calls);
-    value["failed_spans"] = json!(trace.failed_spans);
-    value["input_tokens"] = json!(trace.input_tokens);
-    value["output_tokens"] = json!(trace.output_tokens);
-    if let Some(parent) = trace.root.parent_span_id.as_ref() {
-        value["remote_parent_span_id"] = json!(parent);
+fn trace_row(trace: &TraceSummary) -> TraceRow {
+    TraceRow {
+        root: span_facts(&trace.root),
+        trace_id: trace.root.trace_id.clone(),
+        status: Status::of(trace.failed_spans > 0),
+        root_status: Status::of(trace.root.error.is_some()),
+        spans: trace.spans,
+        llm_calls: trace.llm_calls,
+        tool_calls: trace.tool_calls,
+        failed_spans: trace.failed_spans,
+        input_tokens: trace.input_tokens,
+        output_tokens: trace.output_tokens,
+        remote_parent_span_id: trace.root.parent_span_id.clone(),
     }
-    value
 }
 
 /// A page of traces with its cursor.
-pub fn trace_page(page: &Page<TraceSummary>) -> Value {
-    json!({
-        "traces": page.items.iter().map(trace_summary).collect::<Vec<_>>(),
-        "next_cursor": encode_cursor(&page.next),
-    })
+pub fn trace_page(page: &Page<TraceSummary>) -> TracePage {
+    TracePage {
+        traces: page.items.iter().map(trace_row).collect(),
+        next_cursor: encode_cursor(&page.next),
+    }
 }
 
 /// The span tree of a trace within `max_bytes`: spans in start order are kept while
 /// they fit; the rest are counted and named in a note.
-pub fn span_tree(spans: &[SpanRecord], max_bytes: usize) -> (Value, Vec<String>) {
+pub fn span_tree(spans: &[SpanRecord], max_bytes: usize) -> (Vec<SpanNode>, Vec<String>) {
     let mut kept = Vec::new();
     let mut used = 0;
     for span in spans {
         let summary = span_summary(span);
-        let size = summary.to_string().len();
+        let size = serde_json::to_string(&summary).map_or(0, |text| text.len());
         if used + size > max_bytes && !kept.is_empty() {
             break;
         }
@@ -234,39 +231,32 @@ pub fn span_tree(spans: &[SpanRecord], max_bytes: usize) -> (Value, Vec<String>)
             spans.len() - kept.len()
         ));
     }
-    let ids: std::collections::HashSet<&str> =
-        kept.iter().map(|(s, _)| s.span_id.as_str()).collect();
-    let mut children: Map<String, Value> = Map::new();
+    let ids: HashSet<&str> = kept.iter().map(|(s, _)| s.span_id.as_str()).collect();
+    let mut children: HashMap<String, Vec<SpanNode>> = HashMap::new();
     let mut roots = Vec::new();
     // Children are attached after their parents, so walk backwards (latest first).
-    for (span, mut summary) in kept.into_iter().rev() {
-        if let Some(Value::Array(mine)) = children.remove(&span.span_id) {
-            summary["children"] = Value::Array(mine.into_iter().rev().collect());
-        }
+    for (span, summary) in kept.into_iter().rev() {
+        let mut mine = children.remove(&span.span_id).unwrap_or_default();
+        mine.reverse();
+        let node = SpanNode {
+            summary,
+            children: mine,
+        };
         match span.parent_span_id.as_deref().filter(|p| ids.contains(p)) {
-            Some(parent) => {
-                let list = children
-                    .entry(parent.to_string())
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(list) = list {
-                    list.push(summary);
-                }
-            }
-            None => roots.push(summary),
+            Some(parent) => children.entry(parent.to_string()).or_default().push(node),
+            None => roots.push(node),
         }
     }
     roots.reverse();
-    (Value::Array(roots), notes)
+    (roots, notes)
 }
 
 /// One span with its payloads (request, response, arguments, result), each cut so the
 /// whole fits `max_bytes`. Says which attributes were cut.
-pub fn full_span(span: &SpanRecord, max_bytes: usize) -> Value {
-    let mut value = span_summary(span);
-    value["trace_id"] = json!(span.trace_id);
-    value["parent_span_id"] = json!(span.parent_span_id);
+pub fn full_span(span: &SpanRecord, max_bytes: usize) -> FullSpan {
     let mut attributes = span.attributes.clone();
     let total: usize = attributes.values().map(|v| v.to_string().len()).sum();
+    let mut cut_by_max_bytes = None;
     if total > max_bytes {
         let share = (max_bytes / attributes.len().max(1)).max(64);
         let mut cut = Vec::new();
@@ -275,10 +265,15 @@ pub fn full_span(span: &SpanRecord, max_bytes: usize) -> Value {
                 cut.push(key.clone());
             }
         }
-        value["cut_by_max_bytes"] = json!(cut);
+        cut_by_max_bytes = Some(cut);
     }
-    value["attributes"] = Value::Object(attributes);
-    value
+    FullSpan {
+        summary: span_summary(span),
+        trace_id: span.trace_id.clone(),
+        parent_span_id: span.parent_span_id.clone(),
+        attributes,
+        cut_by_max_bytes,
+    }
 }
 
 /// Nearest-rank percentile of sorted values (`p` in 0..=100).
@@ -318,9 +313,9 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_refuse_strangers() {
-        let cursor = encode_cursor(&Some((42, "00f067aa0ba902b7".into())));
+        let cursor = encode_cursor(&Some((42, "00f067aa0ba902b7".into()))).unwrap();
         assert_eq!(
-            decode_cursor(cursor.as_str().unwrap()).unwrap(),
+            decode_cursor(&cursor).unwrap(),
             (42, "00f067aa0ba902b7".to_string())
         );
         assert!(decode_cursor("42").is_err());

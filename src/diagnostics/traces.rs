@@ -8,9 +8,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::trace_schemas;
+use super::trace_shapes::{FailedTask, LastFailure, ServerFailure, TraceAnswer, TracePage};
 use super::trace_view::{
     AnswerBudget, MAX_MAX_BYTES, Paging, StatusFilter, full_span, span_summary, span_tree,
     trace_page,
@@ -69,11 +69,7 @@ impl DiagnosticTool for ListTraces {
              (Claude Code's claudecode/toolUseId, VS Code's vscode.conversationId or vscode.requestId); either lists \
              source mcp too. Open one with get_trace.",
         )
-        .output(
-            json!({"traces": {"type": "array", "items": trace_schemas::trace_row(), "description": "Newest first"},
-                   "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last"}}),
-            &["traces", "next_cursor"],
-        )
+        .output_of::<TracePage>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -92,7 +88,7 @@ impl DiagnosticTool for ListTraces {
         };
         d.bot.tracer.flush().await;
         match d.bot.store.list_traces(query).await {
-            Ok(page) => Ok(done(trace_page(&page))),
+            Ok(page) => Ok(done(json!(trace_page(&page)))),
             Err(e) => Ok(store_failed(e)),
         }
     }
@@ -116,23 +112,14 @@ impl DiagnosticTool for GetTrace {
     type Args = GetTraceArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        trace_schemas::with_span_tree(
-            ToolSpec::new(
+        ToolSpec::new(
             "get_trace",
             "Get a turn trace",
             "One trace as a span tree: the turn, its LLM calls (model, tokens, time to first token, finish reason), \
              tool calls and worker agents, each with start, duration, status and error. Pass span_id to expand one span \
              with its full payloads (the request messages, response, arguments, result), redacted and cut to max_bytes.",
         )
-        .output(
-            json!({"trace_id": {"type": "string"},
-                   "spans": trace_schemas::span_tree(),
-                   "span_count": {"type": "integer", "description": "Spans in the trace, those left out by max_bytes included"},
-                   "notes": {"type": "array", "items": {"type": "string"}, "description": "What max_bytes left out"},
-                   "span": trace_schemas::full_span()}),
-            &["trace_id"],
-        ),
-        )
+        .output_of::<TraceAnswer>()
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -170,23 +157,27 @@ pub(super) async fn trace_answer(
             "no trace `{trace_id}`: it never existed or was pruned (TRACE_MAX_TURNS, TRACE_MAX_MCP_CALLS, TRACE_MAX_AGE_SECS); call list_traces"
         ));
     }
-    let mut answer = json!({"trace_id": trace_id});
+    let mut answer = TraceAnswer {
+        trace_id: trace_id.to_string(),
+        spans: None,
+        span_count: None,
+        notes: None,
+        span: None,
+    };
     if let Some(span_id) = span_id {
         let Some(span) = spans.iter().find(|s| s.span_id == span_id) else {
             return failed(format!(
                 "trace `{trace_id}` has no span `{span_id}`; call get_trace without span_id to see its spans"
             ));
         };
-        answer["span"] = full_span(span, max_bytes);
-        return done(answer);
+        answer.span = Some(full_span(span, max_bytes));
+        return done(json!(answer));
     }
     let (tree, notes) = span_tree(&spans, max_bytes);
-    answer["spans"] = tree;
-    answer["span_count"] = json!(spans.len());
-    if !notes.is_empty() {
-        answer["notes"] = json!(notes);
-    }
-    done(answer)
+    answer.spans = Some(tree);
+    answer.span_count = Some(spans.len());
+    answer.notes = (!notes.is_empty()).then_some(notes);
+    done(json!(answer))
 }
 
 pub(super) struct LastError;
@@ -202,8 +193,7 @@ impl DiagnosticTool for LastError {
     type Args = BudgetArgs;
 
     fn spec(&self, _: &Diagnostics) -> ToolSpec {
-        trace_schemas::with_span_tree(
-            ToolSpec::new(
+        ToolSpec::new(
             "last_error",
             "What just broke?",
             "The most recent failure anywhere in the bot, by time: a failed step of a turn (LLM call, tool call, worker agent), \
@@ -212,25 +202,7 @@ impl DiagnosticTool for LastError {
              is the caller's mistake, not the bot's failure, and is not counted. \
              Returns found=false when nothing has failed.",
         )
-        .output(
-            json!({
-                "found": {"type": "boolean"},
-                "kind": {"type": "string", "enum": ["turn", "llm", "tool", "agent", "task", "mcp_server"],
-                         "description": "What failed: a step of a turn (its span's kind), a task or an MCP server"},
-                "error": {"type": ["string", "null"]},
-                "span": trace_schemas::span_summary(),
-                "trace_id": {"type": "string"},
-                "turn_error": {"type": ["string", "null"], "description": "How the turn itself ended"},
-                "trace": trace_schemas::span_tree(),
-                "task": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "name": {"type": "string"}, "last_run": {"type": ["string", "null"]}}},
-                "hint": {"type": "string"},
-                "server": server_failure_schema(),
-                "mcp_servers_failing_now": {"type": "array", "items": server_failure_schema()},
-            }),
-            &["found"],
-        ),
-        )
+        .output_of::<LastFailure>()
         .annotations(Annotations::READ_ONLY)
     }
 
@@ -269,25 +241,31 @@ impl DiagnosticTool for LastError {
         .reduce(|newest, next| if next.0 > newest.0 { next } else { newest });
         let mut answer = match newest.map(|(_, failure)| failure) {
             Some(Failure::Span(span)) => failed_turn(d, span, max_bytes).await,
-            Some(Failure::Task(task)) => json!({
-                "found": true,
-                "kind": "task",
-                "error": task.last_result,
-                "task": {"id": task.id, "name": task.name, "last_run": task.last_run},
-                "hint": "list_traces with source=task shows the task's trace",
-            }),
-            Some(Failure::Server(server)) => json!({
-                "found": true,
-                "kind": "mcp_server",
-                "error": server.last_error,
-                "server": server_failure(server),
-            }),
-            None => json!({"found": false}),
+            Some(Failure::Task(task)) => LastFailure {
+                found: true,
+                kind: Some("task".into()),
+                error: Some(task.last_result.clone()),
+                task: Some(FailedTask {
+                    id: task.id,
+                    name: task.name.clone(),
+                    last_run: task.last_run.clone(),
+                }),
+                hint: Some("list_traces with source=task shows the task's trace".into()),
+                ..LastFailure::default()
+            },
+            Some(Failure::Server(server)) => LastFailure {
+                found: true,
+                kind: Some("mcp_server".into()),
+                error: Some(server.last_error.clone()),
+                server: Some(server_failure(server)),
+                ..LastFailure::default()
+            },
+            None => LastFailure::default(),
         };
         if !servers.is_empty() {
-            answer["mcp_servers_failing_now"] = servers.iter().map(server_failure).collect();
+            answer.mcp_servers_failing_now = Some(servers.iter().map(server_failure).collect());
         }
-        Ok(done(answer))
+        Ok(done(json!(answer)))
     }
 }
 
@@ -301,14 +279,13 @@ enum Failure<'a> {
     Server(&'a McpServerStatus),
 }
 
-fn server_failure_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "name": {"type": "string"}, "state": {"type": "string"},
-        "error": {"type": ["string", "null"]}, "since": {"type": ["string", "null"]}}})
-}
-
-fn server_failure(server: &McpServerStatus) -> Value {
-    json!({"name": server.name, "state": server.state, "error": server.last_error, "since": server.last_error_at})
+fn server_failure(server: &McpServerStatus) -> ServerFailure {
+    ServerFailure {
+        name: server.name.clone(),
+        state: server.state.to_string(),
+        error: server.last_error.clone(),
+        since: server.last_error_at.clone(),
+    }
 }
 
 /// An RFC 3339 time in ms since the epoch.
@@ -320,7 +297,7 @@ fn millis(time: &str) -> Option<i64> {
 
 /// The latest failed turn: its first failure (the cause; later failures, the turn's
 /// own included, usually follow from it) and the turn's span tree.
-async fn failed_turn(d: &Diagnostics, latest: &SpanRecord, max_bytes: usize) -> Value {
+async fn failed_turn(d: &Diagnostics, latest: &SpanRecord, max_bytes: usize) -> LastFailure {
     let turn: Vec<SpanRecord> = d
         .bot
         .store
@@ -335,15 +312,21 @@ async fn failed_turn(d: &Diagnostics, latest: &SpanRecord, max_bytes: usize) -> 
         .filter(|s| s.error.is_some())
         .min_by_key(|s| s.start_us + s.duration_us)
         .unwrap_or(latest);
-    let mut answer = json!({
-        "found": true,
-        "kind": cause.kind,
-        "error": cause.error,
-        "span": span_summary(cause),
-        "trace_id": cause.trace_id,
-        "turn_error": turn.iter().find(|s| s.is_root).and_then(|r| r.error.clone()),
-    });
-    let budget = max_bytes.saturating_sub(answer.to_string().len()).max(1024);
-    answer["trace"] = span_tree(&turn, budget).0;
+    let mut answer = LastFailure {
+        found: true,
+        kind: Some(cause.kind.as_str().into()),
+        error: Some(cause.error.clone()),
+        span: Some(span_summary(cause)),
+        trace_id: Some(cause.trace_id.clone()),
+        turn_error: Some(
+            turn.iter()
+                .find(|s| s.is_root)
+                .and_then(|r| r.error.clone()),
+        ),
+        ..LastFailure::default()
+    };
+    let used = serde_json::to_string(&answer).map_or(0, |text| text.len());
+    let budget = max_bytes.saturating_sub(used).max(1024);
+    answer.trace = Some(span_tree(&turn, budget).0);
     answer
 }

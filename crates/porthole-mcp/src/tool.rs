@@ -108,7 +108,13 @@ impl ToolSpec {
     /// says what the answer holds and cannot drift from it. Serialize the answer from a
     /// `T` ([`CallToolResult::typed`](crate::CallToolResult::typed)).
     pub fn output_of<T: schemars::JsonSchema>(mut self) -> Self {
-        self.output_schema = Some(schema_of::<T>());
+        let mut schema = schema_of::<T>();
+        // `T`'s own doc comment is for the code's readers ("`list_orders`' answer");
+        // the tool's description says what it answers.
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("description");
+        }
+        self.output_schema = Some(schema);
         self
     }
 
