@@ -4,12 +4,106 @@
 //! Every line is labelled with the reader it came from, and each reader reports whether
 //! it was available and what it added.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::Diagnostics;
 use crate::logs::buffer::{LogPage, LogQuery, LogRecord, parse_level, select};
+use crate::mcp::logs::LogLine;
+
+/// Where a line was read from.
+// Its variants carry no doc comments: with them the derived schema would be a `oneOf`
+// of constants, not an `enum`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Reader {
+    RingBuffer,
+    LogFile,
+    Database,
+    Audit,
+}
+
+/// A line as `server_log` and `web_log` return it: the line, and the reader that held it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(super) struct ReadLine {
+    #[serde(flatten)]
+    line: LogLine,
+    reader: Reader,
+    /// Database lines: the replica that wrote it
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<String>,
+}
+
+/// One of the places lines are read from, and what it gave.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(super) struct ReaderStatus {
+    reader: Reader,
+    available: bool,
+    /// Why it is not available
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lines_returned: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keeps: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    persistent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_events: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped_when_busy: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    included: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    how: Option<String>,
+}
+
+impl ReaderStatus {
+    /// `reader`, read (or not), saying nothing more yet.
+    pub(super) fn of(reader: Reader, available: bool) -> ReaderStatus {
+        ReaderStatus {
+            reader,
+            available,
+            reason: None,
+            path: None,
+            lines_returned: None,
+            keeps: None,
+            persistent: None,
+            max_events: None,
+            dropped_when_busy: None,
+            note: None,
+            included: None,
+            how: None,
+        }
+    }
+
+    /// `reader`, not available for `reason`.
+    pub(super) fn unavailable(reader: Reader, reason: impl Into<String>) -> ReaderStatus {
+        ReaderStatus {
+            reason: Some(reason.into()),
+            ..ReaderStatus::of(reader, false)
+        }
+    }
+
+    /// The audit lines of `/mcp` calls, and whether this answer includes them.
+    pub(super) fn audit(included: bool) -> ReaderStatus {
+        ReaderStatus {
+            included: Some(included),
+            how: Some(
+                "tools/call audit lines (target porthole::mcp::audit); set include_mcp to see them"
+                    .into(),
+            ),
+            ..ReaderStatus::of(Reader::Audit, true)
+        }
+    }
+}
 
 /// What cut the lines of an answer short: its `limit` or its `max_bytes` budget.
 pub(super) struct Cut {
@@ -18,13 +112,13 @@ pub(super) struct Cut {
 }
 
 /// `records` as answer lines, each saying which `reader` it came from.
-pub(super) fn label(records: &[LogRecord], reader: &str) -> Vec<Value> {
+pub(super) fn label(records: &[LogRecord], reader: Reader) -> Vec<ReadLine> {
     records
         .iter()
-        .map(|r| {
-            let mut line = r.to_json();
-            line["reader"] = json!(reader);
-            line
+        .map(|record| ReadLine {
+            line: LogLine::from(record),
+            reader,
+            replica: None,
         })
         .collect()
 }
@@ -36,12 +130,14 @@ pub(super) async fn add_older_from_file(
     d: &Diagnostics,
     query: &LogQuery,
     page: &LogPage,
-    lines: &mut Vec<Value>,
+    lines: &mut Vec<ReadLine>,
     cut: &mut Cut,
-) -> Value {
+) -> ReaderStatus {
     let Some(file) = &d.log_file else {
-        return json!({"reader": "log_file", "available": false,
-                      "reason": "LOG_FILE is not set; only the ring buffer is searched"});
+        return ReaderStatus::unavailable(
+            Reader::LogFile,
+            "LOG_FILE is not set; only the ring buffer is searched",
+        );
     };
     let mut from_file = 0;
     if !cut.by_limit
@@ -62,15 +158,18 @@ pub(super) async fn add_older_from_file(
             tokio::task::spawn_blocking(move || select(reader.newest_first(before), &older)).await;
         if let Ok((records, by_limit, by_budget)) = picked {
             from_file = records.len();
-            let mut merged = label(&records, "log_file");
+            let mut merged = label(&records, Reader::LogFile);
             merged.append(lines);
             *lines = merged;
             cut.by_limit = by_limit;
             cut.by_budget |= by_budget;
         }
     }
-    json!({"reader": "log_file", "available": true, "path": file.path().display().to_string(),
-           "lines_returned": from_file})
+    ReaderStatus {
+        path: Some(file.path().display().to_string()),
+        lines_returned: Some(from_file),
+        ..ReaderStatus::of(Reader::LogFile, true)
+    }
 }
 
 /// The database reader: merges the stored lines matching `query` into `lines` (once
@@ -78,15 +177,18 @@ pub(super) async fn add_older_from_file(
 pub(super) async fn add_from_database(
     d: &Diagnostics,
     query: &LogQuery,
-    lines: &mut Vec<Value>,
+    lines: &mut Vec<ReadLine>,
     cut: &mut Cut,
-) -> Value {
-    let used: usize = lines.iter().map(|l| l.to_string().len()).sum();
+) -> ReaderStatus {
+    let used: usize = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).map_or(0, |text| text.len()))
+        .sum();
     let (mut status, stored) = database_lines(d, query, used).await;
     let added = merge_lines(lines, stored, query.limit);
     cut.by_limit |= added.cut_by_limit;
-    if status["available"] == true {
-        status["lines_returned"] = json!(added.added);
+    if status.available {
+        status.lines_returned = Some(added.added);
     }
     status
 }
@@ -99,19 +201,19 @@ async fn database_lines(
     d: &Diagnostics,
     query: &LogQuery,
     bytes_used: usize,
-) -> (Value, Vec<Value>) {
+) -> (ReaderStatus, Vec<ReadLine>) {
     let store = &d.bot.store;
-    let mut status = json!({
-        "reader": "database",
-        "available": true,
-        "keeps": "the bot's warnings, errors and MCP audit records",
-        "persistent": store.path() != ":memory:",
-        "max_events": d.bot.config.log_db_max_events,
-        "dropped_when_busy": d.journal.dropped(),
-    });
+    let mut status = ReaderStatus {
+        keeps: Some("the bot's warnings, errors and MCP audit records".into()),
+        persistent: Some(store.path() != ":memory:"),
+        max_events: Some(d.bot.config.log_db_max_events),
+        dropped_when_busy: Some(d.journal.dropped()),
+        ..ReaderStatus::of(Reader::Database, true)
+    };
     if query.after_seq.is_some() {
-        status["note"] =
-            json!("not read for a cursor: it only holds what the ring buffer had when it was new");
+        status.note = Some(
+            "not read for a cursor: it only holds what the ring buffer had when it was new".into(),
+        );
         return (status, Vec::new());
     }
     let levels: Vec<String> = query
@@ -141,7 +243,10 @@ async fn database_lines(
         Ok(rows) => rows,
         Err(e) => {
             return (
-                json!({"reader": "database", "available": false, "reason": format!("cannot read the log events: {e}")}),
+                ReaderStatus::unavailable(
+                    Reader::Database,
+                    format!("cannot read the log events: {e}"),
+                ),
                 Vec::new(),
             );
         }
@@ -164,11 +269,9 @@ async fn database_lines(
         ..query.clone()
     };
     let (picked, _, _) = select(records.iter(), &wanted);
-    let mut lines = label(&picked, "database");
+    let mut lines = label(&picked, Reader::Database);
     for (line, record) in lines.iter_mut().zip(&picked) {
-        if let Some(replica) = replicas.get(&(record.time_us, record.seq)) {
-            line["replica"] = json!(replica);
-        }
+        line.replica = replicas.get(&(record.time_us, record.seq)).cloned();
     }
     (status, lines)
 }
@@ -188,21 +291,19 @@ const SAME_EVENT_WINDOW_US: i64 = 50_000;
 /// returned (same level, target, message and fields, within [`SAME_EVENT_WINDOW_US`];
 /// each earlier line stands for one copy only, so repeated identical lines keep their
 /// count, and the first reader's label stays), and keeps the newest `limit`.
-fn merge_lines(lines: &mut Vec<Value>, more: Vec<Value>, limit: usize) -> Merged {
-    let key = |line: &Value| {
-        (
-            line["level"].as_str().unwrap_or_default().to_string(),
-            line["target"].as_str().unwrap_or_default().to_string(),
-            line["message"].as_str().unwrap_or_default().to_string(),
-            line["fields"].to_string(),
-        )
+fn merge_lines(lines: &mut Vec<ReadLine>, more: Vec<ReadLine>, limit: usize) -> Merged {
+    type Key = (String, String, String, BTreeMap<String, String>);
+    let key = |read: &ReadLine| -> Key {
+        let line = &read.line;
+        let (level, target) = (line.level.clone(), line.target.clone());
+        (level, target, line.message.clone(), line.fields.clone())
     };
-    let time = |line: &Value| line["time_us"].as_i64().unwrap_or_default();
-    let mut unmatched: HashMap<_, Vec<i64>> = HashMap::new();
+    let time = |read: &ReadLine| read.line.time_us;
+    let mut unmatched: HashMap<Key, Vec<i64>> = HashMap::new();
     for line in lines.iter() {
         unmatched.entry(key(line)).or_default().push(time(line));
     }
-    let fresh: Vec<Value> = more
+    let fresh: Vec<ReadLine> = more
         .into_iter()
         .filter(|line| {
             let Some(times) = unmatched.get_mut(&key(line)) else {
@@ -223,13 +324,13 @@ fn merge_lines(lines: &mut Vec<Value>, more: Vec<Value>, limit: usize) -> Merged
         .collect();
     let mut added = fresh.len();
     lines.extend(fresh);
-    lines.sort_by_key(|l| l["time_us"].as_i64().unwrap_or_default());
+    lines.sort_by_key(time);
     let mut cut_by_limit = false;
     if lines.len() > limit {
         let cut = lines.len() - limit;
         added -= lines[..cut]
             .iter()
-            .filter(|l| l["reader"] == "database")
+            .filter(|l| l.reader == Reader::Database)
             .count()
             .min(added);
         lines.drain(..cut);

@@ -15,15 +15,15 @@
 use chrono::Utc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::log_readers::{self, Cut, label};
+use super::log_readers::{self, Cut, ReadLine, Reader, ReaderStatus, label};
 use super::trace_view::MAX_MAX_BYTES;
 use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
-use crate::logs::buffer::{LogPage, LogQuery, LogSource};
-use crate::mcp::logs::{LogArgs, LogLine};
-use crate::mcp::{Annotations, RequestContext, ToolSpec, schema_of};
+use crate::logs::buffer::LogSource;
+use crate::mcp::logs::{LogArgs, cut_notes};
+use crate::mcp::{Annotations, RequestContext, ToolSpec};
 
 /// `server_log` or `web_log`: the log of one source.
 pub(super) struct ReadLog(pub LogSource);
@@ -57,21 +57,7 @@ impl DiagnosticTool for ReadLog {
                  Bounded by `limit` and `max_bytes`; says when lines were cut."
             ),
         )
-        .output(
-            json!({
-                "lines": {"type": "array", "items": line_schema(), "description": "Oldest first"},
-                "cursor": {"type": "integer", "description": "Pass as `since` to get only newer lines"},
-                "truncated": {"type": "boolean"},
-                "note": {"type": "string", "description": "What was left out, and why"},
-                "buffer": {"type": "object", "properties": {
-                    "reader": {"const": "ring_buffer"},
-                    "lines_held": {"type": "integer"}, "capacity": {"type": "integer"},
-                    "dropped_since_start": {"type": "integer"}}},
-                "readers": {"type": "array", "items": reader_schema(),
-                            "description": "Where lines were looked for, and whether each was available"}
-            }),
-            &["lines", "cursor", "truncated", "buffer", "readers"],
-        )
+        .output_of::<LogAnswer>()
         .annotations(Annotations::READ_ONLY)
         .max_result_size(MAX_MAX_BYTES)
     }
@@ -82,7 +68,7 @@ impl DiagnosticTool for ReadLog {
             Err(e) => return Ok(failed(e.0)),
         };
         let page = d.logs.query(&query);
-        let mut lines = label(&page.records, "ring_buffer");
+        let mut lines = label(&page.records, Reader::RingBuffer);
         let mut cut = Cut {
             by_limit: page.truncated_by_limit,
             by_budget: page.truncated_by_budget,
@@ -90,86 +76,60 @@ impl DiagnosticTool for ReadLog {
         let log_file =
             log_readers::add_older_from_file(d, &query, &page, &mut lines, &mut cut).await;
         let database = match self.0 {
-            LogSource::Web => json!({"reader": "database", "available": false,
-                "reason": "only the bot's own warnings, errors and audit records are kept in the database"}),
+            LogSource::Web => ReaderStatus::unavailable(
+                Reader::Database,
+                "only the bot's own warnings, errors and audit records are kept in the database",
+            ),
             LogSource::Server => {
                 log_readers::add_from_database(d, &query, &mut lines, &mut cut).await
             }
         };
-        let mut result = json!({
-            "lines": lines,
-            "cursor": page.cursor,
-            "truncated": cut.by_limit || cut.by_budget,
-            "buffer": {
-                "reader": "ring_buffer",
-                "lines_held": d.logs.len(),
-                "capacity": d.logs.capacity(),
-                "dropped_since_start": page.dropped,
+        let notes = cut_notes(&query, &page, cut.by_limit, Some("MCP_LOG_BUFFER_SIZE"));
+        Ok(done(json!(LogAnswer {
+            lines,
+            cursor: page.cursor,
+            truncated: cut.by_limit || cut.by_budget,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+            buffer: BufferState {
+                reader: Reader::RingBuffer,
+                lines_held: d.logs.len(),
+                capacity: d.logs.capacity(),
+                dropped_since_start: page.dropped,
             },
-            "readers": [
-                {"reader": "ring_buffer", "available": true},
+            readers: vec![
+                ReaderStatus::of(Reader::RingBuffer, true),
                 log_file,
                 database,
-                {"reader": "audit", "available": true, "included": query.include_mcp,
-                 "how": "tools/call audit lines (target porthole::mcp::audit); set include_mcp to see them"},
+                ReaderStatus::audit(query.include_mcp),
             ],
-        });
-        let notes = cut_notes(&query, &page, &cut);
-        if !notes.is_empty() {
-            result["note"] = json!(notes.join("; "));
-        }
-        Ok(done(result))
+        })))
     }
 }
 
-/// One log line as the log tools return it, labelled with the reader that held it.
-fn line_schema() -> Value {
-    let mut line = schema_of::<LogLine>();
-    line["properties"]["reader"] =
-        json!({"type": "string", "enum": ["ring_buffer", "log_file", "database"]});
-    line["properties"]["replica"] =
-        json!({"type": "string", "description": "Database lines: the replica that wrote it"});
-    if let Some(required) = line["required"].as_array_mut() {
-        required.push(json!("reader"));
-    }
-    line
+/// `server_log`'s and `web_log`'s answer.
+#[derive(Serialize, JsonSchema)]
+struct LogAnswer {
+    /// Oldest first
+    lines: Vec<ReadLine>,
+    /// Pass as `since` to get only newer lines
+    cursor: u64,
+    /// The limit or the byte budget left older lines out
+    truncated: bool,
+    /// What was left out, and why
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    buffer: BufferState,
+    /// Where lines were looked for, and whether each was available
+    readers: Vec<ReaderStatus>,
 }
 
-/// One of the places lines are read from, and what it gave.
-fn reader_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "reader": {"type": "string", "enum": ["ring_buffer", "log_file", "database", "audit"]},
-        "available": {"type": "boolean"},
-        "reason": {"type": "string", "description": "Why it is not available"},
-        "path": {"type": "string"},
-        "lines_returned": {"type": "integer"},
-        "keeps": {"type": "string"},
-        "persistent": {"type": "boolean"},
-        "max_events": {"type": "integer"},
-        "dropped_when_busy": {"type": "integer"},
-        "note": {"type": "string"},
-        "included": {"type": "boolean"},
-        "how": {"type": "string"},
-    }, "required": ["reader", "available"]})
-}
-
-/// What the answer says was left out, and why: by the budget (in the ring buffer), by
-/// the ring buffer's own size between a cursor and now, by the limit (anywhere).
-fn cut_notes(query: &LogQuery, page: &LogPage, cut: &Cut) -> Vec<String> {
-    let mut notes = Vec::new();
-    if page.truncated_by_budget {
-        notes.push("max_bytes cut older lines".to_string());
-    }
-    if page.dropped > 0 && query.after_seq.is_some_and(|s| s < page.dropped) {
-        notes.push(format!(
-            "{} lines between your cursor and the oldest kept line were dropped by the ring buffer (MCP_LOG_BUFFER_SIZE)",
-            page.dropped - query.after_seq.unwrap_or(0)
-        ));
-    }
-    if cut.by_limit {
-        notes.push(format!("more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)", query.limit));
-    }
-    notes
+/// The ring buffer: how full it is, and what it dropped.
+#[derive(Serialize, JsonSchema)]
+struct BufferState {
+    reader: Reader,
+    lines_held: usize,
+    capacity: usize,
+    dropped_since_start: u64,
 }
 
 pub(super) struct SetLogLevel;

@@ -24,4 +24,6 @@ mod read_logs;
 pub mod redaction;
 
 pub use buffer::{BufferLayer, LogBuffer, LogPage, LogQuery, LogRecord, LogSource};
-pub use read_logs::{DEFAULT_LOG_BYTES, LogArgs, LogLine, LogLines, MAX_LOG_BYTES, ReadLogs};
+pub use read_logs::{
+    DEFAULT_LOG_BYTES, LogArgs, LogLine, LogLines, MAX_LOG_BYTES, ReadLogs, cut_notes,
+};

@@ -195,7 +195,8 @@ impl ReadLogs {
             lines: page.records.iter().map(LogLine::from).collect(),
             cursor: page.cursor,
             truncated: page.truncated_by_limit || page.truncated_by_budget,
-            note: cut_note(&query, &page),
+            note: Some(cut_notes(&query, &page, page.truncated_by_limit, None).join("; "))
+                .filter(|note| !note.is_empty()),
             lines_held: self.buffer.len(),
             capacity: self.buffer.capacity(),
             dropped_since_start: page.dropped,
@@ -226,25 +227,34 @@ impl TypedTool for ReadLogs {
     }
 }
 
-/// What the answer left out, and why.
-fn cut_note(query: &LogQuery, page: &LogPage) -> Option<String> {
+/// What an answer to `query` left out, and why: lines the byte budget cut (in the ring
+/// buffer's `page`), lines the ring buffer dropped between a cursor and now (naming the
+/// setting of its size, when there is one), lines past the limit (`cut_by_limit`, which
+/// readers beside the buffer may set too).
+pub fn cut_notes(
+    query: &LogQuery,
+    page: &LogPage,
+    cut_by_limit: bool,
+    size_setting: Option<&str>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if page.truncated_by_budget {
         notes.push("max_bytes cut older lines".to_string());
     }
-    if page.truncated_by_limit {
+    if let Some(after) = query.after_seq.filter(|&after| after < page.dropped) {
+        let setting = size_setting.map(|s| format!(" ({s})")).unwrap_or_default();
+        notes.push(format!(
+            "{} lines between your cursor and the oldest kept line were dropped by the ring buffer{setting}",
+            page.dropped - after
+        ));
+    }
+    if cut_by_limit {
         notes.push(format!(
             "more lines matched than limit={}; older ones were left out (narrow the filter or page with `since`)",
             query.limit
         ));
     }
-    if let Some(after) = query.after_seq.filter(|&after| after < page.dropped) {
-        notes.push(format!(
-            "{} lines between your cursor and the oldest kept line were dropped by the ring buffer",
-            page.dropped - after
-        ));
-    }
-    (!notes.is_empty()).then(|| notes.join("; "))
+    notes
 }
 
 #[cfg(test)]
