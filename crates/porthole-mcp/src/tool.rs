@@ -89,20 +89,6 @@ impl ToolSpec {
         }
     }
 
-    /// Structured output: an object with these `properties`, the `required` ones always
-    /// present. Others are allowed, so a result can grow without breaking clients.
-    pub fn output(mut self, properties: Value, required: &[&str]) -> Self {
-        self.output_schema =
-            Some(json!({"type": "object", "properties": properties, "required": required}));
-        self
-    }
-
-    /// Structured output described by `schema`, a whole JSON Schema of an object.
-    pub fn output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = Some(schema);
-        self
-    }
-
     /// Structured output described by the answer's own type: the schema is derived from
     /// `T` (its members, their types, which may be null, which are always there), so it
     /// says what the answer holds and cannot drift from it. Serialize the answer from a
