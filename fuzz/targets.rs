@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `mcp_request` | one HTTP request through the `/mcp` router (`harness.rs`) | see `harness.rs` |
 //! | `headers` | fuzzed `Host`, `Origin`, `Authorization`, `Accept`, `Content-Type`, `Mcp-*` and `Last-Event-ID` values through the router | as `mcp_request`, plus: no 2xx without the token, a loopback `Host` and a loopback or absent `Origin` |
-//! | `jsonrpc` | bytes → `mcp::jsonrpc::parse_plain_request`, and bytes → JSON → `parse_message` (each member of a batch) | a body the plain-request path accepts is JSON that `parse_message` reads as the same request; an accepted message renders back to JSON that parses to the same message; a rejection is -32600/-32602 with a message, and any id it echoes is a string or an integer |
+//! | `jsonrpc` | bytes → `mcp::jsonrpc::read_body`, and bytes → JSON → `parse_message` (each member of a batch) | `read_body` reads a body as `parse_message` reads its JSON (its fast lane included), a batch as its items, and refuses only what is not JSON; an accepted message renders back to JSON that parses to the same message; a rejection is -32600/-32602 with a message, and any id it echoes is a string or an integer |
 //! | `session_id` | ids minted by `mcp::session::Sessions`, edited by the input | an id is found only if byte-identical to a live minted one, ended only if byte-identical to an ended one; unknown ids change nothing; `end` ends only minted ids |
 //! | `sse` | `sse_decoder::SseDecoder` | the same bytes in any chunking give the same events and leftover; the events re-encoded decode to the same events |
 //! | `mcp_json` | `bot::mcp_client` config parser | every server entry is accepted or skipped with a reason, none lost; accepted entries render back to `mcp.json` that parses to the same; errors are one clear line |
@@ -286,21 +286,26 @@ fn clear_message(message: &str) {
 // jsonrpc
 
 fn jsonrpc(data: &[u8]) -> String {
-    use porthole::mcp::jsonrpc::{parse_message, parse_plain_request};
-    let fast = parse_plain_request(data);
+    use porthole::mcp::jsonrpc::{Body, Unreadable, parse_message, read_body};
+    let read = read_body(data);
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
         assert!(
-            fast.is_none(),
-            "the plain-request path accepted a body that is not JSON"
+            matches!(read, Err(Unreadable::NotJson(_))),
+            "read_body accepted a body that is not JSON"
         );
         return "not-json".into();
     };
-    if let Some(fast) = fast {
-        assert_eq!(
-            parse_message(value.clone()),
-            Ok(fast),
-            "the plain-request path and the general path read the body differently"
-        );
+    match (&read, &value) {
+        (Ok(Body::Batch(items)), Value::Array(all)) => assert_eq!(items, all),
+        (Ok(Body::One(message)), _) => assert_eq!(
+            parse_message(value.clone()).as_ref(),
+            Ok(message),
+            "read_body's fast lane and parse_message read the body differently"
+        ),
+        (Err(Unreadable::Rejected(rejected)), _) => {
+            assert_eq!(parse_message(value.clone()).as_ref(), Err(rejected))
+        }
+        (other, _) => panic!("read_body read JSON as {other:?}"),
     }
     match value {
         Value::Array(items) => {

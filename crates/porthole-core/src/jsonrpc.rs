@@ -190,13 +190,48 @@ pub fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
-/// Reads a body that holds one request in its usual shape (`jsonrpc` "2.0", a string
-/// or integer `id`, a string `method`, `params` an object, null or absent) straight
-/// into an [`Incoming::Request`], without building the envelope as a `Value` first.
-/// `None` for anything else: notifications, responses, batches, and every odd or
-/// invalid body, which [`parse_message`] then reads and explains. Where both accept
-/// a body, they give the same message (the `jsonrpc` fuzz target checks this).
-pub fn parse_plain_request(body: &[u8]) -> Option<Incoming> {
+/// What a body holds, as [`read_body`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// One message.
+    One(Incoming),
+    /// A JSON array: a batch (2025-03-26), whose items [`parse_message`] reads one by one.
+    Batch(Vec<Value>),
+}
+
+/// Why a body holds no message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unreadable {
+    /// It is not JSON (`-32700`).
+    NotJson(RpcError),
+    /// It is JSON but no JSON-RPC message (`-32600`, or `-32602` for `params`).
+    Rejected(Rejected),
+}
+
+/// The one reader of a message body. A request in its usual shape (`jsonrpc` "2.0", a
+/// string or integer `id`, a string `method`, `params` an object, null or absent) is
+/// read straight into an [`Incoming::Request`], without building the envelope as a
+/// `Value` first; every other body (notifications, responses, batches, odd or invalid
+/// ones) is read as JSON and interpreted by [`parse_message`], which says what is wrong.
+/// Both lanes give the same message for a body both take (the `jsonrpc` fuzz target and
+/// the tests below check this).
+pub fn read_body(body: &[u8]) -> Result<Body, Unreadable> {
+    if let Some(request) = read_plain_request(body) {
+        return Ok(Body::One(request));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        Unreadable::NotJson(RpcError::new(PARSE_ERROR, format!("Parse error: {e}")))
+    })?;
+    match value {
+        Value::Array(items) => Ok(Body::Batch(items)),
+        value => parse_message(value)
+            .map(Body::One)
+            .map_err(Unreadable::Rejected),
+    }
+}
+
+/// [`read_body`]'s fast lane: a request in its usual shape, or `None`.
+fn read_plain_request(body: &[u8]) -> Option<Incoming> {
     #[derive(serde::Deserialize)]
     struct Plain<'a> {
         #[serde(borrow)]
@@ -322,11 +357,12 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#,
         ];
         for body in same {
-            let fast = parse_plain_request(body.as_bytes()).expect(body);
+            let fast = read_plain_request(body.as_bytes()).expect(body);
             let general = parse_message(serde_json::from_str(body).unwrap()).unwrap();
             assert_eq!(fast, general, "{body}");
+            assert_eq!(read_body(body.as_bytes()), Ok(Body::One(general)), "{body}");
         }
-        let null_params = parse_plain_request(same[2].as_bytes()).unwrap();
+        let null_params = read_plain_request(same[2].as_bytes()).unwrap();
         assert!(matches!(
             null_params,
             Incoming::Request {
@@ -346,8 +382,15 @@ mod tests {
             "{",
         ];
         for body in left_to_the_general_path {
-            assert_eq!(parse_plain_request(body.as_bytes()), None, "{body}");
+            assert_eq!(read_plain_request(body.as_bytes()), None, "{body}");
         }
+        assert!(matches!(read_body(b"[1]"), Ok(Body::Batch(items)) if items.len() == 1));
+        assert!(matches!(read_body(b"{"), Err(Unreadable::NotJson(e)) if e.code == PARSE_ERROR));
+        let no_method = read_body(br#"{"jsonrpc":"2.0","id":4}"#);
+        assert!(
+            matches!(no_method, Err(Unreadable::Rejected(r)) if r.id == Some(json!(4))),
+            "a rejection keeps the id it could read"
+        );
     }
 
     #[test]

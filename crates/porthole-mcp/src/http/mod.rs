@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::ServerInner;
 use super::guard::{Access, admit, refuse};
-use super::jsonrpc::{self, Incoming, RpcError};
+use super::jsonrpc::{self, Incoming, RpcError, Unreadable};
 use super::methods::{self, Method, Work};
 use super::protocol::{self, Era};
 
@@ -95,29 +95,18 @@ async fn answer_post(
     {
         return response;
     }
-    // Most bodies are one request in the usual shape, read without a `Value` envelope;
-    // the rest (batches, notifications, responses, odd or invalid bodies) take the
-    // general path, which also explains what is wrong.
-    let message = match jsonrpc::parse_plain_request(&body) {
-        Some(request) => request,
-        None => {
-            let value = match parse_json(&body) {
-                Ok(value) => value,
-                Err(refusal) => return refusal,
-            };
-            if let Value::Array(items) = value {
-                return legacy_batch(&inner, headers, access, session_id, items).await;
-            }
-            match jsonrpc::parse_message(value) {
-                Ok(message) => message,
-                Err(rejected) => {
-                    return rpc_error(
-                        StatusCode::BAD_REQUEST,
-                        rejected.id.as_ref(),
-                        &rejected.error,
-                    );
-                }
-            }
+    let message = match jsonrpc::read_body(&body) {
+        Ok(jsonrpc::Body::One(message)) => message,
+        Ok(jsonrpc::Body::Batch(items)) => {
+            return legacy_batch(&inner, headers, access, session_id, items).await;
+        }
+        Err(Unreadable::NotJson(error)) => return rpc_error(StatusCode::BAD_REQUEST, None, &error),
+        Err(Unreadable::Rejected(rejected)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                rejected.id.as_ref(),
+                &rejected.error,
+            );
         }
     };
     let routing = Routing::of(&message);
@@ -262,18 +251,6 @@ async fn whole_body(body: Body, limit: usize) -> Result<Bytes, ()> {
         whole.extend_from_slice(&piece);
     }
     Ok(Bytes::from(whole))
-}
-
-/// The body as JSON, or the parse error's refusal.
-#[allow(clippy::result_large_err)]
-fn parse_json(body: &[u8]) -> Result<Value, Response> {
-    serde_json::from_slice(body).map_err(|e| {
-        rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &RpcError::new(jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
-        )
-    })
 }
 
 /// What the era routing reads of a message.

@@ -336,9 +336,9 @@ mod tests {
     /// The fast read and the general one agree on every body the fast read takes.
     fn same_as_general(body: &str) {
         let fast = read(body.as_bytes()).unwrap_or_else(|| panic!("not read: {body}"));
-        let Some(Incoming::Request {
+        let Ok(jsonrpc::Body::One(Incoming::Request {
             id, method, params, ..
-        }) = jsonrpc::parse_plain_request(body.as_bytes())
+        })) = jsonrpc::read_body(body.as_bytes())
         else {
             panic!("the general path reads no request: {body}")
         };
