@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::bot::store::TraceCounts;
 use crate::model::SpanKind;
 
 /// How a span, or a trace, ended.
@@ -107,14 +108,8 @@ pub struct TraceRow {
     /// error when any span failed
     pub status: Status,
     pub root_status: Status,
-    pub spans: i64,
-    pub llm_calls: i64,
-    /// Tool calls in the trace
-    pub tool_calls: i64,
-    pub failed_spans: i64,
-    /// Over the trace's LLM calls
-    pub input_tokens: i64,
-    pub output_tokens: i64,
+    #[serde(flatten)]
+    pub counts: TraceCounts,
     /// The caller's span (traceparent), when there was one
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_parent_span_id: Option<String>,

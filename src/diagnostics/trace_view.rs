@@ -190,14 +190,9 @@ fn trace_row(trace: &TraceSummary) -> TraceRow {
     TraceRow {
         root: span_facts(&trace.root),
         trace_id: trace.root.trace_id.clone(),
-        status: Status::of(trace.failed_spans > 0),
+        status: Status::of(trace.counts.failed_spans > 0),
         root_status: Status::of(trace.root.error.is_some()),
-        spans: trace.spans,
-        llm_calls: trace.llm_calls,
-        tool_calls: trace.tool_calls,
-        failed_spans: trace.failed_spans,
-        input_tokens: trace.input_tokens,
-        output_tokens: trace.output_tokens,
+        counts: trace.counts,
         remote_parent_span_id: trace.root.parent_span_id.clone(),
     }
 }

@@ -482,9 +482,17 @@ async fn traces_on(store: Store) {
         .unwrap();
     let first = &next.items[0];
     assert_eq!(first.root.span_id, "r1");
-    assert_eq!((first.spans, first.llm_calls, first.tool_calls), (3, 1, 1));
+    let counts = first.counts;
     assert_eq!(
-        (first.failed_spans, first.input_tokens, first.output_tokens),
+        (counts.spans, counts.llm_calls, counts.tool_calls),
+        (3, 1, 1)
+    );
+    assert_eq!(
+        (
+            counts.failed_spans,
+            counts.input_tokens,
+            counts.output_tokens
+        ),
         (1, 7, 3)
     );
     assert_eq!(first.status(), "error");
@@ -705,7 +713,11 @@ async fn turn_in_parts_on(store: Store) {
         ("r1", 1_000, 900),
         "the root's own fields, though children arrived first"
     );
-    assert_eq!((turn.spans, turn.llm_calls, turn.failed_spans), (4, 2, 2));
+    let counts = turn.counts;
+    assert_eq!(
+        (counts.spans, counts.llm_calls, counts.failed_spans),
+        (4, 2, 2)
+    );
     let spans = store.trace_spans("t1").await.unwrap();
     assert_eq!(
         spans.iter().map(|s| s.span_id.as_str()).collect::<Vec<_>>(),

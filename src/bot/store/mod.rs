@@ -58,7 +58,7 @@ pub use schema::schema_version;
 pub use sqlite::{TracesFile, WriterWaits};
 pub use tool_sets::{TOOLS_HASH, TOOLS_OFFERED};
 pub use trace_retention::Prune;
-pub use traces::{Page, SpanQuery, TraceSummary, TurnRows};
+pub use traces::{Page, SpanQuery, TraceCounts, TraceSummary, TurnRows};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -596,7 +596,7 @@ mod tests {
             .unwrap();
         assert_eq!(listed.items.len(), 1, "one of the two turns failed");
         assert_eq!(listed.items[0].root.span_id, "r1");
-        assert_eq!(listed.items[0].spans, 2);
+        assert_eq!(listed.items[0].counts.spans, 2);
         // Read-only SQL reads the turn rows and the view over their spans.
         let counted = store
             .run_sql(

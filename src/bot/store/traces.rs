@@ -82,11 +82,20 @@ impl SpanQuery {
 pub struct TraceSummary {
     #[serde(flatten)]
     pub root: SpanRecord,
+    #[serde(flatten)]
+    pub counts: TraceCounts,
+}
+
+/// What happened under a trace's root, counted over all its spans.
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
+pub struct TraceCounts {
     pub spans: i64,
     pub llm_calls: i64,
+    /// Tool calls in the trace
     pub tool_calls: i64,
-    /// Spans that failed anywhere in the trace.
+    /// Spans that failed anywhere in the trace
     pub failed_spans: i64,
+    /// Over the trace's LLM calls
     pub input_tokens: i64,
     pub output_tokens: i64,
 }
@@ -97,19 +106,25 @@ impl TraceSummary {
         let count = |kind: SpanKind| spans.iter().filter(|s| s.kind == kind).count() as i64;
         let tokens = |read: fn(&SpanRecord) -> Option<i64>| spans.iter().filter_map(read).sum();
         Some(TraceSummary {
-            spans: spans.len() as i64,
-            llm_calls: count(SpanKind::Llm),
-            tool_calls: count(SpanKind::Tool),
-            failed_spans: spans.iter().filter(|s| s.error.is_some()).count() as i64,
-            input_tokens: tokens(|s| s.input_tokens),
-            output_tokens: tokens(|s| s.output_tokens),
+            counts: TraceCounts {
+                spans: spans.len() as i64,
+                llm_calls: count(SpanKind::Llm),
+                tool_calls: count(SpanKind::Tool),
+                failed_spans: spans.iter().filter(|s| s.error.is_some()).count() as i64,
+                input_tokens: tokens(|s| s.input_tokens),
+                output_tokens: tokens(|s| s.output_tokens),
+            },
             root: spans.iter().find(|s| s.is_root)?.clone(),
         })
     }
 
     /// `error` when any step of the trace failed.
     pub fn status(&self) -> &'static str {
-        if self.failed_spans > 0 { "error" } else { "ok" }
+        if self.counts.failed_spans > 0 {
+            "error"
+        } else {
+            "ok"
+        }
     }
 }
 
