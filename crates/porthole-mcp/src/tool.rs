@@ -295,6 +295,24 @@ impl Entry {
         if spec.description.trim().is_empty() {
             return Err(refused("it needs a description".into()));
         }
+        // MCP lists both schemas as JSON Schemas of objects: arguments are an object, and
+        // so is a structured result (an answer type that is a list or a number would
+        // give clients a schema they cannot use).
+        if spec.input_schema["type"] != "object" {
+            return Err(refused(
+                "its input schema must describe an object (\"type\": \"object\")".into(),
+            ));
+        }
+        if let Some(output) = &spec.output_schema {
+            if output["type"] != "object" {
+                return Err(refused(
+                    "its output schema must describe an object (\"type\": \"object\"); wrap a list or a value in a struct"
+                        .into(),
+                ));
+            }
+            jsonschema::validator_for(output)
+                .map_err(|e| refused(format!("its output schema is invalid: {e}")))?;
+        }
         let validator = jsonschema::validator_for(&spec.input_schema)
             .map_err(|e| refused(format!("its input schema is invalid: {e}")))?;
         let param_headers = spec.input_schema["properties"]
@@ -345,8 +363,8 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
 }
 
 impl ToolSet {
-    /// Builds the set; fails on a bad name, an empty description, a duplicate or an
-    /// input schema that does not compile.
+    /// Builds the set; fails on a bad name, an empty description, a duplicate, or a
+    /// schema that does not compile or does not describe an object.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, SetupError> {
         let mut specs: Vec<(ToolSpec, Arc<dyn Tool>)> =
             tools.into_iter().map(|t| (t.spec(), t)).collect();

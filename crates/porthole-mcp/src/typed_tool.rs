@@ -176,6 +176,30 @@ mod tests {
         limit: u32,
     }
 
+    /// A tool whose answer is a bare list.
+    struct Names;
+
+    #[async_trait]
+    impl TypedTool for Names {
+        type Args = Limit;
+        type Answer = Vec<String>;
+
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new("names", "Names", "Lists names")
+        }
+
+        async fn run(&self, _: Limit, _: &RequestContext) -> Result<Vec<String>, ToolError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn an_answer_that_is_no_object_is_refused_when_the_set_is_built() {
+        let refused = crate::ToolSet::new(vec![typed(Names)]).err().expect("refused");
+        let text = refused.to_string();
+        assert!(text.contains("names") && text.contains("wrap a list"), "{text}");
+    }
+
     #[test]
     fn a_whole_float_is_taken_as_an_integer_and_a_mismatch_names_the_tool() {
         let parsed: Limit = arguments("t", json!({"limit": 10.0})).unwrap();
