@@ -195,9 +195,14 @@ mod tests {
 
     #[test]
     fn an_answer_that_is_no_object_is_refused_when_the_set_is_built() {
-        let refused = crate::ToolSet::new(vec![typed(Names)]).err().expect("refused");
+        let refused = crate::ToolSet::new(vec![typed(Names)])
+            .err()
+            .expect("refused");
         let text = refused.to_string();
-        assert!(text.contains("names") && text.contains("wrap a list"), "{text}");
+        assert!(
+            text.contains("names") && text.contains("wrap a list"),
+            "{text}"
+        );
     }
 
     #[test]
