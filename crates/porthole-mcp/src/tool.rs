@@ -281,40 +281,40 @@ struct Entry {
     read_only: bool,
 }
 
+/// What a spec must be to be served: a valid name, a description, and schemas that
+/// compile and describe objects (MCP lists both as JSON Schemas of objects: arguments
+/// are an object, and so is a structured result; an answer type that is a list or a
+/// number would give clients a schema they cannot use). Returns the arguments'
+/// validator, or what is wrong.
+fn checked(spec: &ToolSpec) -> Result<jsonschema::Validator, String> {
+    if !valid_tool_name(&spec.name) {
+        return Err("its name is not 1–64 of [A-Za-z0-9_.-]".into());
+    }
+    if spec.description.trim().is_empty() {
+        return Err("it needs a description".into());
+    }
+    if spec.input_schema["type"] != "object" {
+        return Err("its input schema must describe an object (\"type\": \"object\")".into());
+    }
+    if let Some(output) = &spec.output_schema {
+        if output["type"] != "object" {
+            return Err("its output schema must describe an object (\"type\": \"object\"); wrap a list or a value in a struct".into());
+        }
+        jsonschema::validator_for(output)
+            .map_err(|e| format!("its output schema is invalid: {e}"))?;
+    }
+    jsonschema::validator_for(&spec.input_schema)
+        .map_err(|e| format!("its input schema is invalid: {e}"))
+}
+
 impl Entry {
     /// Checks a tool's spec and compiles what each call needs (the validator, the
     /// header and alias annotations); also returns its `tools/list` entry.
     fn new(spec: &ToolSpec, tool: Arc<dyn Tool>) -> Result<(Entry, Value), SetupError> {
-        let refused = |reason: String| SetupError::Tool {
+        let validator = checked(spec).map_err(|reason| SetupError::Tool {
             name: spec.name.clone(),
             reason,
-        };
-        if !valid_tool_name(&spec.name) {
-            return Err(refused("its name is not 1–64 of [A-Za-z0-9_.-]".into()));
-        }
-        if spec.description.trim().is_empty() {
-            return Err(refused("it needs a description".into()));
-        }
-        // MCP lists both schemas as JSON Schemas of objects: arguments are an object, and
-        // so is a structured result (an answer type that is a list or a number would
-        // give clients a schema they cannot use).
-        if spec.input_schema["type"] != "object" {
-            return Err(refused(
-                "its input schema must describe an object (\"type\": \"object\")".into(),
-            ));
-        }
-        if let Some(output) = &spec.output_schema {
-            if output["type"] != "object" {
-                return Err(refused(
-                    "its output schema must describe an object (\"type\": \"object\"); wrap a list or a value in a struct"
-                        .into(),
-                ));
-            }
-            jsonschema::validator_for(output)
-                .map_err(|e| refused(format!("its output schema is invalid: {e}")))?;
-        }
-        let validator = jsonschema::validator_for(&spec.input_schema)
-            .map_err(|e| refused(format!("its input schema is invalid: {e}")))?;
+        })?;
         let param_headers = spec.input_schema["properties"]
             .as_object()
             .map(|props| {
