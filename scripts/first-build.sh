@@ -7,6 +7,8 @@
 #                                     (not timed), then time `PORT=0 cargo run --release`
 #                                     until the bot's page answers 200
 #   KEEP=1 scripts/first-build.sh     keep the clone (its target/cargo-timings/ report too)
+#   REV=<commit> scripts/first-build.sh   the same for an earlier commit (an A/B pair: run
+#                                     both back to back; the machine's speed drifts)
 #
 # Run it with nothing else busy on the machine: the build uses every core.
 set -euo pipefail
@@ -22,6 +24,7 @@ trap cleanup EXIT
 
 git clone -q "$ROOT" "$WORK/clone"
 cd "$WORK/clone"
+if [[ -n "${REV:-}" ]]; then git checkout -q "$REV"; fi
 echo "commit $(git rev-parse --short HEAD); $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 cargo fetch -q
 export PORT=0 HOST=127.0.0.1
