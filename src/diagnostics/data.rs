@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool, default_of};
+use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
 use crate::bot::store::{Conversation, MessageQuery, StatementSummary, StoreError};
 use crate::mcp::{
     Annotations, InputRequired, Outcome, RequestContext, RpcError, TaskSupport, ToolSpec,
-    input_request,
+    default_of, input_request,
 };
 use crate::model::Message;
 use crate::redact::{REDACTED, is_secret_key};

@@ -8,12 +8,12 @@ use serde_json::json;
 
 use super::replay::{ReplayChecks, SPENDS_TOKENS};
 use super::trace_view::MAX_MAX_BYTES;
-use super::typed_tool::{Answer, DiagnosticTool, default_of};
+use super::typed_tool::{Answer, DiagnosticTool};
 use super::{Diagnostics, done, failed};
 use crate::bot::replay::{
     self, Changes, DEFAULT_TURN_STEPS, MAX_TURN_STEPS, ToolPolicy, TurnOptions,
 };
-use crate::mcp::{RequestContext, TaskSupport, ToolSpec};
+use crate::mcp::{RequestContext, TaskSupport, ToolSpec, default_of};
 use crate::trace_context::is_span_id;
 
 pub(super) struct ReplayTurn;

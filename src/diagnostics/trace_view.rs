@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 use super::trace_shapes::{
     FullSpan, SpanFacts, SpanNode, SpanSummary, Status, TracePage, TraceRow,
 };
-use super::typed_tool::default_of;
 use crate::bot::store::{Page, SpanQuery, TraceSummary};
 use crate::bot::trace::cut_payload;
+use crate::mcp::default_of;
 use crate::model::SpanRecord;
 
 /// The default and largest byte budgets of the trace tools.

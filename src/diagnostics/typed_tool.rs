@@ -68,12 +68,6 @@ pub(super) trait DiagnosticTool: Send + Sync + 'static {
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct NoArgs {}
 
-/// `N`, as the default of an argument: `#[serde(default = "default_of::<50>")]` (the
-/// derived input schema lists it as the argument's `default`).
-pub(super) const fn default_of<const N: usize>() -> usize {
-    N
-}
-
 /// `tool` as an `mcp::Tool` over `d`.
 pub(super) fn adapt(d: &Arc<Diagnostics>, tool: impl DiagnosticTool) -> Arc<dyn Tool> {
     let name = tool.spec(d).name.into();

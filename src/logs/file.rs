@@ -14,6 +14,7 @@ use tracing_subscriber::layer::Context;
 
 use super::buffer::{LogRecord, record_from_event};
 use super::redaction::redact_record;
+use crate::mcp::logs::LogLine;
 
 /// Bytes read per step when scanning the file backwards.
 const CHUNK: u64 = 64 * 1024;
@@ -62,7 +63,8 @@ impl LogFile {
     }
 
     fn append(&self, record: &LogRecord) {
-        let line = format!("{}\n", record.to_json());
+        let mut line = serde_json::to_string(&LogLine::from(record)).unwrap_or_default();
+        line.push('\n');
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let Some(writer) = guard.as_mut() else {
             return;

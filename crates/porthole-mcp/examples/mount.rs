@@ -24,7 +24,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use porthole_mcp::logs::{LogBuffer, ReadLogs};
 use porthole_mcp::{
-    Annotations, Auth, McpServer, RequestContext, ToolError, ToolSpec, TypedTool, typed,
+    Annotations, Auth, McpServer, RequestContext, ToolError, ToolSpec, TypedTool, default_of, typed,
 };
 use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt;
@@ -54,13 +54,9 @@ struct OrderQuery {
     /// Only orders of items containing this text
     containing: Option<String>,
     /// Most orders to return (the oldest first)
-    #[serde(default = "ten")]
+    #[serde(default = "default_of::<10>")]
     #[schemars(range(min = 1, max = 100))]
     limit: usize,
-}
-
-fn ten() -> usize {
-    10
 }
 
 /// `list_orders`' answer. Its output schema is derived from this type, doc comments

@@ -73,7 +73,7 @@ pub use prompt::{Prompt, PromptArgument, PromptMessages, PromptSet, PromptSpec};
 pub use protocol::Era;
 pub use replicas::{Changed, Replicas};
 pub use resource::ResourceProvider;
-pub use schema::{input_schema_of, schema_of};
+pub use schema::{default_of, input_schema_of, schema_of};
 pub use seal::SealingKey;
 pub use session::{SessionConfig, SessionLedger, StreamLimits};
 pub use skills::SkillCatalog;

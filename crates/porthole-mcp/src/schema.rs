@@ -13,6 +13,13 @@
 
 use serde_json::{Map, Value};
 
+/// `N`, as the default of an argument: `#[serde(default = "default_of::<50>")]`; the
+/// derived input schema lists it as the argument's `default`, so the value a call gets
+/// and the one its schema shows are one number.
+pub const fn default_of<const N: usize>() -> usize {
+    N
+}
+
 /// `T`'s JSON Schema with every subschema written in place (no `$ref`: some clients
 /// do not follow them) and without `$schema` and `title`.
 pub fn schema_of<T: schemars::JsonSchema>() -> Value {
@@ -155,17 +162,13 @@ mod tests {
         #[schemars(length(min = 1))]
         text: String,
         /// Most hits to return.
-        #[serde(default = "ten")]
+        #[serde(default = "default_of::<10>")]
         #[schemars(range(min = 1, max = 100))]
-        limit: u32,
+        limit: usize,
         /// Only hits of this kind.
         kind: Option<Kind>,
         #[schemars(extend("x-aliases" = ["case"]))]
         ignore_case: Option<bool>,
-    }
-
-    fn ten() -> u32 {
-        10
     }
 
     #[derive(Deserialize, schemars::JsonSchema)]

@@ -32,7 +32,7 @@ use crate::ServerInner;
 use crate::context::RequestContext;
 use crate::guard::Access;
 use crate::jsonrpc;
-use crate::methods::{self, ToolCall, Work};
+use crate::methods::{ToolCall, Work};
 use crate::protocol::{self, Era};
 use crate::session::{Lookup, Session};
 use porthole_core::trace_context::{CALLER_ID_KEYS, CallerTag, TraceParent};
@@ -277,7 +277,7 @@ fn legacy_context(
         Lookup::Found(session) => session,
         Lookup::Unknown | Lookup::Ended => return Some(Err(session_not_found())),
     };
-    methods::served(inner, TOOLS_CALL, false)?;
+    // `tools/call` is served in both eras (`Method::profile`), so no era check here.
     let ctx = session_context(inner, headers, access, &session, id, None);
     Some(Ok((session, ctx)))
 }
@@ -298,7 +298,6 @@ fn modern_context(
     );
     let version = checked_version(headers, version).ok()?;
     check_routing_headers(headers, TOOLS_CALL, Some(params.name)).ok()?;
-    methods::served(inner, TOOLS_CALL, true)?;
     check_param_headers(inner, headers, Some(params.name), Some(&params.arguments)).ok()?;
     let log_threshold = match meta.log_level.get() {
         Some(level) => Some(protocol::log_level_rank(level)?),

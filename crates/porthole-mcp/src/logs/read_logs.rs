@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::buffer::{LogBuffer, LogPage, LogQuery, LogRecord, LogSource, level_name, parse_level};
 use crate::context::RequestContext;
+use crate::schema::default_of;
 use crate::tool::{Annotations, ToolSpec};
 use crate::typed_tool::{ToolError, TypedTool};
 
@@ -45,24 +46,16 @@ pub struct LogArgs {
     #[schemars(extend("type" = ["string", "integer"]))]
     since: Option<Value>,
     /// Most lines to return (the newest win)
-    #[serde(default = "default_limit")]
+    #[serde(default = "default_of::<DEFAULT_LIMIT>")]
     #[schemars(range(min = 1, max = 500))]
     limit: usize,
     /// Approximate size budget for the returned lines
-    #[serde(default = "default_bytes")]
+    #[serde(default = "default_of::<DEFAULT_LOG_BYTES>")]
     #[schemars(range(min = 256, max = MAX_LOG_BYTES))]
     max_bytes: usize,
     /// Also include lines caused by MCP requests (audit of tools/call etc.)
     #[serde(default)]
     include_mcp: bool,
-}
-
-fn default_limit() -> usize {
-    DEFAULT_LIMIT
-}
-
-fn default_bytes() -> usize {
-    DEFAULT_LOG_BYTES
 }
 
 impl LogArgs {
