@@ -4,6 +4,8 @@
 //! - [`protocol`] and [`jsonrpc`]: MCP's vocabulary (versions, eras, header and `_meta`
 //!   names, error codes) and its JSON-RPC messages, for the endpoint and for the bot's
 //!   own client of other MCP servers alike;
+//! - [`params`]: every request method's `params` as a type, read by the endpoint and
+//!   written by the bot's client;
 //! - [`redact`]: secrets taken out of every text that leaves the process;
 //! - [`text`]: cutting and formatting text on character boundaries;
 //! - [`net`]: loopback `Host`/`Origin` checks and single-header reads;
@@ -15,6 +17,7 @@
 
 pub mod jsonrpc;
 pub mod net;
+pub mod params;
 pub mod protocol;
 pub mod redact;
 pub mod replica_changes;

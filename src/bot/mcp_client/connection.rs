@@ -3,14 +3,15 @@
 //! share what they need through `events` and `handshake`, never through this file,
 //! so no import runs in a circle.
 
-use serde_json::{Value, json};
+use porthole_core::params::PageParams;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::config::{ServerConfig, TransportConfig};
 use super::events::ConnEvent;
 use super::http::HttpConn;
 use super::http_sse::SseConn;
-use super::jsonrpc::{CallError, ParamHeader};
+use super::jsonrpc::{self, CallError, ParamHeader};
 use super::stdio::StdioConn;
 
 pub(crate) enum Conn {
@@ -90,7 +91,7 @@ impl Conn {
             // Only Streamable HTTP mirrors the call in headers.
             Conn::Http(conn) => conn.call_tool(name, arguments, param_headers).await,
             Conn::Stdio(_) | Conn::Sse(_) => {
-                let params = json!({"name": name, "arguments": arguments});
+                let params = jsonrpc::call_tool_params(name, arguments);
                 self.request("tools/call", params).await
             }
         }
@@ -102,10 +103,9 @@ impl Conn {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(cursor) => json!({"cursor": cursor}),
-                None => json!({}),
-            };
+            let params = jsonrpc::params_of(&PageParams {
+                cursor: cursor.clone(),
+            });
             let page = self.request("tools/list", params).await?;
             match page.get("tools") {
                 Some(Value::Array(list)) => tools.extend(list.iter().cloned()),

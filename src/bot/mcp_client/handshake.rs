@@ -1,17 +1,18 @@
 //! The legacy `initialize` handshake's pieces that every transport with it shares: the
 //! request's params, the chosen version, and a failure in words.
 
-use serde_json::{Value, json};
+use porthole_core::params::InitializeParams;
+use serde_json::{Map, Value};
 
 use super::jsonrpc::{self, CallError};
 
 /// The params of the legacy `initialize` request, for every transport with that
 /// handshake.
 pub(crate) fn initialize_params() -> Value {
-    json!({
-        "protocolVersion": jsonrpc::LEGACY_VERSION,
-        "capabilities": {},
-        "clientInfo": jsonrpc::client_info(),
+    jsonrpc::params_of(&InitializeParams {
+        protocol_version: jsonrpc::LEGACY_VERSION.into(),
+        capabilities: Map::new(),
+        client_info: jsonrpc::client_info(),
     })
 }
 

@@ -149,7 +149,7 @@ impl HttpConn {
         param_headers: &[jsonrpc::ParamHeader],
     ) -> Result<Value, CallError> {
         let param_headers = jsonrpc::param_header_values(param_headers, &arguments);
-        let params = json!({"name": name, "arguments": arguments});
+        let params = jsonrpc::call_tool_params(name, arguments);
         self.send(Outgoing {
             method: "tools/call",
             params,
@@ -228,15 +228,7 @@ impl HttpConn {
     /// The legacy handshake: `initialize`, keep the session id, `notifications/initialized`.
     async fn initialize(&self) -> Result<(), String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = jsonrpc::request(
-            id,
-            "initialize",
-            json!({
-                "protocolVersion": jsonrpc::LEGACY_VERSION,
-                "capabilities": {},
-                "clientInfo": jsonrpc::client_info(),
-            }),
-        );
+        let body = jsonrpc::request(id, "initialize", super::handshake::initialize_params());
         let posted = tokio::time::timeout(self.timeout, self.endpoint.post(&body, &[], Some(id)))
             .await
             .map_err(|_| {

@@ -72,7 +72,7 @@ pub(super) fn modern_meta() -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert(META_PROTOCOL_VERSION.into(), json!(MODERN_VERSION));
     meta.insert(META_CLIENT_CAPABILITIES.into(), json!({}));
-    meta.insert(META_CLIENT_INFO.into(), jsonrpc::client_info());
+    meta.insert(META_CLIENT_INFO.into(), json!(jsonrpc::client_info()));
     meta
 }
 

@@ -7,6 +7,8 @@
 use std::time::Duration;
 
 use base64::Engine;
+use porthole_core::params::{CallToolParams, Implementation};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{METHOD_NOT_FOUND, parse_message};
@@ -29,8 +31,33 @@ pub(crate) fn is_known_legacy_version(version: &str) -> bool {
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// `clientInfo` sent in handshakes and modern request metadata.
-pub(crate) fn client_info() -> Value {
-    json!({"name": "porthole", "version": env!("CARGO_PKG_VERSION")})
+pub(crate) fn client_info() -> Implementation {
+    Implementation {
+        name: "porthole".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// The params of a request, written from the protocol's type for them (the one the
+/// endpoint reads them as).
+pub(crate) fn params_of(params: &impl Serialize) -> Value {
+    serde_json::to_value(params).unwrap_or_default()
+}
+
+/// `tools/call`'s params. Arguments that are no object are not sent: the server then
+/// says which argument it needs.
+pub(crate) fn call_tool_params(name: &str, arguments: Value) -> Value {
+    params_of(&CallToolParams::<Map<String, Value>> {
+        name: name.into(),
+        arguments: match arguments {
+            Value::Object(arguments) => Some(arguments),
+            _ => None,
+        },
+        task: None,
+        input_responses: None,
+        request_state: None,
+        meta: None,
+    })
 }
 
 pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::ServerInner;
 use crate::caller::Caller;
@@ -133,7 +133,7 @@ pub(super) fn check_param_headers(
     inner: &ServerInner,
     headers: &HeaderMap,
     tool: Option<&str>,
-    arguments: Option<&Value>,
+    arguments: Option<&Map<String, Value>>,
 ) -> Result<(), String> {
     let Some(tool) = tool else {
         return Ok(());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::headers::{Accepts, apply_headers, header};
 use super::reply::{
@@ -138,15 +138,15 @@ async fn initialize(
             ),
         );
     }
-    if let Err(error) = methods::check_initialize(params) {
-        return rpc_error(StatusCode::BAD_REQUEST, Some(id), &error);
-    }
-    let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
-    let caps = params
-        .get("capabilities")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let session = match inner.sessions.create(version, caps, access) {
+    let hello = match methods::check_initialize(params) {
+        Ok(hello) => hello,
+        Err(error) => return rpc_error(StatusCode::BAD_REQUEST, Some(id), &error),
+    };
+    let version = protocol::negotiate_legacy(Some(&hello.protocol_version));
+    let session = match inner
+        .sessions
+        .create(version, Value::Object(hello.capabilities), access)
+    {
         Ok(session) => session,
         Err(full) => {
             return rpc_error(
@@ -156,12 +156,11 @@ async fn initialize(
             );
         }
     };
-    let info = params.get("clientInfo");
-    let text = |key: &str| info.and_then(|c| c.get(key)).and_then(Value::as_str);
-    if let Some(tag) = CallerTag::new(text("name"), text("version"), []) {
+    let client = &hello.client_info;
+    if let Some(tag) = CallerTag::new(Some(&client.name), Some(&client.version), []) {
         let _ = session.client_tag.set(Arc::new(tag));
     }
-    let client = text("name").unwrap_or("unknown");
+    let client = client.name.as_str();
     tracing::info!(
         target: "porthole::mcp::session",
         session = %crate::session::short(&session.id),

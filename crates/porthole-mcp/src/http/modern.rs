@@ -102,8 +102,13 @@ fn check_request<'a>(
         .ok_or_else(|| (StatusCode::NOT_FOUND, RpcError::method_not_found(method)))?;
     if parsed == Method::ToolsCall {
         let tool = params.get("name").and_then(Value::as_str);
-        check_param_headers(inner, headers, tool, params.get("arguments"))
-            .map_err(|reason| bad_request(RpcError::header_mismatch(reason)))?;
+        check_param_headers(
+            inner,
+            headers,
+            tool,
+            params.get("arguments").and_then(Value::as_object),
+        )
+        .map_err(|reason| bad_request(RpcError::header_mismatch(reason)))?;
     }
     let log_threshold = log_threshold(meta).map_err(bad_request)?;
     Ok(Checked {

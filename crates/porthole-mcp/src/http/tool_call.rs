@@ -1,14 +1,15 @@
 //! The fast path for `tools/call`, the request clients send most, in both eras: the
-//! body is read straight into typed fields borrowed from it (no `Value` tree for the
-//! envelope, `params` or `_meta`; only `arguments` is a `Value`, as tools take one),
-//! checked by the same functions as the general path, and run.
+//! body is read straight into the type the general path reads a `tools/call`'s params
+//! as (`porthole_core::params::CallToolParams`), borrowed from the body (no `Value` tree
+//! for the envelope, `params` or `_meta`; only `arguments` are values, as tools take
+//! them), checked by the same functions as the general path, and run.
 //!
 //! It serves every call in the usual shape that passes every check: `_meta` members it
 //! does not know are skipped unread, as the general path ignores them, so the calls real
 //! clients send (Claude Code's `claudecode/toolUseId`, VS Code's `vscode.*` and
 //! `tracestate`, Codex's `x-codex-turn-metadata`) take this path (`tests/it/allocations.rs`
-//! counts each). Anything else (another method, an envelope or `params` member it does
-//! not know, a duplicate key, an escaped string, a `null` where the general path reads
+//! counts each). Anything else (another method, an envelope member it does not know,
+//! answers to input requests, a duplicate key, a `null` where the general path reads
 //! more into it, a check that fails) is left to the general path, which reads the body
 //! again and answers as it always has: so what a client sees is the same either way,
 //! errors included.
@@ -35,6 +36,7 @@ use crate::jsonrpc;
 use crate::methods::{ToolCall, Work};
 use crate::protocol::{self, Era};
 use crate::session::{Lookup, Session};
+use porthole_core::params::CallToolParams;
 use porthole_core::trace_context::{CALLER_ID_KEYS, CallerTag, TraceParent};
 
 const TOOLS_CALL: &str = "tools/call";
@@ -49,7 +51,7 @@ struct Envelope<'a> {
     #[serde(rename = "method")]
     _method: ToolsCall,
     #[serde(borrow, deserialize_with = "object")]
-    params: Params<'a>,
+    params: CallToolParams<'a, Meta<'a>>,
 }
 
 /// `"tools/call"`, and nothing else.
@@ -64,25 +66,27 @@ impl<'de> Deserialize<'de> for ToolsCall {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params<'a> {
-    name: &'a str,
-    /// `Null` when absent or null, as the general path reads it.
-    #[serde(default)]
-    arguments: Value,
-    /// `None` when absent or null: neither asks for a task.
-    #[serde(default)]
-    task: Option<Value>,
-    #[serde(rename = "_meta", default, borrow, deserialize_with = "some_object")]
-    meta: Option<Meta<'a>>,
-}
-
 /// The members of `_meta` a `tools/call` reads; any other is skipped, by both paths. To
 /// the general path a `null` version, capabilities or level is present (and wrong), so
-/// those are a [`Member`]; a `null` token or trace parent is ignored by both.
+/// those are a [`Member`]; a `null` token or trace parent is ignored by both. Read only
+/// from an object, as the general path reads it ([`object`]).
+struct Meta<'a>(MetaMembers<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Meta<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Meta<'a>, D::Error> {
+        object(d).map(Meta)
+    }
+}
+
+impl<'a> std::ops::Deref for Meta<'a> {
+    type Target = MetaMembers<'a>;
+    fn deref(&self) -> &MetaMembers<'a> {
+        &self.0
+    }
+}
+
 #[derive(Deserialize)]
-struct Meta<'a> {
+struct MetaMembers<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
     protocol_version: Member<&'a str>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
@@ -175,20 +179,16 @@ fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::
     d.deserialize_map(Object(PhantomData))
 }
 
-/// [`object`] for a member that may be absent, but not `null`.
-fn some_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    object(d).map(Some)
-}
-
 /// A `tools/call` body in the usual shape, or `None` for the general path.
 fn read(body: &[u8]) -> Option<Envelope<'_>> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         return None;
     }
     let envelope: Envelope = serde_json::from_slice(body).ok()?;
-    (envelope.jsonrpc == "2.0" && jsonrpc::valid_id(&envelope.id)).then_some(envelope)
+    let params = &envelope.params;
+    // Answers to input requests are the general path's (`modern::request_context`).
+    let answers = params.input_responses.is_some() || params.request_state.is_some();
+    (envelope.jsonrpc == "2.0" && jsonrpc::valid_id(&envelope.id) && !answers).then_some(envelope)
 }
 
 /// What the fast path decided for a request.
@@ -210,17 +210,7 @@ pub(super) async fn serve(
 ) -> Option<Response> {
     let envelope = read(body)?;
     let plan = plan(inner, headers, access, session_id, &envelope)?;
-    let Params {
-        name,
-        arguments,
-        task,
-        ..
-    } = envelope.params;
-    let work = Work::ToolCall(ToolCall {
-        name: inner.tools.shared_name(name).unwrap_or_else(|| name.into()),
-        arguments,
-        task,
-    });
+    let work = Work::ToolCall(ToolCall::new(inner, envelope.params));
     Some(match plan {
         Plan::Modern(ctx) => run_stateless(inner.clone(), work, ctx, accept).await,
         Plan::Legacy(session, ctx) => run_legacy(inner.clone(), session, work, ctx, accept).await,
@@ -297,8 +287,14 @@ fn modern_context(
         meta.client_capabilities.get()?,
     );
     let version = checked_version(headers, version).ok()?;
-    check_routing_headers(headers, TOOLS_CALL, Some(params.name)).ok()?;
-    check_param_headers(inner, headers, Some(params.name), Some(&params.arguments)).ok()?;
+    check_routing_headers(headers, TOOLS_CALL, Some(&params.name)).ok()?;
+    check_param_headers(
+        inner,
+        headers,
+        Some(&params.name),
+        params.arguments.as_ref(),
+    )
+    .ok()?;
     let log_threshold = match meta.log_level.get() {
         Some(level) => Some(protocol::log_level_rank(level)?),
         None => None,
@@ -342,14 +338,14 @@ mod tests {
             panic!("the general path reads no request: {body}")
         };
         assert_eq!((&fast.id, method.as_str()), (&id, TOOLS_CALL), "{body}");
-        let general = ToolCall::from_params(&params).unwrap();
+        let general: CallToolParams<serde::de::IgnoredAny> =
+            crate::params::read(TOOLS_CALL, &params).unwrap();
         let p = fast.params;
-        let typed = ToolCall {
-            name: p.name.into(),
-            arguments: p.arguments,
-            task: p.task,
-        };
-        assert_eq!(typed, general, "{body}");
+        assert_eq!(
+            (&p.name, &p.arguments, &p.task),
+            (&general.name, &general.arguments, &general.task),
+            "{body}"
+        );
         let meta = params.get("_meta");
         let member = |key: &str| meta.and_then(|m| m.get(key)).cloned();
         let fast_meta = p.meta.as_ref();
@@ -401,6 +397,8 @@ mod tests {
                 "traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#,
             r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","_meta":{
                 "x-codex-turn-metadata":{"turn":[1,{"deep":null}]},"other":1,"other":2}}}"#,
+            // An escaped name is read unescaped; a `null` _meta is none.
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"\u0078","_meta":null}}"#,
         ] {
             same_as_general(body);
         }
@@ -484,12 +482,10 @@ mod tests {
             "null",
             r#"["x",{}]"#,
             r#"{"name":"x","name":"y"}"#,
-            r#"{"name":"\u0078"}"#,
             r#"{"name":7}"#,
             r#"{"arguments":{}}"#,
             r#"{"name":"x","inputResponses":{}}"#,
             r#"{"name":"x","requestState":"s"}"#,
-            r#"{"name":"x","_meta":null}"#,
             r#"{"name":"x","_meta":[]}"#,
             r#"{"name":"x","_meta":{"io.modelcontextprotocol/logLevel":null}}"#,
             r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":7}}"#,

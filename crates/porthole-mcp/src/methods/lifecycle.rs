@@ -2,53 +2,44 @@
 //! server: its identity and its capabilities in each era. `ping` is answered in the
 //! table itself.
 
+use porthole_core::params::InitializeParams;
 use serde_json::{Map, Value, json};
 
 use crate::ServerInner;
 use crate::jsonrpc::RpcError;
+use crate::params::read;
 use crate::protocol::{self, Era, SKILLS_EXTENSION, TASKS_EXTENSION};
 
-/// What `initialize`'s params must hold (the schema's `InitializeRequestParams`): the
-/// version asked for, the client's capabilities and who the client is. A session is
-/// opened only for a request that has them, so a client that sends `protocolVersion: 5`
-/// learns what to fix instead of getting a session negotiated on a guess.
 /// The most JSON a client's declared capabilities may take.
 const MAX_CAPABILITIES_BYTES: usize = 64 * 1024;
 
-pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<(), RpcError> {
+/// `initialize`'s params read as the schema's `InitializeRequestParams`: the version
+/// asked for, the client's capabilities and who the client is. A session is opened only
+/// for a request that has them, so a client that sends `protocolVersion: 5` learns what
+/// to fix instead of getting a session negotiated on a guess.
+pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<InitializeParams, RpcError> {
     let wrong = |what: &str| {
-        Err(RpcError::invalid_params(format!(
-            "initialize: {what}; send {{\"protocolVersion\": \"2025-11-25\", \"capabilities\": {{}}, \
+        RpcError::invalid_params(format!(
+            "{what}; send {{\"protocolVersion\": \"2025-11-25\", \"capabilities\": {{}}, \
              \"clientInfo\": {{\"name\": \"…\", \"version\": \"…\"}}}}"
-        )))
+        ))
     };
-    if !params.get("protocolVersion").is_some_and(Value::is_string) {
-        return wrong("`protocolVersion` must be a string");
-    }
-    let Some(capabilities) = params.get("capabilities").filter(|c| c.is_object()) else {
-        return wrong("`capabilities` must be an object (empty when the client offers none)");
-    };
+    let hello: InitializeParams = read("initialize", params).map_err(|e| wrong(&e.message))?;
     // The session keeps them for its life: they must stay a declaration, not a store.
-    if capabilities.to_string().len() > MAX_CAPABILITIES_BYTES {
-        return wrong(&format!(
-            "`capabilities` is over {MAX_CAPABILITIES_BYTES} bytes of JSON; declare what the client supports, nothing more"
-        ));
+    if serde_json::to_string(&hello.capabilities).map_or(0, |json| json.len())
+        > MAX_CAPABILITIES_BYTES
+    {
+        return Err(wrong(&format!(
+            "initialize: `capabilities` is over {MAX_CAPABILITIES_BYTES} bytes of JSON; declare what the client supports, nothing more"
+        )));
     }
-    let Some(client) = params.get("clientInfo").and_then(Value::as_object) else {
-        return wrong("`clientInfo` must be an object");
-    };
-    for field in ["name", "version"] {
-        if !client.get(field).is_some_and(Value::is_string) {
-            return wrong(&format!("`clientInfo.{field}` must be a string"));
-        }
-    }
-    Ok(())
+    Ok(hello)
 }
 
 /// `initialize`: the negotiated version, the capabilities and who the server is. The
 /// session itself is opened by the transport, which routes on this method.
-pub(super) fn initialize(inner: &ServerInner, params: &Map<String, Value>) -> Value {
-    let version = protocol::negotiate_legacy(params.get("protocolVersion").and_then(Value::as_str));
+pub(super) fn initialize(inner: &ServerInner, hello: &InitializeParams) -> Value {
+    let version = protocol::negotiate_legacy(Some(&hello.protocol_version));
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities(inner, &Era::Legacy(version)),

@@ -24,6 +24,7 @@ use serde_json::{Map, Value, json};
 use super::ServerInner;
 use super::context::RequestContext;
 use super::jsonrpc::RpcError;
+use super::params::read;
 use super::protocol::{Era, META_SERVER_INFO};
 use super::tool::Outcome;
 
@@ -261,15 +262,19 @@ pub(crate) async fn run(
     result.map_err(|error| error.redacted(&inner.redactor))
 }
 
-/// Runs `method` and returns its result shaped for the request's era.
+/// Runs `method` and returns its result shaped for the request's era. Each arm reads
+/// `params` as its method's type (`porthole_core::params`) where the method needs them,
+/// after the checks that come first (a server without skills answers `skills/get` as
+/// unknown, whatever its params).
 pub(crate) async fn dispatch(
     inner: &ServerInner,
     method: Method,
     params: &Map<String, Value>,
     ctx: &RequestContext,
 ) -> Result<MethodResult, RpcError> {
+    let name = method.name();
     let outcome = match method {
-        Method::Initialize => Outcome::Complete(lifecycle::initialize(inner, params)),
+        Method::Initialize => Outcome::Complete(lifecycle::initialize(inner, &read(name, params)?)),
         Method::Ping => Outcome::Complete(json!({})),
         Method::ServerDiscover => Outcome::Complete(lifecycle::discover(inner, &ctx.era)),
         // A long-lived stream, not a reply: `http/listen.rs` serves it before dispatch.
@@ -278,17 +283,21 @@ pub(crate) async fn dispatch(
                 "subscriptions/listen is served as a stream (http/listen.rs)",
             ));
         }
-        Method::LoggingSetLevel => Outcome::Complete(logging::set_level(params, ctx)?),
-        Method::ToolsList => Outcome::Complete(tools::list(inner, params, ctx)?),
-        Method::ToolsCall => return tools::call(inner, ToolCall::from_params(params)?, ctx).await,
+        Method::LoggingSetLevel => Outcome::Complete(logging::set_level(read(name, params)?, ctx)),
+        Method::ToolsList => Outcome::Complete(tools::list(inner, read(name, params)?, ctx)?),
+        Method::ToolsCall => {
+            return tools::call(inner, ToolCall::from_params(inner, params)?, ctx).await;
+        }
         Method::ResourcesList
         | Method::ResourcesTemplatesList
         | Method::ResourcesRead
         | Method::ResourcesSubscribe
         | Method::ResourcesUnsubscribe => resources::serve(inner, method, params, ctx).await?,
-        Method::PromptsList => Outcome::Complete(prompts::list(inner, params)?),
-        Method::PromptsGet => prompts::get(inner, params, ctx).await?,
-        Method::CompletionComplete => Outcome::Complete(completion::complete(inner, params).await?),
+        Method::PromptsList => Outcome::Complete(prompts::list(inner, read(name, params)?)?),
+        Method::PromptsGet => prompts::get(inner, read(name, params)?, ctx).await?,
+        Method::CompletionComplete => {
+            Outcome::Complete(completion::complete(inner, read(name, params)?).await?)
+        }
         Method::Tasks(task_method) => {
             Outcome::Complete(tasks::serve(inner, task_method, params, ctx).await?)
         }

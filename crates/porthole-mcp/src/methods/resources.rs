@@ -2,13 +2,14 @@
 //! results) and the legacy `resources/subscribe` / `resources/unsubscribe`, over every
 //! [`ResourceProvider`](crate::ResourceProvider) in the order they were added.
 
+use porthole_core::params::{PageParams, UriParams};
 use serde_json::{Map, Value, json};
 
 use super::Method;
 use crate::ServerInner;
 use crate::context::RequestContext;
 use crate::jsonrpc::{self, RpcError};
-use crate::params::{page, required_str};
+use crate::params::{page, read};
 use crate::protocol::Era;
 use crate::tool::Outcome;
 
@@ -20,15 +21,19 @@ pub(super) async fn serve(
 ) -> Result<Outcome<Value>, RpcError> {
     let listed = match method {
         Method::ResourcesList => {
+            let PageParams { cursor } = read(method.name(), params)?;
             let all: Vec<Value> = inner.resources.iter().flat_map(|r| r.resources()).collect();
-            page("resources", &all, params)?
+            page("resources", &all, cursor.as_deref())?
         }
         Method::ResourcesTemplatesList => {
+            let PageParams { cursor } = read(method.name(), params)?;
             let all: Vec<Value> = inner.resources.iter().flat_map(|r| r.templates()).collect();
-            page("resourceTemplates", &all, params)?
+            page("resourceTemplates", &all, cursor.as_deref())?
         }
-        Method::ResourcesRead => return read(inner, params, ctx).await,
-        _ => subscribe(method, params, ctx)?,
+        Method::ResourcesRead => {
+            return read_resource(inner, read(method.name(), params)?, ctx).await;
+        }
+        _ => subscribe(method, read(method.name(), params)?, ctx)?,
     };
     // Listings carry text from outside the code too (a skill's description).
     let mut listed = listed;
@@ -43,10 +48,9 @@ const MAX_SUBSCRIPTIONS: usize = 256;
 /// `resources/subscribe` and `resources/unsubscribe`: the session's interest in one URI.
 fn subscribe(
     method: Method,
-    params: &Map<String, Value>,
+    UriParams { uri }: UriParams,
     ctx: &RequestContext,
 ) -> Result<Value, RpcError> {
-    let uri = required_str(params, "uri")?;
     if let Some(session) = &ctx.session {
         if method == Method::ResourcesSubscribe {
             // Each one lives as long as the session: both their size and number are bounded.
@@ -55,27 +59,26 @@ fn subscribe(
                     "`uri` is over {MAX_SUBSCRIBED_URI_BYTES} bytes; no resource of this server has such a URI"
                 )));
             }
-            if !session.subscribe(uri, MAX_SUBSCRIPTIONS) {
+            if !session.subscribe(&uri, MAX_SUBSCRIPTIONS) {
                 return Err(RpcError::invalid_params(format!(
                     "a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe from one first"
                 )));
             }
         } else {
-            session.unsubscribe(uri);
+            session.unsubscribe(&uri);
         }
     }
     Ok(json!({}))
 }
 
 /// `resources/read`: the first provider that knows the URI answers.
-async fn read(
+async fn read_resource(
     inner: &ServerInner,
-    params: &Map<String, Value>,
+    UriParams { uri }: UriParams,
     ctx: &RequestContext,
 ) -> Result<Outcome<Value>, RpcError> {
-    let uri = required_str(params, "uri")?;
     for provider in &inner.resources {
-        if let Some(outcome) = provider.read(uri, ctx).await? {
+        if let Some(outcome) = provider.read(&uri, ctx).await? {
             return Ok(match outcome {
                 Outcome::Complete(mut contents) => {
                     for c in &mut contents {

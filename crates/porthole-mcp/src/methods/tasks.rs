@@ -6,12 +6,13 @@
 //! `tasks/cancel` (returns the task). What each does to a task is the engine's
 //! (`mcp::tasks`).
 
+use porthole_core::params::{PageParams, TaskParams, UpdateTaskParams};
 use serde_json::{Map, Value, json};
 
 use crate::ServerInner;
 use crate::context::RequestContext;
 use crate::jsonrpc::RpcError;
-use crate::params::required_str;
+use crate::params::read;
 use crate::tasks::{missing_tasks_capability, not_found};
 
 /// Which `tasks/*` method.
@@ -31,13 +32,15 @@ pub(super) async fn serve(
     params: &Map<String, Value>,
     ctx: &RequestContext,
 ) -> Result<Value, RpcError> {
+    let name = super::Method::Tasks(method).name();
     let tasks = &inner.tasks;
     let owner = tasks.owner(&ctx.caller);
     if ctx.era.is_modern() {
         if !ctx.declares_tasks() {
             return Err(missing_tasks_capability());
         }
-        let id = required_str(params, "taskId")?;
+        let TaskParams { task_id: id } = read(name, params)?;
+        let id = id.as_str();
         // A 2025-11-25 session's task is that session's only (docs/tasks.md), also for
         // the same credential speaking 2026-07-28.
         let task = tasks.find(id, &owner).await?;
@@ -46,7 +49,10 @@ pub(super) async fn serve(
         }
         return match method {
             TaskMethod::Get => Ok(task.detailed()),
-            TaskMethod::Update => tasks.update(id, &owner, params).await,
+            TaskMethod::Update => {
+                let update: UpdateTaskParams = read(name, params)?;
+                tasks.update(id, &owner, update.input_responses).await
+            }
             TaskMethod::Cancel => tasks.cancel(id, &owner).await.map(|_| json!({})),
             TaskMethod::Result | TaskMethod::List => {
                 Err(RpcError::method_not_found("tasks/result and tasks/list"))
@@ -66,9 +72,11 @@ pub(super) async fn serve(
         )));
     }
     if method == TaskMethod::List {
-        return tasks.list(&session.id, &owner, params).await;
+        let PageParams { cursor } = read(name, params)?;
+        return tasks.list(&session.id, &owner, cursor.as_deref()).await;
     }
-    let id = required_str(params, "taskId")?;
+    let TaskParams { task_id: id } = read(name, params)?;
+    let id = id.as_str();
     let task = tasks.find(id, &owner).await?;
     if task.session.as_deref() != Some(session.id.as_str()) {
         return Err(not_found(id));

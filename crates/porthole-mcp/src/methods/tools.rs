@@ -5,6 +5,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use porthole_core::params::{CallToolParams, PageParams};
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -13,7 +15,7 @@ use crate::ServerInner;
 use crate::context::RequestContext;
 use crate::guard::Access;
 use crate::jsonrpc::RpcError;
-use crate::params::{PAGE_SIZE, is_first_page, page, required_str};
+use crate::params::{PAGE_SIZE, page, read};
 use crate::protocol::Era;
 use crate::session;
 use crate::tasks::missing_tasks_capability;
@@ -33,10 +35,14 @@ pub(crate) struct Memo {
 
 pub(super) fn list(
     inner: &ServerInner,
-    params: &Map<String, Value>,
+    params: PageParams,
     ctx: &RequestContext,
 ) -> Result<Value, RpcError> {
-    page("tools", inner.tools.listing(ctx.access), params)
+    page(
+        "tools",
+        inner.tools.listing(ctx.access),
+        params.cursor.as_deref(),
+    )
 }
 
 /// `tools/list` without a cursor, served from a cache of its serialised result.
@@ -46,13 +52,14 @@ pub(super) fn cached_list<'a>(
     params: &Map<String, Value>,
     ctx: &RequestContext,
 ) -> Option<&'a RawValue> {
-    if !is_first_page(params) || inner.tools.len() > PAGE_SIZE {
+    let first_page = read::<PageParams>("tools/list", params).is_ok_and(|p| p.cursor.is_none());
+    if !first_page || inner.tools.len() > PAGE_SIZE {
         return None;
     }
     let by_access = &inner.memo.tools_list[usize::from(ctx.access == Access::ReadOnly)];
     let slot = &by_access[usize::from(ctx.era.is_modern())];
     let cached = slot.get_or_init(|| {
-        let listing = list(inner, params, ctx)
+        let listing = list(inner, PageParams::default(), ctx)
             .and_then(|result| {
                 shape(
                     inner,
@@ -68,8 +75,8 @@ pub(super) fn cached_list<'a>(
     Some(cached)
 }
 
-/// What `tools/call` reads of its `params`, whichever way they were read: from a map
-/// ([`ToolCall::from_params`]), or straight from the body (`http/tool_call.rs`).
+/// What `tools/call` runs, from its `params` however they were read: from a map (the
+/// general path) or straight from the body (`http/tool_call.rs`), as the same type.
 #[derive(Debug, PartialEq)]
 pub(crate) struct ToolCall {
     /// The registered tool's own name when there is one (no new string per call).
@@ -81,12 +88,22 @@ pub(crate) struct ToolCall {
 }
 
 impl ToolCall {
-    pub(crate) fn from_params(params: &Map<String, Value>) -> Result<ToolCall, RpcError> {
-        Ok(ToolCall {
-            name: required_str(params, "name")?.into(),
-            arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
-            task: params.get("task").filter(|t| !t.is_null()).cloned(),
-        })
+    pub(crate) fn new<M>(inner: &ServerInner, params: CallToolParams<'_, M>) -> ToolCall {
+        let name = &*params.name;
+        ToolCall {
+            name: inner.tools.shared_name(name).unwrap_or_else(|| name.into()),
+            arguments: params.arguments.map_or(Value::Null, Value::Object),
+            task: params.task,
+        }
+    }
+
+    /// Reads the general path's `params`.
+    pub(crate) fn from_params(
+        inner: &ServerInner,
+        params: &Map<String, Value>,
+    ) -> Result<ToolCall, RpcError> {
+        let params: CallToolParams<IgnoredAny> = read("tools/call", params)?;
+        Ok(ToolCall::new(inner, params))
     }
 }
 
@@ -104,9 +121,6 @@ pub(super) async fn call(
         task,
     } = call;
     let name = &*name;
-    if !(args.is_null() || args.is_object()) {
-        return Err(RpcError::invalid_params("`arguments` must be an object"));
-    }
     inner.tools.check_access(name, ctx.access)?;
     if let Some(tool) = inner.tools.get(name) {
         let support = tool.task_support();

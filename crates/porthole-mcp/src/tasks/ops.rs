@@ -50,16 +50,8 @@ impl TaskEngine {
         &self,
         id: &str,
         owner: &str,
-        params: &Map<String, Value>,
+        responses: Map<String, Value>,
     ) -> Result<Value, RpcError> {
-        let responses = match params.get("inputResponses") {
-            Some(Value::Object(responses)) => responses.clone(),
-            _ => {
-                return Err(RpcError::invalid_params(
-                    "`inputResponses` is required: an object keyed by the task's inputRequests keys",
-                ));
-            }
-        };
         self.find(id, owner).await?;
         if self.running().contains_key(id) {
             self.accept_input(id, responses).await?;
@@ -136,7 +128,7 @@ impl TaskEngine {
         &self,
         session: &str,
         owner: &str,
-        params: &Map<String, Value>,
+        cursor: Option<&str>,
     ) -> Result<Value, RpcError> {
         let tasks = self
             .config
@@ -150,7 +142,7 @@ impl TaskEngine {
             .filter(|t| t.owner == owner && !t.is_expired(now))
             .map(TaskRecord::legacy)
             .collect();
-        crate::params::page("tasks", &listed, params)
+        crate::params::page("tasks", &listed, cursor)
     }
 
     /// Legacy `tasks/result`: waits until the task ends, then answers what the request
