@@ -12,6 +12,10 @@
 #   --fixture           test the conformance fixture (crates/porthole-mcp/examples/conformance.rs: the suite's
 #                       test tools, resources and prompts on Porthole's mcp module) instead
 #                       of the bot, gated on scripts/conformance/required-fixture.txt
+#   --mount             test the endpoint crate's mount example (crates/porthole-mcp/examples/
+#                       mount.rs: another axum service mounting /mcp with one tool of its
+#                       own), gated on scripts/conformance/required-mount.txt: the
+#                       scenarios any correct server passes, at both revisions
 #
 # Environment:
 #   PORTHOLE_BIN        bot binary to start (default: target/debug/porthole, or
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
     --scenario) [ $# -ge 2 ] || die "--scenario needs a value"; SCENARIO="$2"; shift 2 ;;
     --scenario=*) SCENARIO="${1#*=}"; shift ;;
     --fixture) FIXTURE=1; shift ;;
+    --mount) FIXTURE=mount; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -116,17 +121,22 @@ if [ -n "${CONFORMANCE_URL:-}" ]; then
   BOT_LOG=""
   log "testing the running server at $TARGET_URL${TOKEN:+ (bearer token from MCP_TOKEN)}"
 else
+  TOKEN="$(random_token)"
+  START_ENV=()
   if [ "$FIXTURE" = 1 ]; then
     BIN="${PORTHOLE_BIN:-target/debug/examples/conformance}"
     REQUIRED_FILE="$TOOLS_DIR/required-fixture.txt"
+  elif [ "$FIXTURE" = mount ]; then
+    BIN="${PORTHOLE_BIN:-target/debug/examples/mount}"
+    REQUIRED_FILE="$TOOLS_DIR/required-mount.txt"
+    START_ENV=(MCP_SECRET="$TOKEN")
   else
     BIN="${PORTHOLE_BIN:-target/debug/porthole}"
   fi
   [ -x "$BIN" ] || die "bot binary '$BIN' not found or not executable (build it first, or set PORTHOLE_BIN)"
   TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/porthole-conformance.XXXXXX")"
   BOT_LOG="$OUT_ROOT/bot.log"
-  TOKEN="$(random_token)"
-  start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN"
+  start_bot "$BIN" "$BOT_LOG" "$TMP_DIR" "$TOKEN" "${START_ENV[@]}"
   PORT="$BOT_PORT"
   TARGET_URL="http://127.0.0.1:$PORT/mcp"
   log "bot (pid $BOT_PID) is listening; MCP endpoint $TARGET_URL"

@@ -66,6 +66,20 @@ struct Fixture {
     notifier: Notifier,
 }
 
+/// A fixture tool's spec: a name, a description and a hand-written input schema (the
+/// suite's scenarios fix each schema to the letter).
+fn fixture_spec(name: &str, description: &str, schema: &Value) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        title: None,
+        description: description.into(),
+        input_schema: schema.clone(),
+        output_schema: None,
+        annotations: Annotations::default(),
+        max_result_chars: None,
+    }
+}
+
 fn elicit(message: &str, properties: Value, required: &[&str]) -> Value {
     input_request(
         "elicitation/create",
@@ -122,15 +136,7 @@ impl Fixture {
 #[async_trait]
 impl Tool for Fixture {
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name.into(),
-            title: None,
-            description: self.description.into(),
-            input_schema: self.schema.clone(),
-            output_schema: None,
-            annotations: Annotations::default(),
-            max_result_chars: None,
-        }
+        fixture_spec(self.name, self.description, &self.schema)
     }
 
     async fn call(&self, args: Value, ctx: &RequestContext) -> Result {

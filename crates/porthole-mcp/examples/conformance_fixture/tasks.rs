@@ -9,8 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use porthole_mcp::input_request;
 use porthole_mcp::{
-    Annotations, CallToolResult, InputRequired, Outcome, RequestContext, RpcError, TaskSupport,
-    Tool, ToolSpec,
+    CallToolResult, InputRequired, Outcome, RequestContext, RpcError, TaskSupport, Tool, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -91,15 +90,7 @@ impl TaskFixture {
 #[async_trait]
 impl Tool for TaskFixture {
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name.into(),
-            title: None,
-            description: self.description.into(),
-            input_schema: self.schema.clone(),
-            output_schema: None,
-            annotations: Annotations::default(),
-            max_result_chars: None,
-        }
+        super::fixture_spec(self.name, self.description, &self.schema)
     }
 
     fn task_support(&self) -> TaskSupport {
