@@ -18,12 +18,21 @@ pub(crate) fn read<'a, T: Deserialize<'a>>(
 ) -> Result<T, RpcError> {
     serde_path_to_error::deserialize(params).map_err(|error| {
         let at = error.path().to_string();
-        let what = error.into_inner();
+        let what = in_json_terms(error.into_inner().to_string());
         RpcError::invalid_params(match at.as_str() {
             "." => format!("{method}: {what}"),
             member => format!("{method}: `{member}`: {what}"),
         })
     })
+}
+
+/// serde's words for JSON's values are Rust's (a map, a sequence): a client reads them
+/// as JSON names them.
+fn in_json_terms(message: String) -> String {
+    message
+        .replace("expected a map", "expected an object")
+        .replace("invalid type: map", "invalid type: object")
+        .replace("invalid type: sequence", "invalid type: array")
 }
 
 /// One page of a list result, under `key`, with `nextCursor` when more follow.
