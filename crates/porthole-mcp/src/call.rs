@@ -17,10 +17,9 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 
 use futures::FutureExt;
-use futures::future::Abortable;
+use futures::future::{AbortRegistration, Abortable};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -29,7 +28,7 @@ use super::ServerInner;
 use super::context::{RequestContext, StreamEvent};
 use super::jsonrpc::RpcError;
 use super::methods::{self, MethodResult, Work};
-use super::session::Session;
+use super::session::{Session, Tracked};
 
 /// Why a handler produced no result.
 #[derive(Debug)]
@@ -45,23 +44,19 @@ pub(crate) type Finished = Result<Result<MethodResult, RpcError>, Unfinished>;
 pub(crate) enum Lifetime {
     /// Modern era: the work stops with the request.
     EndsWithRequest,
-    /// Legacy era: the work runs to its end unless the session cancels it
-    /// (`notifications/cancelled`), for which the session tracks the request while it
-    /// runs. A handler that returns in its first poll is never tracked: nothing could
-    /// cancel it, and most calls are such (tracking costs a lock and two table writes).
-    InSession {
-        session: Arc<Session>,
-        request_id: Value,
+    /// Legacy era: the work runs to its end unless the session cancels it; `tracked`
+    /// keeps the request cancellable until then.
+    Detached {
+        cancel: AbortRegistration,
+        tracked: Tracked,
     },
 }
 
 impl Lifetime {
     /// A legacy request of `session`: cancellable through the session until it ends.
     pub(crate) fn in_session(session: &Arc<Session>, request_id: &Value) -> Lifetime {
-        Lifetime::InSession {
-            session: session.clone(),
-            request_id: request_id.clone(),
-        }
+        let (tracked, cancel) = session.track(request_id);
+        Lifetime::Detached { cancel, tracked }
     }
 }
 
@@ -131,18 +126,20 @@ impl Call {
         let dispatch = AssertUnwindSafe(async move { methods::run(&inner, work, &ctx).await })
             .catch_unwind()
             .map(|result| result.map_err(|_| Unfinished::Panicked));
-        let untracked = match lifetime {
-            Lifetime::EndsWithRequest => None,
-            Lifetime::InSession {
-                session,
-                request_id,
-            } => Some((session, request_id)),
+        let (handler, finish_on_drop): (Handler, bool) = match lifetime {
+            Lifetime::EndsWithRequest => (Box::pin(dispatch), false),
+            Lifetime::Detached { cancel, tracked } => (
+                Box::pin(Abortable::new(dispatch, cancel).map(move |result| {
+                    drop(tracked);
+                    result.unwrap_or(Err(Unfinished::Cancelled))
+                })),
+                true,
+            ),
         };
         Call {
             handler: InlineHandler {
-                finish_on_drop: untracked.is_some(),
-                handler: Some(Box::pin(dispatch)),
-                untracked,
+                handler: Some(handler),
+                finish_on_drop,
             },
             events,
         }
@@ -154,14 +151,6 @@ impl Call {
             Returned(Finished),
             Sent(StreamEvent),
         }
-        let first = {
-            let handler = self.handler.handler.as_mut().expect("a call runs once");
-            futures::poll!(handler)
-        };
-        if let Poll::Ready(result) = first {
-            return self.returned(result);
-        }
-        self.handler.track();
         let next = {
             let handler = self.handler.handler.as_mut().expect("a call runs once");
             tokio::select! {
@@ -171,7 +160,19 @@ impl Call {
             }
         };
         match next {
-            Next::Returned(result) => self.returned(result),
+            Next::Returned(result) => {
+                self.handler.handler = None;
+                let first = self.events.as_mut().map(|events| events.try_recv());
+                match (first, self.events) {
+                    // Messages sent in the very poll that returned still go first.
+                    (Some(Ok(first)), Some(events)) => Progress::Streaming(Streaming {
+                        first,
+                        events,
+                        rest: tokio::spawn(std::future::ready(result)),
+                    }),
+                    _ => Progress::Done(result),
+                }
+            }
             Next::Sent(first) => {
                 let handler = self.handler.handler.take().expect("not yet taken");
                 Progress::Streaming(Streaming {
@@ -180,23 +181,6 @@ impl Call {
                     rest: tokio::spawn(handler),
                 })
             }
-        }
-    }
-}
-
-impl Call {
-    /// The handler returned `result`: done, unless it sent messages on the way.
-    fn returned(mut self, result: Finished) -> Progress {
-        self.handler.handler = None;
-        let first = self.events.as_mut().map(|events| events.try_recv());
-        match (first, self.events.take()) {
-            // Messages sent in the very poll that returned still go first.
-            (Some(Ok(first)), Some(events)) => Progress::Streaming(Streaming {
-                first,
-                events,
-                rest: tokio::spawn(std::future::ready(result)),
-            }),
-            _ => Progress::Done(result),
         }
     }
 }
@@ -213,33 +197,10 @@ async fn next_event(
 struct InlineHandler {
     handler: Option<Handler>,
     finish_on_drop: bool,
-    /// A legacy request's session and id, until [`InlineHandler::track`] tracks it.
-    untracked: Option<(Arc<Session>, Value)>,
-}
-
-impl InlineHandler {
-    /// Makes a legacy handler cancellable through its session from now on.
-    fn track(&mut self) {
-        let Some((session, request_id)) = self.untracked.take() else {
-            return;
-        };
-        let Some(handler) = self.handler.take() else {
-            return;
-        };
-        let (tracked, cancel) = session.track(&request_id);
-        self.handler = Some(Box::pin(Abortable::new(handler, cancel).map(
-            move |result| {
-                drop(tracked);
-                result.unwrap_or(Err(Unfinished::Cancelled))
-            },
-        )));
-    }
 }
 
 impl Drop for InlineHandler {
     fn drop(&mut self) {
-        // Finishing in the background, it stays cancellable.
-        self.track();
         if let Some(handler) = self.handler.take()
             && self.finish_on_drop
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
