@@ -10,9 +10,15 @@
 //! [`CallToolParams`], whose `_meta` the `tools/call` fast read takes, has it as a member.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
-use serde::{Deserialize, Serialize};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+
+use crate::protocol::LOG_LEVELS;
 
 /// A client's or server's name and version (the schema's `Implementation`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +38,7 @@ pub struct InitializeParams {
     /// What the client can do (an empty object when it offers nothing).
     pub capabilities: Map<String, Value>,
     /// Who the client is.
+    #[serde(deserialize_with = "object")]
     pub client_info: Implementation,
 }
 
@@ -102,9 +109,10 @@ pub struct GetPromptParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompleteParams {
     /// The prompt or resource template the argument belongs to.
-    #[serde(rename = "ref")]
+    #[serde(rename = "ref", deserialize_with = "object")]
     pub reference: CompletionReference,
     /// The argument, and what the user typed of it so far.
+    #[serde(deserialize_with = "object")]
     pub argument: CompletionArgument,
 }
 
@@ -142,8 +150,9 @@ pub struct SetLevelParams {
     pub level: LoggingLevel,
 }
 
-/// A log level, in increasing severity (RFC 5424's names, as MCP uses them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// A log level, in increasing severity (RFC 5424's names, as MCP uses them), read only
+/// from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)] // The names are RFC 5424's.
 pub enum LoggingLevel {
@@ -158,10 +167,50 @@ pub enum LoggingLevel {
 }
 
 impl LoggingLevel {
-    /// The level's place in [`crate::protocol::LOG_LEVELS`] (0 for `debug`).
+    /// Every level, in the order of [`LOG_LEVELS`].
+    const ALL: [LoggingLevel; 8] = [
+        LoggingLevel::Debug,
+        LoggingLevel::Info,
+        LoggingLevel::Notice,
+        LoggingLevel::Warning,
+        LoggingLevel::Error,
+        LoggingLevel::Critical,
+        LoggingLevel::Alert,
+        LoggingLevel::Emergency,
+    ];
+
+    /// The level's place in [`LOG_LEVELS`] (0 for `debug`).
     pub fn rank(self) -> u8 {
         self as u8
     }
+}
+
+impl<'de> Deserialize<'de> for LoggingLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LoggingLevel, D::Error> {
+        let name = String::deserialize(d)?;
+        LOG_LEVELS
+            .iter()
+            .position(|level| *level == name)
+            .map(|rank| LoggingLevel::ALL[rank])
+            .ok_or_else(|| D::Error::unknown_variant(&name, &LOG_LEVELS))
+    }
+}
+
+/// Reads `T` only from a JSON object, as MCP's schema has it: serde reads a struct from
+/// an array too (its members in order), and an internally tagged enum from `[tag, …]`.
+/// For `#[serde(deserialize_with = "object")]`.
+pub fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    struct Object<T>(PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_map(Object(PhantomData))
 }
 
 /// A request about one task: `tasks/get`, `tasks/cancel`, `tasks/result`.
@@ -188,7 +237,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::protocol::{LOG_LEVELS, log_level_rank};
+    use crate::protocol::log_level_rank;
 
     #[test]
     fn a_client_writes_what_the_endpoint_reads() {
@@ -233,5 +282,30 @@ mod tests {
             assert_eq!(serde_json::to_value(level).unwrap(), json!(name));
         }
         assert!(serde_json::from_value::<LoggingLevel>(json!("verbose")).is_err());
+    }
+
+    #[test]
+    fn what_the_schema_has_as_objects_and_names_is_read_from_nothing_else() {
+        let from = |value: Value| SetLevelParams::deserialize(&value).is_ok();
+        assert!(from(json!({"level": "debug"})));
+        assert!(!from(json!({"level": {"debug": null}})));
+        let hello = |client_info: Value| {
+            InitializeParams::deserialize(&json!({
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info
+            }))
+            .is_ok()
+        };
+        assert!(hello(json!({"name": "c", "version": "1"})));
+        assert!(!hello(json!(["c", "1"])));
+        let complete = |reference: Value, argument: Value| {
+            CompleteParams::deserialize(&json!({"ref": reference, "argument": argument})).is_ok()
+        };
+        let (prompt, typed) = (
+            json!({"type": "ref/prompt", "name": "p"}),
+            json!({"name": "a", "value": ""}),
+        );
+        assert!(complete(prompt.clone(), typed.clone()));
+        assert!(!complete(json!(["ref/prompt", "p"]), typed));
+        assert!(!complete(prompt, json!(["a", ""])));
     }
 }

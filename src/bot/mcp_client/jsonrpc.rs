@@ -44,8 +44,8 @@ pub(crate) fn params_of(params: &impl Serialize) -> Value {
     serde_json::to_value(params).unwrap_or_default()
 }
 
-/// `tools/call`'s params. Arguments that are no object are not sent: the server then
-/// says which argument it needs.
+/// `tools/call`'s params; `null` arguments are none (`McpTool` refuses any other that
+/// is no object before a call is made).
 pub(crate) fn call_tool_params(name: &str, arguments: Value) -> Value {
     params_of(&CallToolParams::<Map<String, Value>> {
         name: name.into(),

@@ -26,6 +26,13 @@ impl ServerEntry {
             started: Instant::now(),
             done: false,
         };
+        // MCP's `tools/call` carries arguments as an object: anything else is the
+        // model's mistake to hear about, not a call to send without them.
+        if !(arguments.is_object() || arguments.is_null()) {
+            return record.finish(Err(format!(
+                "`{tool}` takes its arguments as a JSON object of named values; call it again with one"
+            )));
+        }
         let Some(conn) = self.current_conn() else {
             return record.finish(Err(self.unavailable()));
         };

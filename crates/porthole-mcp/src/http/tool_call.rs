@@ -14,14 +14,13 @@
 //! again and answers as it always has: so what a client sees is the same either way,
 //! errors included.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
+
+use serde::de::{Deserializer, Error as _};
 use serde_json::{Map, Value};
 
 use super::headers::{Accepts, apply_headers, check_param_headers, header};
@@ -36,7 +35,7 @@ use crate::jsonrpc;
 use crate::methods::{ToolCall, Work};
 use crate::protocol::{self, Era};
 use crate::session::{Lookup, Session};
-use porthole_core::params::CallToolParams;
+use porthole_core::params::{CallToolParams, object};
 use porthole_core::trace_context::{CALLER_ID_KEYS, CallerTag, TraceParent};
 
 const TOOLS_CALL: &str = "tools/call";
@@ -161,22 +160,6 @@ impl<T> Member<T> {
             Member::Present(value) => Some(value),
         }
     }
-}
-
-/// A JSON object read as `T`: serde reads a struct from an array too, which the general
-/// path refuses.
-fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
-    struct Object<T>(PhantomData<T>);
-    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-            T::deserialize(MapAccessDeserializer::new(map))
-        }
-    }
-    d.deserialize_map(Object(PhantomData))
 }
 
 /// A `tools/call` body in the usual shape, or `None` for the general path.
