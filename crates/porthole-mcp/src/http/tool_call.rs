@@ -19,7 +19,6 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
-
 use serde::de::{Deserializer, Error as _};
 use serde_json::{Map, Value};
 
