@@ -2,6 +2,7 @@
 //! the pages of list results (cursors are opaque offsets). Below the methods and the
 //! tasks, so both can use it.
 
+use porthole_core::text::elide_middle;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -18,7 +19,8 @@ pub(crate) fn read<'a, T: Deserialize<'a>>(
 ) -> Result<T, RpcError> {
     serde_path_to_error::deserialize(params).map_err(|error| {
         let at = error.path().to_string();
-        let what = in_json_terms(error.into_inner().to_string());
+        // serde quotes a wrong value whole: a 1 MB string is no help in an error.
+        let what = elide_middle(&in_json_terms(error.into_inner().to_string()), 300);
         RpcError::invalid_params(match at.as_str() {
             "." => format!("{method}: {what}"),
             member => format!("{method}: `{member}`: {what}"),
@@ -78,6 +80,15 @@ mod tests {
                 .starts_with("resources/read: `uri`: invalid type: integer `5`"),
             "{}",
             wrong.message
+        );
+        // serde quotes a string given for another type: the error keeps its two ends.
+        let huge = map(json!({"name": "x", "arguments": "y".repeat(100_000)}));
+        let huge = read::<CallToolParams<IgnoredAny>>("tools/call", &huge).unwrap_err();
+        assert!(huge.message.len() < 400, "{}", huge.message.len());
+        assert!(
+            huge.message.ends_with("expected an object"),
+            "{}",
+            huge.message
         );
         let missing = read::<UriParams>("skills/get", &map(json!({}))).unwrap_err();
         assert_eq!(missing.message, "skills/get: missing field `uri`");
