@@ -88,6 +88,7 @@ pub(crate) struct ToolCall {
 }
 
 impl ToolCall {
+    /// The call `params` ask for, its name the registered tool's own when there is one.
     pub(crate) fn new<M>(inner: &ServerInner, params: CallToolParams<'_, M>) -> ToolCall {
         let name = &*params.name;
         ToolCall {
