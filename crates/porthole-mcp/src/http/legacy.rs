@@ -18,7 +18,7 @@ use crate::call::{Call, Lifetime, Progress};
 use crate::context::{RequestContext, StreamEvent};
 use crate::guard::{Access, refuse};
 use crate::jsonrpc::{self, Incoming, RpcError};
-use crate::methods::{self, Method, Work};
+use crate::methods::{self, Method, MethodResult, Work};
 use crate::protocol::{self, Era};
 use crate::session::{Lookup, Session};
 use porthole_core::trace_context::CallerTag;
@@ -168,21 +168,13 @@ async fn initialize(
         client,
         "MCP session started"
     );
-    let ctx = inner.context(
-        access,
-        Era::Legacy(version),
-        Some(session.clone()),
-        id.clone(),
-        None,
-        None,
-    );
-    let result = methods::dispatch(inner, Method::Initialize, params, &ctx).await;
+    let result = MethodResult::Value(methods::initialize(inner, version));
     // The answer to `initialize` is JSON whatever the client accepts, as it has been.
     let json = Accepts {
         json: true,
         sse: false,
     };
-    let mut response = final_reply(id, Ok(result), false, json);
+    let mut response = final_reply(id, Ok(Ok(result)), false, json);
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response
             .headers_mut()

@@ -36,10 +36,9 @@ pub(crate) fn check_initialize(params: &Map<String, Value>) -> Result<Initialize
     Ok(hello)
 }
 
-/// `initialize`: the negotiated version, the capabilities and who the server is. The
-/// session itself is opened by the transport, which routes on this method.
-pub(super) fn initialize(inner: &ServerInner, hello: &InitializeParams) -> Value {
-    let version = protocol::negotiate_legacy(Some(&hello.protocol_version));
+/// `initialize`'s result: the version negotiated, the capabilities and who the server
+/// is. The transport answers `initialize` itself, as it opens the session.
+pub(crate) fn initialize(inner: &ServerInner, version: &'static str) -> Value {
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities(inner, &Era::Legacy(version)),

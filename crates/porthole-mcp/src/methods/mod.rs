@@ -28,7 +28,7 @@ use super::params::read;
 use super::protocol::{Era, META_SERVER_INFO};
 use super::tool::Outcome;
 
-pub(crate) use lifecycle::check_initialize;
+pub(crate) use lifecycle::{check_initialize, initialize};
 pub(crate) use tasks::TaskMethod;
 pub(crate) use tools::{Memo, ToolCall};
 
@@ -274,7 +274,12 @@ pub(crate) async fn dispatch(
 ) -> Result<MethodResult, RpcError> {
     let name = method.name();
     let outcome = match method {
-        Method::Initialize => Outcome::Complete(lifecycle::initialize(inner, &read(name, params)?)),
+        // Answered by the transport, which opens the session with it (`http/legacy.rs`).
+        Method::Initialize => {
+            return Err(RpcError::internal(
+                "initialize is answered by the transport (http/legacy.rs)",
+            ));
+        }
         Method::Ping => Outcome::Complete(json!({})),
         Method::ServerDiscover => Outcome::Complete(lifecycle::discover(inner, &ctx.era)),
         // A long-lived stream, not a reply: `http/listen.rs` serves it before dispatch.
