@@ -11,8 +11,9 @@
 #                                    scripts/peers/python); all answer the bot's result
 #   scripts/bench.sh --release-too   also: the bot as users build it (`cargo build --release`,
 #                                    Cargo's default profile) beside the bench-release bot,
-#                                    interleaved with it against the same ceiling
-#                                    (kinds modern_rel and legacy_rel)
+#                                    interleaved with it, against a ceiling built the same
+#                                    way (kinds modern_rel and legacy_rel against
+#                                    ceiling_rel: a ratio compares two builds of one profile)
 #   scripts/bench.sh --untraced-too  also: the same bot with TRACE_ENABLED=false (kinds
 #                                    modern_untr and legacy_untr), so the cost of the span
 #                                    every tools/call records is read in the same run
@@ -93,7 +94,7 @@ CEILING="$TARGET_DIR/bench-release/examples/bare_axum"
 RMCP="$TARGET_DIR/peers/bench-release/rmcp-peer"
 RMCP_VERSION=$(grep -o 'rmcp = { version = "=[0-9.]*' "$ROOT/scripts/peers/rmcp/Cargo.toml" | grep -o '[0-9.]*$')
 if [[ $RELEASE_TOO == 1 && -z "${SKIP_BUILD:-}" ]]; then
-  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole)
+  (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET_DIR" $CARGO build --release --bin porthole --example bare_axum)
 fi
 # The rmcp peer is built on first use, SKIP_BUILD or not (nothing else builds it).
 if [[ $PEERS == 1 && ( -z "${SKIP_BUILD:-}" || ! -x "$RMCP" ) ]]; then
@@ -107,11 +108,18 @@ MCP_URL="http://127.0.0.1:$PORT/mcp"
 # The ceiling answers exactly what the bot answers: one real modern call, saved.
 save_bot_result "$MCP_URL" "$TOOL" "$WORK/result.json"
 start_ceiling "$CEILING" "$WORK/result.json"
-KINDS="ceiling modern legacy"
+CEILINGS="ceiling"
+KINDS="modern legacy"
 if [[ $RELEASE_TOO == 1 ]]; then
-  # The users' build, started like the other: the same settings, its own process.
+  # The users' build, started like the other: the same settings, its own process; and
+  # its ceiling, the same example built by the same profile.
   PORTHOLE="$TARGET_DIR/release/porthole" start_porthole rel true
   REL_URL="http://127.0.0.1:$PORT_rel/mcp"
+  main_ceiling=("$CEILING_PID" "$CEILING_URL")
+  start_ceiling "$TARGET_DIR/release/examples/bare_axum" "$WORK/result.json" ceiling_rel
+  CEILING_REL_PID=$CEILING_PID CEILING_REL_URL=$CEILING_URL
+  CEILING_PID=${main_ceiling[0]} CEILING_URL=${main_ceiling[1]}
+  CEILINGS+=" ceiling_rel"
   KINDS+=" modern_rel legacy_rel"
 fi
 if [[ $UNTRACED_TOO == 1 ]]; then
@@ -136,12 +144,15 @@ if [[ $PEERS == 1 ]]; then
   start_sdk_peers
   KINDS+=" ts python"
 fi
+# ceiling_of KIND: the ceiling a kind's ratios are taken against (the one of its profile).
+ceiling_of() { case $1 in *_rel) echo ceiling_rel ;; *) echo ceiling ;; esac; }
 # once_only KIND: the kinds measured in one round at c=16 only.
 once_only() { [[ $1 == ts || $1 == python ]]; }
 # url_of KIND: where that kind of request goes.
 url_of() {
   case $1 in
     ceiling) echo "$CEILING_URL" ;;
+    ceiling_rel) echo "$CEILING_REL_URL" ;;
     rmcp) echo "$RMCP0_URL" ;;
     rmcp_legacy) echo "$RMCP1_URL" ;;
     ts) echo "$TS_URL" ;;
@@ -155,6 +166,7 @@ url_of() {
 pid_of() {
   case $1 in
     ceiling) echo "$CEILING_PID" ;;
+    ceiling_rel) echo "$CEILING_REL_PID" ;;
     rmcp) echo "$RMCP0_PID" ;;
     rmcp_legacy) echo "$RMCP1_PID" ;;
     ts) echo "$TS_PID" ;;
@@ -212,7 +224,7 @@ run_point() {
 field() { grep -o "\"$1\":[0-9.]*" <<<"$2" | cut -d: -f2; }
 
 # Probe: one request of each kind must pass the body check before anything is timed.
-for kind in $KINDS; do
+for kind in $CEILINGS $KINDS; do
   probe=$(DURATION=1s WARMUP=0 run_point "$kind" "$(url_of "$kind")" 1)
   if [[ $(field errors "$probe") != 0 ]]; then
     echo "probe failed for $kind: $probe" >&2; exit 1
@@ -224,7 +236,7 @@ PORTHOLE_PID=$PID_main
 cat <<EOF
 machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)
 servers pinned to CPU $SERVER_CPU, wrk (1 thread) to CPU $CLIENT_CPU; $DURATION per point after a $WARMUP warm-up; $ROUNDS round(s)
-porthole $MCP_URL (tool $TOOL, call shape $SHAPE, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL
+porthole $MCP_URL (tool $TOOL, call shape $SHAPE, RUST_LOG=$LOG_LEVEL)   ceiling $CEILING_URL${CEILING_REL_URL:+   ceiling_rel $CEILING_REL_URL}
 load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on this machine skews every figure)
 
 EOF
@@ -234,11 +246,11 @@ median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{pr
 lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
 highest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
-SUBJECTS=${KINDS#ceiling }
+SUBJECTS=$KINDS
 for c in $CONNS; do
   for round in $(seq 1 "$ROUNDS"); do
-    # Odd rounds run the ceiling first, even rounds last.
-    if (( round % 2 )); then order="ceiling $SUBJECTS"; else order="$SUBJECTS ceiling"; fi
+    # Odd rounds run the ceilings first, even rounds last.
+    if (( round % 2 )); then order="$CEILINGS $SUBJECTS"; else order="$SUBJECTS $CEILINGS"; fi
     declare -A THIS_RPS=() THIS_P99=()
     for kind in $order; do
       if once_only "$kind" && { [[ $c != 16 ]] || [[ $round != 1 ]]; }; then continue; fi
@@ -261,8 +273,9 @@ for c in $CONNS; do
     done
     for kind in $SUBJECTS; do
       [[ -n "${THIS_RPS[$kind]:-}" ]] || continue
-      RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[ceiling]}") "
-      P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[ceiling]}") "
+      base=$(ceiling_of "$kind")
+      RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$base]}") "
+      P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[$base]}") "
     done
     for kind in modern legacy; do
       [[ -n "${THIS_RPS[${kind}_untr]:-}" ]] || continue
@@ -277,8 +290,10 @@ echo "summary over $ROUNDS interleaved round(s): each ratio is taken within one 
 echo "rps / ceiling rps, Porthole p99 / ceiling p99), then the median [lowest–highest] of them"
 printf '%-10s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
 for c in $CONNS; do
-  printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' ceiling "$c" "$(median "${RPS[ceiling/$c]}")" \
-    "$(median "${P99[ceiling/$c]}")" "1" "1" "$(median "${CPU[ceiling/$c]}")"
+  for base in $CEILINGS; do
+    printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$base" "$c" "$(median "${RPS[$base/$c]}")" \
+      "$(median "${P99[$base/$c]}")" "1" "1" "$(median "${CPU[$base/$c]}")"
+  done
   for kind in $SUBJECTS; do
     [[ -n "${RPS[$kind/$c]:-}" ]] || continue
     printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
@@ -294,11 +309,15 @@ echo "targets (auth and guards on), on the medians of the per-round ratios:"
 verdict() { if [[ $1 == 1 ]]; then echo "MET"; else echo "MISSED"; fi; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN{print (a>=b)?1:0}'; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN{print (a<=b)?1:0}'; }
-for c in 16 64; do
+# rps at c=16 and 64; p99 at every concurrency (one client's tail at c=1: issue 50).
+for c in 1 16 64; do
   [[ " $CONNS " == *" $c "* ]] || { echo "  c=$c: not measured (CONNS has no $c)"; continue; }
-  for kind in modern legacy; do
+  for kind in $SUBJECTS; do
+    [[ $kind == modern* || $kind == legacy* ]] || continue
     rr=$(median "${RATIO[$kind/$c]}"); pr=$(median "${P99X[$kind/$c]}")
-    echo "  c=$c $kind tools/call >= 0.80 x ceiling rps: $rr  $(verdict "$(ge "$rr" 0.8)");  p99 <= 1.5 x ceiling p99: $pr  $(verdict "$(le "$pr" 1.5)")"
+    rps_target=""
+    [[ $c == 1 ]] || rps_target="tools/call >= 0.80 x ceiling rps: $rr  $(verdict "$(ge "$rr" 0.8)");  "
+    echo "  c=$c $kind ${rps_target}p99 <= 1.5 x ceiling p99: $pr  $(verdict "$(le "$pr" 1.5)")"
   done
 done
 total=0

@@ -95,14 +95,16 @@ per_span = c["writer_cpu_us"] / max(1, c["spans_recorded"])
 print(", ".join(f"{k} {v}" for k, v in sorted(c.items())) + f"; writer CPU per span {per_span:.2f} us")'
 }
 
-# start_ceiling BINARY RESULT_FILE: the ceiling (examples/bare_axum.rs) answering that
-# result, pinned to SERVER_CPU. Sets CEILING_PID and CEILING_URL.
+# start_ceiling BINARY RESULT_FILE [NAME]: the ceiling (examples/bare_axum.rs) answering
+# that result, pinned to SERVER_CPU, its output in $WORK/NAME.log (default: ceiling). Sets
+# CEILING_PID and CEILING_URL.
 start_ceiling() {
+  local log="$WORK/${3:-ceiling}.log"
   ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$2" \
-      taskset -c "$SERVER_CPU" "$1" >"$WORK/ceiling.log" 2>&1 ) &
+      taskset -c "$SERVER_CPU" "$1" >"$log" 2>&1 ) &
   CEILING_PID=$!
   PIDS+=("$CEILING_PID")
-  CEILING_URL="http://127.0.0.1:$(wait_for "$WORK/ceiling.log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
+  CEILING_URL="http://127.0.0.1:$(wait_for "$log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
 }
 
 # open_session URL: initializes a 2025-11-25 session there and prints its id.

@@ -371,9 +371,27 @@ impl Sessions {
 
     /// Finds a session, restoring one minted before a restart from its id.
     pub fn get(&self, id: &str) -> Lookup {
+        self.find(id, None)
+    }
+
+    /// [`Sessions::get`] for a request carrying a token of `access`: a session opened
+    /// with the other token is unknown to it, so one client's token can neither read
+    /// another's session stream nor end its session.
+    pub fn get_for(&self, id: &str, access: Access) -> Lookup {
+        self.find(id, Some(access))
+    }
+
+    /// The live session `id`, or the one it restores; with `access`, only one opened with
+    /// that token. Only ids whose seal verified enter the table, so a live one is found
+    /// without verifying it again (this runs on every legacy request).
+    fn find(&self, id: &str, access: Option<Access>) -> Lookup {
+        let opened_with = |session_access: Access| access.is_none_or(|a| a == session_access);
         // Bound first: the table's lock must be released before `end` takes it again.
         let live = lock(&self.live).get(id).cloned();
         if let Some(session) = live {
+            if !opened_with(session.access) {
+                return Lookup::Unknown;
+            }
             if self.too_old(session.minted_ms) {
                 tracing::info!(target: SESSION_TARGET, session = %short(id), "ended an MCP session past its maximum age (MCP_SESSION_MAX_AGE_SECS)");
                 self.end(id);
@@ -386,6 +404,9 @@ impl Sessions {
         let Some(minted) = self.verify(id) else {
             return Lookup::Unknown;
         };
+        if !opened_with(minted.access) {
+            return Lookup::Unknown;
+        }
         if minted.instance == self.instance
             || self.too_old(minted.minted_ms)
             || lock(&self.ended).0.contains(id)
@@ -406,16 +427,6 @@ impl Sessions {
         tracing::info!(target: SESSION_TARGET, session = %short(id), version = session.version, "restored an MCP session minted before a restart or by another replica");
         self.share_seen(&session);
         Lookup::Found(session)
-    }
-
-    /// [`Sessions::get`] for a request carrying a token of `access`: a session opened
-    /// with the other token is unknown to it, so one client's token can neither read
-    /// another's session stream nor end its session.
-    pub fn get_for(&self, id: &str, access: Access) -> Lookup {
-        match self.verify(id) {
-            Some(minted) if minted.access == access => self.get(id),
-            _ => Lookup::Unknown,
-        }
     }
 
     /// What a genuine id says; `None` for a forged, altered or malformed one.

@@ -143,6 +143,41 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 }
 
 #[test]
+fn a_session_answers_only_to_the_token_it_was_opened_with_live_or_restored() {
+    let secret = Some("0123456789abcdef0123456789abcdef");
+    let sessions = Sessions::new(secret, config(10), Notifier::default());
+    let read_only = sessions
+        .create("2025-11-25", json!({}), Access::ReadOnly)
+        .unwrap();
+    // Live: found in the table without its seal checked again, and still held to its token.
+    assert!(matches!(
+        sessions.get_for(&read_only.id, Access::Full),
+        Lookup::Unknown
+    ));
+    assert!(matches!(
+        sessions.get_for(&read_only.id, Access::ReadOnly),
+        Lookup::Found(_)
+    ));
+
+    // Restored from its id after a restart: the token it was minted for is in the id.
+    std::thread::sleep(Duration::from_millis(2));
+    let after = Sessions::new(secret, config(10), Notifier::default());
+    assert!(matches!(
+        after.get_for(&read_only.id, Access::Full),
+        Lookup::Unknown
+    ));
+    assert_eq!(after.live_count(), 0, "a refused lookup restores nothing");
+    assert!(matches!(
+        after.get_for(&read_only.id, Access::ReadOnly),
+        Lookup::Found(_)
+    ));
+    assert!(matches!(
+        after.get_for(&read_only.id, Access::Full),
+        Lookup::Unknown
+    ));
+}
+
+#[test]
 fn cap_evicts_the_longest_idle_session() {
     let sessions = Sessions::new(None, config(2), Notifier::default());
     let a = sessions
