@@ -16,7 +16,8 @@
 #                                    ceiling_rel: a ratio compares two builds of one profile)
 #   scripts/bench.sh --untraced-too  also: the same bot with TRACE_ENABLED=false (kinds
 #                                    modern_untr and legacy_untr), so the cost of the span
-#                                    every tools/call records is read in the same run
+#                                    every tools/call records is read in the same run: its
+#                                    share of a call's CPU, against issue 50's 10 %
 #
 # What it does (docs/performance.md has the figures and how to read them):
 #   1. cargo build --profile bench-release --bin porthole --example bare_axum (the
@@ -241,17 +242,19 @@ load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on t
 
 EOF
 printf '%-10s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
-declare -A RPS P99 CPU ERR RATIO P99X TRACED
+declare -A RPS P99 CPU ERR RATIO P99X TRACED SPAN_SHARE
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
 highest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
+# share UNTRACED_CPU TRACED_CPU: the span's share of a traced call's CPU, in %.
+share() { awk -v u="$1" -v t="$2" 'BEGIN{ if (t>0) printf "%.1f", 100 * (t - u) / t; else print "n/a" }'; }
 SUBJECTS=$KINDS
 for c in $CONNS; do
   for round in $(seq 1 "$ROUNDS"); do
     # Odd rounds run the ceilings first, even rounds last.
     if (( round % 2 )); then order="$CEILINGS $SUBJECTS"; else order="$SUBJECTS $CEILINGS"; fi
-    declare -A THIS_RPS=() THIS_P99=()
+    declare -A THIS_RPS=() THIS_P99=() THIS_CPU=()
     for kind in $order; do
       if once_only "$kind" && { [[ $c != 16 ]] || [[ $round != 1 ]]; }; then continue; fi
       # The TypeScript peer keeps getting faster for seconds (its JIT): a longer warm-up.
@@ -259,6 +262,7 @@ for c in $CONNS; do
       else r=$(run_point "$kind" "$(url_of "$kind")" "$c"); fi
       key="$kind/$c"
       THIS_RPS[$kind]=$(field rps "$r"); THIS_P99[$kind]=$(field p99_ms "$r")
+      THIS_CPU[$kind]=$(field server_cpu_us "$r")
       RPS[$key]+="$(field rps "$r") "
       P99[$key]+="$(field p99_ms "$r") "
       CPU[$key]+="$(field server_cpu_us "$r") "
@@ -280,6 +284,7 @@ for c in $CONNS; do
     for kind in modern legacy; do
       [[ -n "${THIS_RPS[${kind}_untr]:-}" ]] || continue
       TRACED[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[${kind}_untr]}") "
+      SPAN_SHARE[$kind/$c]+="$(share "${THIS_CPU[${kind}_untr]}" "${THIS_CPU[$kind]}") "
     done
   done
 done
@@ -329,6 +334,10 @@ if [[ $UNTRACED_TOO == 1 ]]; then
   for c in $CONNS; do
     echo "  c=$c traced / untraced rps (per round, median [lowest–highest]): modern $(median "${TRACED[modern/$c]}") [$(lowest "${TRACED[modern/$c]}")–$(highest "${TRACED[modern/$c]}")]," \
       "legacy $(median "${TRACED[legacy/$c]}") [$(lowest "${TRACED[legacy/$c]}")–$(highest "${TRACED[legacy/$c]}")]"
+    for kind in modern legacy; do
+      sh=$(median "${SPAN_SHARE[$kind/$c]}")
+      echo "  c=$c $kind: the span's share of a call's CPU (1 - untraced / traced CPU per request) <= 10 %: $sh % [$(lowest "${SPAN_SHARE[$kind/$c]}")–$(highest "${SPAN_SHARE[$kind/$c]}")]  $(verdict "$(le "$sh" 10)")"
+    done
   done
 fi
 if [[ $PEERS == 1 ]]; then
