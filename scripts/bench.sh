@@ -116,10 +116,7 @@ if [[ $RELEASE_TOO == 1 ]]; then
   # its ceiling, the same example built by the same profile.
   PORTHOLE="$TARGET_DIR/release/porthole" start_porthole rel true
   REL_URL="http://127.0.0.1:$PORT_rel/mcp"
-  main_ceiling=("$CEILING_PID" "$CEILING_URL")
   start_ceiling "$TARGET_DIR/release/examples/bare_axum" "$WORK/result.json" ceiling_rel
-  CEILING_REL_PID=$CEILING_PID CEILING_REL_URL=$CEILING_URL
-  CEILING_PID=${main_ceiling[0]} CEILING_URL=${main_ceiling[1]}
   CEILINGS+=" ceiling_rel"
   KINDS+=" modern_rel legacy_rel"
 fi
@@ -249,11 +246,10 @@ highest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
 # share UNTRACED_CPU TRACED_CPU: the span's share of a traced call's CPU, in %.
 share() { awk -v u="$1" -v t="$2" 'BEGIN{ if (t>0) printf "%.1f", 100 * (t - u) / t; else print "n/a" }'; }
-SUBJECTS=$KINDS
 for c in $CONNS; do
   for round in $(seq 1 "$ROUNDS"); do
     # Odd rounds run the ceilings first, even rounds last.
-    if (( round % 2 )); then order="$CEILINGS $SUBJECTS"; else order="$SUBJECTS $CEILINGS"; fi
+    if (( round % 2 )); then order="$CEILINGS $KINDS"; else order="$KINDS $CEILINGS"; fi
     declare -A THIS_RPS=() THIS_P99=() THIS_CPU=()
     for kind in $order; do
       if once_only "$kind" && { [[ $c != 16 ]] || [[ $round != 1 ]]; }; then continue; fi
@@ -275,7 +271,7 @@ for c in $CONNS; do
         echo "{\"kind\":\"$kind\",\"conns\":$c,\"round\":$round,\"wrk\":$r}" >>"$OUT"
       fi
     done
-    for kind in $SUBJECTS; do
+    for kind in $KINDS; do
       [[ -n "${THIS_RPS[$kind]:-}" ]] || continue
       base=$(ceiling_of "$kind")
       RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$base]}") "
@@ -299,7 +295,7 @@ for c in $CONNS; do
     printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$base" "$c" "$(median "${RPS[$base/$c]}")" \
       "$(median "${P99[$base/$c]}")" "1" "1" "$(median "${CPU[$base/$c]}")"
   done
-  for kind in $SUBJECTS; do
+  for kind in $KINDS; do
     [[ -n "${RPS[$kind/$c]:-}" ]] || continue
     printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
       "$(median "${P99[$kind/$c]}")" \
@@ -317,7 +313,7 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN{print (a<=b)?1:0}'; }
 # rps at c=16 and 64; p99 at every concurrency (one client's tail at c=1: issue 50).
 for c in 1 16 64; do
   [[ " $CONNS " == *" $c "* ]] || { echo "  c=$c: not measured (CONNS has no $c)"; continue; }
-  for kind in $SUBJECTS; do
+  for kind in $KINDS; do
     [[ $kind == modern* || $kind == legacy* ]] || continue
     rr=$(median "${RATIO[$kind/$c]}"); pr=$(median "${P99X[$kind/$c]}")
     rps_target=""

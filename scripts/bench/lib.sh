@@ -96,15 +96,17 @@ print(", ".join(f"{k} {v}" for k, v in sorted(c.items())) + f"; writer CPU per s
 }
 
 # start_ceiling BINARY RESULT_FILE [NAME]: the ceiling (examples/bare_axum.rs) answering
-# that result, pinned to SERVER_CPU, its output in $WORK/NAME.log (default: ceiling). Sets
-# CEILING_PID and CEILING_URL.
+# that result, pinned to SERVER_CPU, its output in $WORK/NAME.log. NAME (default: ceiling)
+# also names what it sets: CEILING_PID and CEILING_URL, or e.g. CEILING_REL_PID and
+# CEILING_REL_URL for ceiling_rel.
 start_ceiling() {
-  local log="$WORK/${3:-ceiling}.log"
+  local name=${3:-ceiling}
+  local log="$WORK/$name.log" var=${name^^}
   ( exec env -i PATH="$PATH" PORT=0 BENCH_TOKEN="$TOKEN" BENCH_RESULT_FILE="$2" \
       taskset -c "$SERVER_CPU" "$1" >"$log" 2>&1 ) &
-  CEILING_PID=$!
-  PIDS+=("$CEILING_PID")
-  CEILING_URL="http://127.0.0.1:$(wait_for "$log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
+  printf -v "${var}_PID" '%s' "$!"
+  PIDS+=("$!")
+  printf -v "${var}_URL" '%s' "http://127.0.0.1:$(wait_for "$log" 'listening on 127\.0\.0\.1:([0-9]+)')/mcp"
 }
 
 # open_session URL: initializes a 2025-11-25 session there and prints its id.

@@ -7,6 +7,9 @@ use std::time::Duration;
 use futures::executor::block_on;
 use serde_json::json;
 
+/// The sealing secret of every table here (a restart keeps it, so ids survive).
+const SECRET: Option<&str> = Some("0123456789abcdef0123456789abcdef");
+
 fn config(max: usize) -> SessionConfig {
     SessionConfig {
         max_sessions: max,
@@ -29,7 +32,6 @@ impl SessionLedger for KeptLedger {
 
 #[test]
 fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
-    let secret = Some("0123456789abcdef0123456789abcdef");
     let ledger = Arc::new(KeptLedger::default());
     let with_ledger = |max_age| SessionConfig {
         max_age,
@@ -37,7 +39,7 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
         ..config(10)
     };
     let first = Sessions::new(
-        secret,
+        SECRET,
         with_ledger(Duration::from_secs(3600)),
         Notifier::default(),
     );
@@ -46,7 +48,7 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
     assert!(first.end(&ended.id));
     std::thread::sleep(Duration::from_millis(2));
     let second = Sessions::new(
-        secret,
+        SECRET,
         with_ledger(Duration::from_secs(3600)),
         Notifier::default(),
     );
@@ -55,7 +57,7 @@ fn an_ended_id_stays_ended_after_a_restart_and_no_id_outlives_its_max_age() {
 
     // Past its maximum age an id ends, live or restored.
     let strict = Sessions::new(
-        secret,
+        SECRET,
         with_ledger(Duration::from_millis(1)),
         Notifier::default(),
     );
@@ -109,8 +111,7 @@ fn an_id_minted_by_another_replica_is_restored_and_ends_there_for_good() {
 
 #[test]
 fn ids_survive_a_restart_but_not_tampering_or_deletion() {
-    let secret = Some("0123456789abcdef0123456789abcdef");
-    let before = Sessions::new(secret, config(10), Notifier::default());
+    let before = Sessions::new(SECRET, config(10), Notifier::default());
     let session = before
         .create("2025-06-18", json!({"sampling": {}}), Access::Full)
         .unwrap();
@@ -118,7 +119,7 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 
     // A restart takes longer than the millisecond an id's mint time counts in.
     std::thread::sleep(Duration::from_millis(2));
-    let after = Sessions::new(secret, config(10), Notifier::default());
+    let after = Sessions::new(SECRET, config(10), Notifier::default());
     let Lookup::Found(restored) = after.get(&session.id) else {
         panic!("restart stranded the session");
     };
@@ -144,8 +145,7 @@ fn ids_survive_a_restart_but_not_tampering_or_deletion() {
 
 #[test]
 fn a_session_answers_only_to_the_token_it_was_opened_with_live_or_restored() {
-    let secret = Some("0123456789abcdef0123456789abcdef");
-    let sessions = Sessions::new(secret, config(10), Notifier::default());
+    let sessions = Sessions::new(SECRET, config(10), Notifier::default());
     let read_only = sessions
         .create("2025-11-25", json!({}), Access::ReadOnly)
         .unwrap();
@@ -161,7 +161,7 @@ fn a_session_answers_only_to_the_token_it_was_opened_with_live_or_restored() {
 
     // Restored from its id after a restart: the token it was minted for is in the id.
     std::thread::sleep(Duration::from_millis(2));
-    let after = Sessions::new(secret, config(10), Notifier::default());
+    let after = Sessions::new(SECRET, config(10), Notifier::default());
     assert!(matches!(
         after.get_for(&read_only.id, Access::Full),
         Lookup::Unknown
@@ -199,14 +199,13 @@ fn cap_evicts_the_longest_idle_session() {
 
 #[test]
 fn ended_ids_are_not_stored_unless_restored() {
-    let secret = Some("0123456789abcdef0123456789abcdef");
-    let before = Sessions::new(secret, config(10), Notifier::default());
+    let before = Sessions::new(SECRET, config(10), Notifier::default());
     let old = before
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
     std::thread::sleep(Duration::from_millis(2));
 
-    let sessions = Sessions::new(secret, config(10), Notifier::default());
+    let sessions = Sessions::new(SECRET, config(10), Notifier::default());
     let first = sessions
         .create("2025-11-25", json!({}), Access::Full)
         .unwrap();
@@ -252,7 +251,7 @@ async fn resume_replays_events_after_the_last_seen_id() {
 #[test]
 fn a_session_holding_its_get_stream_open_is_not_idle() {
     let sessions = Sessions::new(
-        Some("0123456789abcdef0123456789abcdef"),
+        SECRET,
         SessionConfig {
             idle_timeout: Duration::from_millis(1),
             ..config(10)
@@ -278,10 +277,9 @@ fn a_session_holding_its_get_stream_open_is_not_idle() {
 
 #[test]
 fn a_read_only_session_never_ends_a_full_one() {
-    let secret = Some("0123456789abcdef0123456789abcdef");
     let new = |access| ("2025-11-25", json!({}), access);
     // At the cap, a read-only newcomer evicts a read-only session, never a full one.
-    let sessions = Sessions::new(secret, config(2), Notifier::default());
+    let sessions = Sessions::new(SECRET, config(2), Notifier::default());
     let create = |(version, caps, access)| sessions.create(version, caps, access);
     let full = create(new(Access::Full)).unwrap();
     let first = create(new(Access::ReadOnly)).unwrap();
@@ -290,7 +288,7 @@ fn a_read_only_session_never_ends_a_full_one() {
     assert!(!matches!(sessions.get(&first.id), Lookup::Found(_)));
     assert!(matches!(sessions.get(&second.id), Lookup::Found(_)));
     // With only full sessions live, a read-only one is refused, saying why.
-    let sessions = Sessions::new(secret, config(2), Notifier::default());
+    let sessions = Sessions::new(SECRET, config(2), Notifier::default());
     let create = |(version, caps, access)| sessions.create(version, caps, access);
     let kept = [
         create(new(Access::Full)).unwrap(),
