@@ -234,9 +234,15 @@ pub fn is_secret_key(key: &str) -> bool {
         b"credential",
     ];
     // Token *counts* and protocol tokens are not secrets.
-    let harmless = normalized.ends_with(b"tokens")
-        || matches!(normalized, b"maxtoken" | b"progresstoken" | b"nexttoken");
-    EXACT.contains(&normalized) || (SUFFIXES.iter().any(|s| normalized.ends_with(s)) && !harmless)
+    let harmless = || {
+        normalized.ends_with(b"tokens")
+            || matches!(normalized, b"maxtoken" | b"progresstoken" | b"nexttoken")
+    };
+    // The last bytes compared first: most names end unlike every suffix, and a byte
+    // compare is cheaper than a slice compare (this runs for every member of a result).
+    let ends_with =
+        |suffix: &&[u8]| normalized.last() == suffix.last() && normalized.ends_with(suffix);
+    EXACT.contains(&normalized) || (SUFFIXES.iter().any(ends_with) && !harmless())
 }
 
 /// Applies the three nets (by key, by known value, by shape) to JSON values and text.

@@ -4,7 +4,8 @@
 
 use std::borrow::Cow;
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::header::AsHeaderName;
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::Response;
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -17,8 +18,19 @@ use crate::jsonrpc::{self, RpcError};
 use crate::protocol;
 use porthole_core::trace_context::TraceParent;
 
+/// The MCP headers' names, parsed once: a lookup by `&str` parses the name again on
+/// every request.
+pub(super) static SESSION_ID: HeaderName = HeaderName::from_static(protocol::HEADER_SESSION_ID);
+pub(super) static PROTOCOL_VERSION: HeaderName =
+    HeaderName::from_static(protocol::HEADER_PROTOCOL_VERSION);
+pub(super) static METHOD: HeaderName = HeaderName::from_static(protocol::HEADER_METHOD);
+pub(super) static NAME: HeaderName = HeaderName::from_static(protocol::HEADER_NAME);
+pub(super) static LAST_EVENT_ID: HeaderName =
+    HeaderName::from_static(protocol::HEADER_LAST_EVENT_ID);
+static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
 /// A header's value with surrounding whitespace trimmed (names are case-insensitive).
-pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(super) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
@@ -28,12 +40,12 @@ pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 /// The MCP headers that each name one thing (a session, a version, a method, a name, a
 /// stream position): sent twice, they are refused rather than read first-wins, so a
 /// proxy and the bot can never act on different values.
-const SINGLE_MCP_HEADERS: [(&str, &str); 5] = [
-    (protocol::HEADER_SESSION_ID, "Mcp-Session-Id"),
-    (protocol::HEADER_PROTOCOL_VERSION, "MCP-Protocol-Version"),
-    (protocol::HEADER_METHOD, "Mcp-Method"),
-    (protocol::HEADER_NAME, "Mcp-Name"),
-    (protocol::HEADER_LAST_EVENT_ID, "Last-Event-ID"),
+static SINGLE_MCP_HEADERS: [(&HeaderName, &str); 5] = [
+    (&SESSION_ID, "Mcp-Session-Id"),
+    (&PROTOCOL_VERSION, "MCP-Protocol-Version"),
+    (&METHOD, "Mcp-Method"),
+    (&NAME, "Mcp-Name"),
+    (&LAST_EVENT_ID, "Last-Event-ID"),
 ];
 
 /// A 400 naming the first of [`SINGLE_MCP_HEADERS`] the request repeats, if any.
@@ -60,7 +72,7 @@ pub(super) struct Accepts {
 }
 
 pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
-    let Some(accept) = header(headers, header::ACCEPT.as_str()) else {
+    let Some(accept) = header(headers, header::ACCEPT) else {
         return Accepts {
             json: true,
             sse: true,
@@ -104,7 +116,7 @@ pub(super) fn decode_sentinel(value: &str) -> Result<Cow<'_, str>, String> {
 /// different is a `-32020`. `encoded` headers may use the `=?base64?…?=` sentinel.
 pub(super) fn header_equals(
     headers: &HeaderMap,
-    name: &str,
+    name: &HeaderName,
     label: &str,
     expected: &str,
     encoded: bool,
@@ -179,6 +191,6 @@ pub(super) fn caller(headers: &HeaderMap) -> Caller {
 pub(super) fn apply_headers(ctx: &mut RequestContext, headers: &HeaderMap) {
     ctx.caller = caller(headers);
     if ctx.trace_parent.is_none() {
-        ctx.trace_parent = header(headers, "traceparent").and_then(TraceParent::parse);
+        ctx.trace_parent = header(headers, &TRACEPARENT).and_then(TraceParent::parse);
     }
 }

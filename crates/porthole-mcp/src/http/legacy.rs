@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::headers::{Accepts, apply_headers, header};
+use super::headers::{Accepts, PROTOCOL_VERSION, apply_headers, header};
 use super::reply::{
     accepted, final_message, final_reply, json_body, raw_reply, rpc_error, session_not_found,
 };
@@ -27,7 +27,7 @@ use porthole_core::trace_context::CallerTag;
 /// `MCP-Protocol-Version` header names no 2025 version: the spec's transport page says a
 /// server MUST refuse an invalid or unsupported version, whatever the method.
 pub(super) fn unsupported_version(headers: &HeaderMap) -> Option<Response> {
-    let v = header(headers, protocol::HEADER_PROTOCOL_VERSION)?;
+    let v = header(headers, &PROTOCOL_VERSION)?;
     if protocol::legacy_version(v).is_some() {
         return None;
     }
@@ -267,7 +267,7 @@ pub(super) async fn legacy_batch(
             );
         }
     };
-    let version = header(headers, protocol::HEADER_PROTOCOL_VERSION).unwrap_or(session.version);
+    let version = header(headers, &PROTOCOL_VERSION).unwrap_or(session.version);
     if version != "2025-03-26" || session.version != "2025-03-26" {
         return batch_error(
             "JSON-RPC batches were removed after protocol 2025-03-26; send one message per request",

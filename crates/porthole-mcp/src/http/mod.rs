@@ -41,7 +41,10 @@ mod sse_response;
 mod streams;
 mod tool_call;
 
-use headers::{Accepts, accepts, apply_headers, header, repeated_mcp_header};
+use headers::{
+    Accepts, METHOD, PROTOCOL_VERSION, SESSION_ID, accepts, apply_headers, header,
+    repeated_mcp_header,
+};
 use legacy::{legacy_batch, legacy_post};
 use modern::{modern_post, run_stateless};
 use reply::{accepted, raw_reply, rpc_error};
@@ -89,7 +92,7 @@ async fn answer_post(
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
-    let session_id = header(headers, protocol::HEADER_SESSION_ID);
+    let session_id = header(headers, &SESSION_ID);
     if let Some(response) =
         tool_call::serve(&inner, headers, access, session_id, &body, accept).await
     {
@@ -146,7 +149,7 @@ async fn answer_other(
 // The error is the refusal itself, built only on that path: boxing it saves nothing.
 #[allow(clippy::result_large_err)]
 fn check_media_types(headers: &HeaderMap) -> Result<Accepts, Response> {
-    let content_type = header(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let content_type = header(headers, header::CONTENT_TYPE).unwrap_or("");
     if !content_type
         .split(';')
         .next()
@@ -282,7 +285,7 @@ fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -
     if message.meta_version {
         return false;
     }
-    match header(headers, protocol::HEADER_PROTOCOL_VERSION) {
+    match header(headers, &PROTOCOL_VERSION) {
         Some(v) => protocol::legacy_version(v).is_some(),
         None => message.method == Some("initialize"),
     }
@@ -296,8 +299,8 @@ fn is_legacy(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -
 fn is_bare(headers: &HeaderMap, session_id: Option<&str>, message: &Routing) -> bool {
     session_id.is_none()
         && !message.meta_version
-        && header(headers, protocol::HEADER_PROTOCOL_VERSION).is_none()
-        && header(headers, protocol::HEADER_METHOD).is_none()
+        && header(headers, &PROTOCOL_VERSION).is_none()
+        && header(headers, &METHOD).is_none()
         && message.is_request
         && message
             .method

@@ -9,7 +9,10 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::headers::{Accepts, apply_headers, caller, check_param_headers, header_equals};
+use super::headers::{
+    Accepts, METHOD, NAME, PROTOCOL_VERSION, apply_headers, caller, check_param_headers,
+    header_equals,
+};
 use super::listen::{listen, listen_filter};
 use super::reply::{accepted, final_message, final_reply, modern_status, raw_reply, rpc_error};
 use super::sse_response::{AbortOnDrop, sse_event, sse_response};
@@ -152,7 +155,7 @@ pub(super) fn checked_version(
 ) -> Result<&'static str, RpcError> {
     header_equals(
         headers,
-        protocol::HEADER_PROTOCOL_VERSION,
+        &PROTOCOL_VERSION,
         "MCP-Protocol-Version",
         meta_version,
         false,
@@ -191,17 +194,9 @@ pub(super) fn check_routing_headers(
     method: &str,
     routed: Option<&str>,
 ) -> Result<(), RpcError> {
-    header_equals(
-        headers,
-        protocol::HEADER_METHOD,
-        "Mcp-Method",
-        method,
-        false,
-    )?;
+    header_equals(headers, &METHOD, "Mcp-Method", method, false)?;
     match routed {
-        Some(body_value) => {
-            header_equals(headers, protocol::HEADER_NAME, "Mcp-Name", body_value, true)
-        }
+        Some(body_value) => header_equals(headers, &NAME, "Mcp-Name", body_value, true),
         None => Ok(()),
     }
 }

@@ -8,7 +8,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::headers::{accepts, header, repeated_mcp_header};
+use super::headers::{
+    LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, accepts, header, repeated_mcp_header,
+};
 use super::legacy;
 use super::reply::session_not_found;
 use super::sse_response::sse_response;
@@ -45,7 +47,7 @@ async fn answer_get(
             "Not Acceptable: GET /mcp opens an SSE stream; send `Accept: text/event-stream`",
         );
     }
-    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+    let Some(session_id) = header(&headers, &SESSION_ID) else {
         let mut response = refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             jsonrpc::INVALID_REQUEST,
@@ -60,7 +62,7 @@ async fn answer_get(
         Lookup::Found(s) => s,
         _ => return session_not_found(),
     };
-    let last_event_id = header(&headers, protocol::HEADER_LAST_EVENT_ID);
+    let last_event_id = header(&headers, &LAST_EVENT_ID);
     if let Some(rx) = last_event_id.and_then(|last| session.resume(last)) {
         return sse_response(&inner, rx, None);
     }
@@ -133,7 +135,7 @@ async fn forward_notifications(
 /// `GET` and `DELETE` belong to 2025 sessions: a 2026-07-28 request gets the 405 that
 /// revision prescribes for them, an unknown version the 400 every revision does.
 fn version_refused(headers: &HeaderMap, method: &str) -> Option<Response> {
-    let version = header(headers, protocol::HEADER_PROTOCOL_VERSION)?;
+    let version = header(headers, &PROTOCOL_VERSION)?;
     if protocol::modern_version(version).is_none() {
         return legacy::unsupported_version(headers);
     }
@@ -188,7 +190,7 @@ async fn answer_delete(
         Ok(access) => access,
         Err(refusal) => return refusal,
     };
-    let Some(session_id) = header(&headers, protocol::HEADER_SESSION_ID) else {
+    let Some(session_id) = header(&headers, &SESSION_ID) else {
         return refuse(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Error as _};
 use serde_json::{Map, Value};
 
-use super::headers::{Accepts, apply_headers, check_param_headers, header};
+use super::headers::{Accepts, PROTOCOL_VERSION, apply_headers, check_param_headers, header};
 use super::legacy::{run_legacy, session_context};
 use super::modern::{check_routing_headers, checked_version, run_stateless};
 use super::reply::session_not_found;
@@ -240,9 +240,7 @@ fn legacy_context(
     session_id: Option<&str>,
     id: &Value,
 ) -> Option<Result<(Arc<Session>, RequestContext), Response>> {
-    if header(headers, protocol::HEADER_PROTOCOL_VERSION)
-        .is_some_and(|v| protocol::legacy_version(v).is_none())
-    {
+    if header(headers, &PROTOCOL_VERSION).is_some_and(|v| protocol::legacy_version(v).is_none()) {
         return None;
     }
     let session = match inner.sessions.get_for(session_id?, access) {
