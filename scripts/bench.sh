@@ -39,9 +39,11 @@
 #      measurement, not a test); 1 only if the harness itself failed.
 #
 # Environment (all optional):
-#   SHAPE=claude-code (default) | plain: the `tools/call` as Claude Code 2.1.337 sends it
-#     (`_meta` with its tool use id, a progress token and, 2026-07-28, its clientInfo) or
-#     the plain one; the ceiling reads the same body (scripts/bench/mcp_call.lua)
+#   SHAPE=both (default) | claude-code | plain: the `tools/call` as Claude Code 2.1.337
+#     sends it (`_meta` with its tool use id, a progress token and, 2026-07-28, its
+#     clientInfo), the plain one, or both: then every kind also runs with the plain call
+#     as KIND_plain (modern_plain, legacy_plain, …), against the same ceiling reading the
+#     same plain body (ceiling_plain), in the same rounds (scripts/bench/mcp_call.lua)
 #   CONNS="1 16 64"  DURATION=5s  WARMUP=1s  ROUNDS=5
 #   SERVER_CPU=0  CLIENT_CPU=1  TOOL=list_agents  RUST_LOG=warn
 #   CARGO="cargo"  (e.g. CARGO="nice -n 10 cargo")  CARGO_TARGET_DIR  SKIP_BUILD=1
@@ -49,7 +51,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SHAPE=${SHAPE:-claude-code}
+SHAPE=${SHAPE:-both}
+[[ $SHAPE == both || $SHAPE == claude-code || $SHAPE == plain ]] || { echo "SHAPE must be both, claude-code or plain" >&2; exit 2; }
 CONNS=${CONNS:-"1 16 64"}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
@@ -126,6 +129,11 @@ if [[ $UNTRACED_TOO == 1 ]]; then
   UNTR_URL="http://127.0.0.1:$PORT_untr/mcp"
   KINDS+=" modern_untr legacy_untr"
 fi
+if [[ $SHAPE == both ]]; then
+  # The plain call beside Claude Code's: each kind and each ceiling once more, as KIND_plain.
+  for kind in $CEILINGS; do CEILINGS+=" ${kind}_plain"; done
+  for kind in $KINDS; do KINDS+=" ${kind}_plain"; done
+fi
 if [[ $PEERS == 1 ]]; then
   # rmcp twice: stateless (the modern request) and with sessions (the legacy request).
   for mode in 0 1; do
@@ -142,13 +150,25 @@ if [[ $PEERS == 1 ]]; then
   start_sdk_peers
   KINDS+=" ts python"
 fi
-# ceiling_of KIND: the ceiling a kind's ratios are taken against (the one of its profile).
-ceiling_of() { case $1 in *_rel) echo ceiling_rel ;; *) echo ceiling ;; esac; }
+# shape_of KIND: the call shape a kind sends (KIND_plain: the plain one).
+shape_of() { if [[ $1 == *_plain ]]; then echo plain; elif [[ $SHAPE == both ]]; then echo claude-code; else echo "$SHAPE"; fi; }
+# ceiling_of KIND: the ceiling a kind's ratios are taken against (the one of its profile,
+# reading the same call shape).
+ceiling_of() {
+  local base
+  case ${1%_plain} in *_rel) base=ceiling_rel ;; *) base=ceiling ;; esac
+  if [[ $1 == *_plain ]]; then echo "${base}_plain"; else echo "$base"; fi
+}
+# The traced kinds an untraced twin is read against, and that twin (modern_plain's is
+# modern_untr_plain).
+TRACED_KINDS="modern legacy"
+if [[ $SHAPE == both ]]; then TRACED_KINDS+=" modern_plain legacy_plain"; fi
+untraced_of() { if [[ $1 == *_plain ]]; then echo "${1%_plain}_untr_plain"; else echo "${1}_untr"; fi; }
 # once_only KIND: the kinds measured in one round at c=16 only.
 once_only() { [[ $1 == ts || $1 == python ]]; }
-# url_of KIND: where that kind of request goes.
+# url_of KIND: where that kind of request goes (KIND_plain: where KIND goes).
 url_of() {
-  case $1 in
+  case ${1%_plain} in
     ceiling) echo "$CEILING_URL" ;;
     ceiling_rel) echo "$CEILING_REL_URL" ;;
     rmcp) echo "$RMCP0_URL" ;;
@@ -162,7 +182,7 @@ url_of() {
 }
 # pid_of KIND: the server process that answers that kind.
 pid_of() {
-  case $1 in
+  case ${1%_plain} in
     ceiling) echo "$CEILING_PID" ;;
     ceiling_rel) echo "$CEILING_REL_PID" ;;
     rmcp) echo "$RMCP0_PID" ;;
@@ -175,7 +195,7 @@ pid_of() {
   esac
 }
 # request_of KIND: which request the Lua script sends (the ceiling gets the modern one).
-request_of() { case $1 in legacy|legacy_rel|legacy_untr|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
+request_of() { case ${1%_plain} in legacy|legacy_rel|legacy_untr|rmcp_legacy) echo legacy ;; *) echo modern ;; esac; }
 # cpu_ticks PID: user + system CPU time of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS_PER_SEC=$(getconf CLK_TCK)
@@ -186,7 +206,7 @@ if [[ $PEERS == 1 ]]; then RMCP_SESSION=$(open_session "$RMCP1_URL"); fi
 if [[ $RELEASE_TOO == 1 ]]; then REL_SESSION=$(open_session "$REL_URL"); fi
 if [[ $UNTRACED_TOO == 1 ]]; then UNTR_SESSION=$(open_session "$UNTR_URL"); fi
 session_of() {
-  case $1 in
+  case ${1%_plain} in
     rmcp_legacy) echo "$RMCP_SESSION" ;; legacy_rel) echo "$REL_SESSION" ;;
     legacy_untr) echo "$UNTR_SESSION" ;; *) echo "$SESSION" ;;
   esac
@@ -197,7 +217,7 @@ session_of() {
 # time per request (server_cpu_us) and wrk's own CPU use over the point (wrk_cpu_pct).
 run_point() {
   local kind=$1 url=$2 c=$3 threads=1 pid before after
-  local env=(BENCH_KIND="$(request_of "$kind")" BENCH_SHAPE="$SHAPE" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN"
+  local env=(BENCH_KIND="$(request_of "$kind")" BENCH_SHAPE="$(shape_of "$kind")" BENCH_TOOL="$TOOL" BENCH_TOKEN="$TOKEN"
              BENCH_SESSION="$(session_of "$kind")")
   if [[ "$WARMUP" != 0 && "$WARMUP" != 0s ]]; then
     env "${env[@]}" taskset -c "$CLIENT_CPU" wrk -t"$threads" -c"$c" -d"$WARMUP" -s "$LUA" "$url" >/dev/null 2>&1 || true
@@ -277,10 +297,11 @@ for c in $CONNS; do
       RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$base]}") "
       P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[$base]}") "
     done
-    for kind in modern legacy; do
-      [[ -n "${THIS_RPS[${kind}_untr]:-}" ]] || continue
-      TRACED[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[${kind}_untr]}") "
-      SPAN_SHARE[$kind/$c]+="$(share "${THIS_CPU[${kind}_untr]}" "${THIS_CPU[$kind]}") "
+    for kind in $TRACED_KINDS; do
+      untr=$(untraced_of "$kind")
+      [[ -n "${THIS_RPS[$untr]:-}" ]] || continue
+      TRACED[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$untr]}") "
+      SPAN_SHARE[$kind/$c]+="$(share "${THIS_CPU[$untr]}" "${THIS_CPU[$kind]}") "
     done
   done
 done
@@ -328,9 +349,8 @@ echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHO
 echo "  porthole trace counters: $(trace_counters "$MCP_URL")"
 if [[ $UNTRACED_TOO == 1 ]]; then
   for c in $CONNS; do
-    echo "  c=$c traced / untraced rps (per round, median [lowest–highest]): modern $(median "${TRACED[modern/$c]}") [$(lowest "${TRACED[modern/$c]}")–$(highest "${TRACED[modern/$c]}")]," \
-      "legacy $(median "${TRACED[legacy/$c]}") [$(lowest "${TRACED[legacy/$c]}")–$(highest "${TRACED[legacy/$c]}")]"
-    for kind in modern legacy; do
+    for kind in $TRACED_KINDS; do
+      echo "  c=$c $kind traced / untraced rps (per round, median [lowest–highest]): $(median "${TRACED[$kind/$c]}") [$(lowest "${TRACED[$kind/$c]}")–$(highest "${TRACED[$kind/$c]}")]"
       sh=$(median "${SPAN_SHARE[$kind/$c]}")
       echo "  c=$c $kind: the span's share of a call's CPU (1 - untraced / traced CPU per request) <= 10 %: $sh % [$(lowest "${SPAN_SHARE[$kind/$c]}")–$(highest "${SPAN_SHARE[$kind/$c]}")]  $(verdict "$(le "$sh" 10)")"
     done
