@@ -75,7 +75,7 @@ for arg in "$@"; do
     --untraced-too) UNTRACED_TOO=1 ;;
     --api-info) API_INFO=1 ;;
     --api-info-only) API_INFO=1; CONNS="" ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
