@@ -30,8 +30,9 @@
 #      runs pinned to CLIENT_CPU;
 #   3. for each concurrency in CONNS, runs ROUNDS rounds; each round runs every kind
 #      once (the ceiling, the modern stateless `tools/call`, the legacy in-session
-#      `tools/call`, peers), in an order that alternates between rounds, so the two sides
-#      of a ratio are measured seconds apart and drift hits both;
+#      `tools/call`, peers), each ceiling next to the kinds read against it (the ceiling
+#      first in odd rounds, last in even ones), so the two sides of a ratio are measured
+#      seconds apart and drift hits both;
 #   4. prints every point (rps, p50, p99, errors, the server's CPU time per request, and
 #      wrk's own CPU use: near 100 % means the load generator, not the server, is the
 #      limit), then per concurrency the median of the per-round ratios with their
@@ -164,6 +165,18 @@ ceiling_of() {
 TRACED_KINDS="modern legacy"
 if [[ $SHAPE == both ]]; then TRACED_KINDS+=" modern_plain legacy_plain"; fi
 untraced_of() { if [[ $1 == *_plain ]]; then echo "${1%_plain}_untr_plain"; else echo "${1}_untr"; fi; }
+# round_order ROUND: every ceiling next to the kinds read against it, the ceiling first in
+# odd rounds and last in even ones: a ratio's two sides a few seconds apart, however many
+# kinds a run has.
+round_order() {
+  local base kind group order=""
+  for base in $CEILINGS; do
+    group=""
+    for kind in $KINDS; do [[ $(ceiling_of "$kind") == "$base" ]] && group+=" $kind"; done
+    if (( $1 % 2 )); then order+=" $base$group"; else order+="$group $base"; fi
+  done
+  echo "$order"
+}
 # once_only KIND: the kinds measured in one round at c=16 only.
 once_only() { [[ $1 == ts || $1 == python ]]; }
 # url_of KIND: where that kind of request goes (KIND_plain: where KIND goes).
@@ -268,8 +281,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 share() { awk -v u="$1" -v t="$2" 'BEGIN{ if (t>0) printf "%.1f", 100 * (t - u) / t; else print "n/a" }'; }
 for c in $CONNS; do
   for round in $(seq 1 "$ROUNDS"); do
-    # Odd rounds run the ceilings first, even rounds last.
-    if (( round % 2 )); then order="$CEILINGS $KINDS"; else order="$KINDS $CEILINGS"; fi
+    order=$(round_order "$round")
     declare -A THIS_RPS=() THIS_P99=() THIS_CPU=()
     for kind in $order; do
       if once_only "$kind" && { [[ $c != 16 ]] || [[ $round != 1 ]]; }; then continue; fi
