@@ -271,7 +271,7 @@ porthole $MCP_URL (tool $TOOL, call shape $SHAPE, RUST_LOG=$LOG_LEVEL)   ceiling
 load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (anything else busy on this machine skews every figure)
 
 EOF
-printf '%-10s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
+printf '%-17s %5s %6s %10s %9s %9s %7s %10s %8s\n' kind conns round rps p50_ms p99_ms errors cpu_us/req wrk_cpu
 declare -A RPS P99 CPU ERR RATIO P99X TRACED SPAN_SHARE
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 lowest() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | head -1; }
@@ -295,7 +295,7 @@ for c in $CONNS; do
       P99[$key]+="$(field p99_ms "$r") "
       CPU[$key]+="$(field server_cpu_us "$r") "
       ERR[$key]=$(( ${ERR[$key]:-0} + $(field errors "$r") ))
-      printf '%-10s %5s %6s %10s %9s %9s %7s %10s %7s%%\n' "$kind" "$c" "$round" "$(field rps "$r")" \
+      printf '%-17s %5s %6s %10s %9s %9s %7s %10s %7s%%\n' "$kind" "$c" "$round" "$(field rps "$r")" \
         "$(field p50_ms "$r")" "$(field p99_ms "$r")" "$(field errors "$r")" \
         "$(field server_cpu_us "$r")" "$(field wrk_cpu_pct "$r")"
       [[ $(field errors "$r") == 0 ]] || echo "   first bad reply: $(sed -E 's/.*"sample":"([^"]*)".*/\1/' <<<"$r")"
@@ -322,15 +322,15 @@ if [[ -n "$CONNS" ]]; then
 echo
 echo "summary over $ROUNDS interleaved round(s): each ratio is taken within one round (Porthole"
 echo "rps / ceiling rps, Porthole p99 / ceiling p99), then the median [lowest–highest] of them"
-printf '%-10s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
+printf '%-17s %5s | %10s %9s | %-18s | %-18s | %10s\n' kind conns med_rps med_p99 "rps ratio" "p99 ratio" cpu_us/req
 for c in $CONNS; do
   for base in $CEILINGS; do
-    printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$base" "$c" "$(median "${RPS[$base/$c]}")" \
+    printf '%-17s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$base" "$c" "$(median "${RPS[$base/$c]}")" \
       "$(median "${P99[$base/$c]}")" "1" "1" "$(median "${CPU[$base/$c]}")"
   done
   for kind in $KINDS; do
     [[ -n "${RPS[$kind/$c]:-}" ]] || continue
-    printf '%-10s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
+    printf '%-17s %5s | %10.0f %9.3f | %-18s | %-18s | %10s\n' "$kind" "$c" "$(median "${RPS[$kind/$c]}")" \
       "$(median "${P99[$kind/$c]}")" \
       "$(median "${RATIO[$kind/$c]}") [$(lowest "${RATIO[$kind/$c]}")–$(highest "${RATIO[$kind/$c]}")]" \
       "$(median "${P99X[$kind/$c]}") [$(lowest "${P99X[$kind/$c]}")–$(highest "${P99X[$kind/$c]}")]" \
