@@ -160,10 +160,8 @@ ceiling_of() {
   case ${1%_plain} in *_rel) base=ceiling_rel ;; *) base=ceiling ;; esac
   if [[ $1 == *_plain ]]; then echo "${base}_plain"; else echo "$base"; fi
 }
-# The traced kinds an untraced twin is read against, and that twin (modern_plain's is
-# modern_untr_plain).
-TRACED_KINDS="modern legacy"
-if [[ $SHAPE == both ]]; then TRACED_KINDS+=" modern_plain legacy_plain"; fi
+# untraced_of KIND: its twin with tracing off (modern_plain's is modern_untr_plain); a kind
+# whose twin is not measured has no span share.
 untraced_of() { if [[ $1 == *_plain ]]; then echo "${1%_plain}_untr_plain"; else echo "${1}_untr"; fi; }
 # round_order ROUND: every ceiling next to the kinds read against it, the ceiling first in
 # odd rounds and last in even ones: a ratio's two sides a few seconds apart, however many
@@ -309,7 +307,7 @@ for c in $CONNS; do
       RATIO[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$base]}") "
       P99X[$kind/$c]+="$(ratio "${THIS_P99[$kind]}" "${THIS_P99[$base]}") "
     done
-    for kind in $TRACED_KINDS; do
+    for kind in $KINDS; do
       untr=$(untraced_of "$kind")
       [[ -n "${THIS_RPS[$untr]:-}" ]] || continue
       TRACED[$kind/$c]+="$(ratio "${THIS_RPS[$kind]}" "${THIS_RPS[$untr]}") "
@@ -361,7 +359,8 @@ echo "  porthole VmRSS $(vm VmRSS "$PORTHOLE_PID") kB, VmHWM $(vm VmHWM "$PORTHO
 echo "  porthole trace counters: $(trace_counters "$MCP_URL")"
 if [[ $UNTRACED_TOO == 1 ]]; then
   for c in $CONNS; do
-    for kind in $TRACED_KINDS; do
+    for kind in $KINDS; do
+      [[ -n "${TRACED[$kind/$c]:-}" ]] || continue
       echo "  c=$c $kind traced / untraced rps (per round, median [lowest–highest]): $(median "${TRACED[$kind/$c]}") [$(lowest "${TRACED[$kind/$c]}")–$(highest "${TRACED[$kind/$c]}")]"
       sh=$(median "${SPAN_SHARE[$kind/$c]}")
       echo "  c=$c $kind: the span's share of a call's CPU (1 - untraced / traced CPU per request) <= 10 %: $sh % [$(lowest "${SPAN_SHARE[$kind/$c]}")–$(highest "${SPAN_SHARE[$kind/$c]}")]  $(verdict "$(le "$sh" 10)")"
